@@ -1,0 +1,30 @@
+/* Shared by the op files only. */
+#ifndef QKT_OPS_INTERNAL_H
+#define QKT_OPS_INTERNAL_H
+#include "qkt_autograd.h"
+#include <math.h>
+#include <string.h>
+
+#define QKT_OP(ID, name) void qkt__##name##_backward(qkt_ctx *ctx, qkt_node *n);
+#include "ops.def"
+#undef QKT_OP
+
+/* Parallelise an elementwise loop only when it is big enough to pay for the threads. */
+#define QKT_PAR_MIN 16384
+
+/* Shape check that prints both shapes. */
+#define QKT_CHECK_SHAPES(cond, op, a, b)                                                       \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            char sa_[64], sb_[64];                                                             \
+            qkt_fatal(__FILE__, __LINE__, #cond, "%s: shapes %s and %s do not fit", op,      \
+                      qkt_shape_str(a, sa_, sizeof sa_), qkt_shape_str(b, sb_, sizeof sb_)); \
+        }                                                                                      \
+    } while (0)
+
+static inline bool qkt__needs_grad(const qkt_tensor *t) { return t && t->requires_grad; }
+
+/* Rows/cols view of the last axis: rows = size / last dim. */
+static inline int qkt__last(const qkt_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
+
+#endif

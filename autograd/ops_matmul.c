@@ -1,0 +1,101 @@
+/* matmul: C = op(A) op(B), 2-D or batched, with transpose flags. */
+#include "ops_internal.h"
+
+/* Geometry of one matmul, saved in node->p.i. */
+typedef struct {
+    int batch, M, N, K;
+    int ta, tb, b_shared; /* b_shared: B is 2-D and used by every batch */
+} mm_geom;
+
+static mm_geom geom_of(const qkt_node *n) {
+    mm_geom g = {n->p.i[0], n->p.i[1], n->p.i[2], n->p.i[3], n->p.i[4], n->p.i[5], n->p.i[6]};
+    return g;
+}
+
+/* Batched C[b] = alpha op(A[b]) op(B[b]) + beta C[b] via the one wrapper. When B is shared
+ * and A is not transposed, the batch folds into M: one large gemm instead of many. */
+static void mm_run(int batch, int M, int N, int K, bool ta, bool tb, bool b_shared, const qkt_real *A,
+                   const qkt_real *B, qkt_real beta, qkt_real *C) {
+    int lda = ta ? M : K, ldb = tb ? K : N;
+    if (b_shared && !ta) {
+        qkt_gemm(false, tb, batch * M, N, K, 1, A, lda, B, ldb, beta, C, N);
+        return;
+    }
+    for (int b = 0; b < batch; b++)
+        qkt_gemm(ta, tb, M, N, K, 1, A + (size_t)b * M * K, lda, b_shared ? B : B + (size_t)b * K * N, ldb, beta,
+                 C + (size_t)b * M * N, N);
+}
+
+qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool tb) {
+    QKT_CHECK_SHAPES(a->ndim >= 2 && b->ndim >= 2, "matmul", a, b);
+    int M = ta ? a->shape[a->ndim - 1] : a->shape[a->ndim - 2];
+    int K = ta ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
+    int Kb = tb ? b->shape[b->ndim - 1] : b->shape[b->ndim - 2];
+    int N = tb ? b->shape[b->ndim - 2] : b->shape[b->ndim - 1];
+    QKT_CHECK_SHAPES(K == Kb, "matmul (inner dims)", a, b);
+    bool b_shared = b->ndim == 2;
+    if (!b_shared) {
+        QKT_CHECK_SHAPES(b->ndim == a->ndim, "matmul (batch dims)", a, b);
+        for (int i = 0; i < a->ndim - 2; i++) QKT_CHECK_SHAPES(a->shape[i] == b->shape[i], "matmul (batch dims)", a, b);
+    }
+    int batch = (int)(a->size / ((int64_t)M * K));
+    int shape[QKT_MAX_DIMS];
+    for (int i = 0; i < a->ndim - 2; i++) shape[i] = a->shape[i];
+    shape[a->ndim - 2] = M;
+    shape[a->ndim - 1] = N;
+    qkt_tensor *c = qkt_op_output(ctx, a->ndim, shape);
+    mm_run(batch, M, N, K, ta, tb, b_shared, a->data, b->data, 0, c->data);
+    qkt_node *n = qkt_op_record(ctx, QKT_OP_MATMUL, c, 2, (qkt_tensor *[]){a, b});
+    if (n) {
+        int *p = n->p.i;
+        p[0] = batch, p[1] = M, p[2] = N, p[3] = K, p[4] = ta, p[5] = tb, p[6] = b_shared;
+    }
+    qkt_op_done(ctx, QKT_OP_MATMUL, c);
+    return c;
+}
+
+/* C = A B:     dA = dC B^T, dB = A^T dC.   With transposes, the same identities on
+ * op(A), op(B) give: dA (stored layout) = ta ? op(B) dC^T : dC op(B)^T, and
+ * dB = tb ? dC^T op(A) : op(A)^T dC. A shared B sums dB over the batch. */
+void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
+    mm_geom g = geom_of(n);
+    qkt_tensor *a = n->in[0], *b = n->in[1];
+    const qkt_real *dC = n->out->grad;
+    int lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
+    if (qkt__needs_grad(a)) {
+        qkt_real *dA = qkt_grad(ctx, a);
+        if (g.b_shared && !g.ta) {
+            /* (batch*M, N) x op(B)^T -> (batch*M, K) */
+            qkt_gemm(false, !g.tb, g.batch * g.M, g.K, g.N, 1, dC, g.N, b->data, ldb, 1, dA, lda);
+        } else {
+            for (int i = 0; i < g.batch; i++) {
+                const qkt_real *Bi = g.b_shared ? b->data : b->data + (size_t)i * g.K * g.N;
+                const qkt_real *dCi = dC + (size_t)i * g.M * g.N;
+                qkt_real *dAi = dA + (size_t)i * g.M * g.K;
+                if (!g.ta) /* dA (M,K) = dC (M,N) op(B)^T */
+                    qkt_gemm(false, !g.tb, g.M, g.K, g.N, 1, dCi, g.N, Bi, ldb, 1, dAi, lda);
+                else /* dA stored (K,M) = op(B) (K,N) dC^T */
+                    qkt_gemm(g.tb, true, g.K, g.M, g.N, 1, Bi, ldb, dCi, g.N, 1, dAi, lda);
+            }
+        }
+    }
+    if (qkt__needs_grad(b)) {
+        qkt_real *dB = qkt_grad(ctx, b);
+        if (g.b_shared && !g.ta) {
+            if (!g.tb) /* dB (K,N) = A^T (K, batch*M) dC (batch*M, N) */
+                qkt_gemm(true, false, g.K, g.N, g.batch * g.M, 1, a->data, lda, dC, g.N, 1, dB, ldb);
+            else /* dB stored (N,K) = dC^T (N, batch*M) A (batch*M, K) */
+                qkt_gemm(true, false, g.N, g.K, g.batch * g.M, 1, dC, g.N, a->data, lda, 1, dB, ldb);
+        } else {
+            for (int i = 0; i < g.batch; i++) {
+                const qkt_real *Ai = a->data + (size_t)i * g.M * g.K;
+                const qkt_real *dCi = dC + (size_t)i * g.M * g.N;
+                qkt_real *dBi = g.b_shared ? dB : dB + (size_t)i * g.K * g.N;
+                if (!g.tb) /* dB (K,N) = op(A)^T (K,M) dC (M,N) */
+                    qkt_gemm(!g.ta, false, g.K, g.N, g.M, 1, Ai, lda, dCi, g.N, 1, dBi, ldb);
+                else /* dB stored (N,K) = dC^T (N,M) op(A) (M,K) */
+                    qkt_gemm(true, g.ta, g.N, g.K, g.M, 1, dCi, g.N, Ai, lda, 1, dBi, ldb);
+            }
+        }
+    }
+}

@@ -1,0 +1,27 @@
+/* Full reductions to a scalar: sum and mean. */
+#include "ops_internal.h"
+
+static qkt_tensor *reduce(qkt_ctx *ctx, qkt_op op, qkt_tensor *x) {
+    qkt_tensor *y = qkt_op_output(ctx, 0, NULL);
+    double acc = 0;
+#pragma omp parallel for reduction(+ : acc) if (x->size > QKT_PAR_MIN)
+    for (int64_t i = 0; i < x->size; i++) acc += x->data[i];
+    y->data[0] = (qkt_real)(op == QKT_OP_MEAN ? acc / (double)x->size : acc);
+    qkt_op_record(ctx, op, y, 1, &x);
+    qkt_op_done(ctx, op, y);
+    return y;
+}
+
+qkt_tensor *qkt_sum(qkt_ctx *ctx, qkt_tensor *x) { return reduce(ctx, QKT_OP_SUM, x); }
+qkt_tensor *qkt_mean(qkt_ctx *ctx, qkt_tensor *x) { return reduce(ctx, QKT_OP_MEAN, x); }
+
+/* sum: dx_i += dy.  mean: dx_i += dy / n */
+static void reduce_backward(qkt_ctx *ctx, qkt_node *n) {
+    qkt_tensor *x = n->in[0];
+    qkt_real *dX = qkt_grad(ctx, x);
+    qkt_real g = n->out->grad[0];
+    if (n->op == QKT_OP_MEAN) g /= (qkt_real)x->size;
+    for (int64_t i = 0; i < x->size; i++) dX[i] += g;
+}
+void qkt__sum_backward(qkt_ctx *ctx, qkt_node *n) { reduce_backward(ctx, n); }
+void qkt__mean_backward(qkt_ctx *ctx, qkt_node *n) { reduce_backward(ctx, n); }

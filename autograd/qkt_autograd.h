@@ -1,0 +1,264 @@
+/* qkt autograd: tensors, a flat tape, a per-step arena, the parameter store,
+ * the project RNG and every op a GPT needs (forward and backward side by side).
+ *
+ * Lifecycle of one training step:
+ *     qkt_ctx_reset(ctx);                 // arena and tape emptied, no free()
+ *     loss = model_forward(ctx, ...);     // ops record nodes on the tape
+ *     qkt_params_zero_grad(params);
+ *     qkt_backward(ctx, loss, NULL);      // reverse walk, grads accumulate (+=)
+ *     optimizer step over params->data / params->grad (one contiguous store)
+ *
+ * Two error tiers: programmer errors (shape mismatch, API misuse) stop with
+ * QKT_CHECK (file:line and the shapes); user errors (files, flags) return a
+ * status with a one-line message in a qkt_err.
+ */
+#ifndef QKT_AUTOGRAD_H
+#define QKT_AUTOGRAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- scalar */
+#ifdef QKT_DOUBLE
+typedef double qkt_real;
+#define QKT_REAL_NAME "float64"
+#else
+typedef float qkt_real;
+#define QKT_REAL_NAME "float32"
+#endif
+
+/* ---------------------------------------------------------------- errors */
+/* Programmer error: print file:line and message, then abort. */
+#define QKT_CHECK(cond, ...)                                                   \
+    do {                                                                       \
+        if (!(cond)) qkt_fatal(__FILE__, __LINE__, #cond, __VA_ARGS__);        \
+    } while (0)
+_Noreturn void qkt_fatal(const char *file, int line, const char *cond, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* User error: one line, filled by the failing call, returned as status -1. */
+#define QKT_ERR_LEN 512
+typedef struct qkt_err {
+    char msg[QKT_ERR_LEN];
+} qkt_err;
+/* Sets err->msg (if err is non-NULL) and returns -1, so: return qkt_err_set(err, ...). */
+int qkt_err_set(qkt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- threads */
+/* One knob for OpenMP and OpenBLAS. n <= 0 means "all cores". */
+void qkt_set_threads(int n);
+int qkt_get_threads(void);
+
+/* ---------------------------------------------------------------- RNG */
+/* xoshiro256** (Blackman & Vigna 2018), seeded through splitmix64. Every random
+ * draw in qkt (init, data, dropout, sampling) goes through one of these. The
+ * state is plain data so checkpoints can save and restore it exactly. */
+typedef struct qkt_rng {
+    uint64_t s[4];
+} qkt_rng;
+void qkt_rng_seed(qkt_rng *r, uint64_t seed);
+uint64_t qkt_rng_u64(qkt_rng *r);
+uint32_t qkt_rng_below(qkt_rng *r, uint32_t n); /* uniform in [0, n), unbiased */
+double qkt_rng_uniform(qkt_rng *r);              /* uniform in [0, 1), 53 bits */
+double qkt_rng_normal(qkt_rng *r);               /* N(0, 1), Box-Muller, no cached value */
+/* Independent stream: derives a new generator from r and a stream id (r is advanced). */
+void qkt_rng_split(qkt_rng *r, uint64_t stream, qkt_rng *out);
+
+/* ---------------------------------------------------------------- arena */
+/* Bump allocator for one step's activations, grads and saved state. When a block
+ * runs out a new one is chained (the only malloc); reset merges all blocks into one
+ * of the total size, so from the second step on a step performs no malloc. With a
+ * limit set, an allocation past it aborts naming the size it needed. */
+typedef struct qkt_arena_block qkt_arena_block;
+typedef struct qkt_arena {
+    qkt_arena_block *head;     /* current block (newest) */
+    size_t used_total;         /* bytes handed out since reset */
+    size_t peak;               /* max used_total over the arena's life */
+    size_t capacity;           /* sum of block sizes */
+    size_t limit;              /* 0 = unlimited */
+    size_t n_mallocs;          /* blocks ever allocated (tests check no-malloc steps) */
+} qkt_arena;
+void qkt_arena_init(qkt_arena *a, size_t initial_bytes, size_t limit);
+void *qkt_arena_alloc(qkt_arena *a, size_t bytes); /* 64-byte aligned, uninitialised */
+void *qkt_arena_calloc(qkt_arena *a, size_t bytes);
+void qkt_arena_reset(qkt_arena *a);
+void qkt_arena_free(qkt_arena *a);
+
+/* ---------------------------------------------------------------- tensor */
+#define QKT_MAX_DIMS 4
+typedef struct qkt_tensor {
+    qkt_real *data;
+    qkt_real *grad; /* NULL until a backward needs it (params: always set) */
+    int64_t size;
+    int ndim; /* 0 = scalar (size 1) */
+    int shape[QKT_MAX_DIMS];
+    bool requires_grad;
+    bool is_param;
+    const char *name; /* params: checkpoint name; activations: NULL */
+} qkt_tensor;
+
+/* ---------------------------------------------------------------- params */
+/* All parameters in one contiguous data buffer and one contiguous grad buffer, in
+ * the order they were added: the optimizer, zeroing, clipping, checkpoints and a
+ * future MPI allreduce are one loop (or one call) over `data`/`grad`. */
+enum { QKT_PARAM_DECAY = 1 }; /* AdamW applies weight decay to this tensor */
+typedef struct qkt_params {
+    qkt_tensor **t; /* stable pointers; data valid after finalize */
+    int *flags;
+    int n, cap;
+    qkt_real *data, *grad;
+    int64_t size;
+    bool finalized;
+} qkt_params;
+void qkt_params_init(qkt_params *p);
+qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int *shape, int flags);
+void qkt_params_finalize(qkt_params *p); /* one allocation, data and grad zeroed */
+void qkt_params_zero_grad(qkt_params *p);
+qkt_tensor *qkt_params_find(const qkt_params *p, const char *name);
+int64_t qkt_params_offset(const qkt_params *p, const qkt_tensor *t);
+void qkt_params_free(qkt_params *p);
+
+/* ---------------------------------------------------------------- context and tape */
+typedef enum qkt_op {
+#define QKT_OP(ID, name) QKT_OP_##ID,
+#include "ops.def"
+#undef QKT_OP
+    QKT_OP_COUNT
+} qkt_op;
+const char *qkt_op_name(qkt_op op);
+
+#define QKT_MAX_IN 4
+typedef struct qkt_node {
+    qkt_op op;
+    qkt_tensor *out;
+    qkt_tensor *in[QKT_MAX_IN];
+    int n_in;
+    union {
+        double f[4];
+        int i[8];
+    } p;              /* op parameters (scale, eps, axis sizes, ...) */
+    void *saved;      /* op-specific saved forward state, in the arena */
+    const char *scope; /* ctx->scope when recorded (layer name, for errors) */
+} qkt_node;
+
+typedef struct qkt_ctx {
+    qkt_arena arena;
+    qkt_node *tape;
+    int n_nodes, cap_nodes;
+    bool no_grad;        /* record nothing (eval, sampling) */
+    bool training;       /* dropout active */
+    bool detect_anomaly; /* check every op output for NaN/Inf */
+    const char *scope;   /* set by layers, copied into nodes */
+    qkt_rng rng;         /* dropout draws */
+} qkt_ctx;
+
+void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed);
+void qkt_ctx_reset(qkt_ctx *ctx); /* empty tape and arena; keeps memory */
+void qkt_ctx_free(qkt_ctx *ctx);
+/* Run backward from `out`. seed == NULL: out must be a scalar, d out = 1.
+ * Otherwise d out = seed (out->size values). Grads accumulate into params'
+ * grad (zero them before) and into activations' grads (fresh per step). */
+void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed);
+
+/* ---------------------------------------------------------------- tensor creation */
+qkt_tensor *qkt_tensor_new(qkt_ctx *ctx, int ndim, const int *shape); /* uninitialised */
+qkt_tensor *qkt_tensor_zeros(qkt_ctx *ctx, int ndim, const int *shape);
+/* Convenience: qkt_tensor_2d(ctx, 3, 4) etc. */
+qkt_tensor *qkt_tensor_1d(qkt_ctx *ctx, int a);
+qkt_tensor *qkt_tensor_2d(qkt_ctx *ctx, int a, int b);
+qkt_tensor *qkt_tensor_3d(qkt_ctx *ctx, int a, int b, int c);
+qkt_tensor *qkt_tensor_4d(qkt_ctx *ctx, int a, int b, int c, int d);
+/* Grad buffer of t, allocated zeroed from the arena on first use. */
+qkt_real *qkt_grad(qkt_ctx *ctx, qkt_tensor *t);
+int64_t qkt_shape_size(int ndim, const int *shape);
+/* "(2, 3, 4)" into buf, for error messages. */
+const char *qkt_shape_str(const qkt_tensor *t, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- gemm */
+/* Row-major C = alpha * op(A) op(B) + beta * C, op(X) = X or X^T; op(A) is (M,K),
+ * op(B) is (K,N). Every large matmul in qkt goes through here (cblas gemm). */
+void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda,
+              const qkt_real *B, int ldb, qkt_real beta, qkt_real *C, int ldc);
+
+/* ---------------------------------------------------------------- ops */
+/* Every op: checks shapes (naming both on mismatch), computes the forward, and if
+ * any input requires grad (and ctx is not no_grad) records a node whose backward
+ * accumulates into the inputs' grads. Outputs live in the arena until reset. */
+
+/* C = op(A) op(B). A: (..., M, K) (or (..., K, M) if ta). B: (K, N) / (N, K) if tb,
+ * shared by every batch, or with the same leading dims as A. Out: (..., M, N). */
+qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool tb);
+
+/* y = a + b, a - b, a * b. b has a's shape or a's trailing dims (broadcast over
+ * a's leading dims, e.g. a bias (C) on (B, T, C)); db sums over those dims. */
+qkt_tensor *qkt_add(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
+qkt_tensor *qkt_sub(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
+qkt_tensor *qkt_mul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
+/* y = c * x */
+qkt_tensor *qkt_scale(qkt_ctx *ctx, qkt_tensor *x, double c);
+/* scalar y = sum_i x_i ; y = (1/n) sum_i x_i */
+qkt_tensor *qkt_sum(qkt_ctx *ctx, qkt_tensor *x);
+qkt_tensor *qkt_mean(qkt_ctx *ctx, qkt_tensor *x);
+
+/* Same data, new shape (product must match). Shares x's data. */
+qkt_tensor *qkt_reshape(qkt_ctx *ctx, qkt_tensor *x, int ndim, const int *shape);
+/* y[i_perm[0], ...] layout: out dim d = x dim perm[d]. (B,T,H,d) -> (B,H,T,d) is perm {0,2,1,3}. */
+qkt_tensor *qkt_permute(qkt_ctx *ctx, qkt_tensor *x, const int *perm);
+/* Swap two dims. */
+qkt_tensor *qkt_transpose(qkt_ctx *ctx, qkt_tensor *x, int d0, int d1);
+/* Split the last axis into n parts of the given sizes (sum = last dim). */
+void qkt_split(qkt_ctx *ctx, qkt_tensor *x, int n, const int *sizes, qkt_tensor **outs);
+/* Concatenate n tensors along the last axis (other dims equal). */
+qkt_tensor *qkt_concat(qkt_ctx *ctx, int n, qkt_tensor **xs);
+
+/* y[b,t,:] = W[idx[b,t], :]. W: (V, C). idx (n_idx values, copied) with the given
+ * leading shape; out (shape..., C). Backward scatter-adds into dW rows. Every idx
+ * must be in [0, V) (programmer error otherwise; loaders validate user data). */
+qkt_tensor *qkt_embedding(qkt_ctx *ctx, qkt_tensor *w, const int32_t *idx, int ndim, const int *shape);
+
+/* y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (GPT-2's tanh form) */
+qkt_tensor *qkt_gelu(qkt_ctx *ctx, qkt_tensor *x);
+/* y = max(x, 0); dy/dx = 1 for x > 0, else 0 */
+qkt_tensor *qkt_relu(qkt_ctx *ctx, qkt_tensor *x);
+/* Training: y = x * m / (1 - p), m ~ Bernoulli(1 - p) from ctx->rng; eval or p == 0: y = x. */
+qkt_tensor *qkt_dropout(qkt_ctx *ctx, qkt_tensor *x, double p);
+
+/* Softmax over the last axis of z = scale * x + mask:
+ *   QKT_MASK_NONE:     no mask;
+ *   QKT_MASK_CAUSAL:   last two dims (Tq, Tk); query i sees keys j <= i + (Tk - Tq);
+ *   QKT_MASK_ADDITIVE: `mask` (a's trailing dims, broadcast) is added after the scale;
+ *                      entries of -inf are blocked.
+ * Blocked entries get exactly 0 probability and 0 gradient. A row whose every
+ * entry is blocked yields all zeros (not NaN) and passes no gradient.
+ * The mask tensor never receives a gradient. */
+typedef enum { QKT_MASK_NONE = 0, QKT_MASK_CAUSAL = 1, QKT_MASK_ADDITIVE = 2 } qkt_mask_kind;
+qkt_tensor *qkt_softmax(qkt_ctx *ctx, qkt_tensor *x, double scale, qkt_mask_kind kind, qkt_tensor *mask);
+/* y = x - max - log sum exp(x - max) over the last axis */
+qkt_tensor *qkt_log_softmax(qkt_ctx *ctx, qkt_tensor *x);
+/* Scalar mean over counted rows of -log softmax(logits)[target]. logits (..., V);
+ * targets: one int per row, -1 = ignored (QKT_IGNORE). No counted row: loss 0.
+ * If `n_counted` is non-NULL it receives the number of counted rows. */
+#define QKT_IGNORE (-1)
+qkt_tensor *qkt_cross_entropy(qkt_ctx *ctx, qkt_tensor *logits, const int32_t *targets, int *n_counted);
+/* y = (x - mean) * rstd * w + b over the last axis, rstd = 1/sqrt(var + eps), var
+ * biased. w, b: (C) or NULL (no affine). Saves mean and rstd for backward. */
+qkt_tensor *qkt_layernorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b, double eps);
+
+/* ---------------------------------------------------------------- helpers for op files */
+/* Internal, but public so that nn/ can define fused ops with the same machinery:
+ * makes an output of the given shape whose requires_grad follows the inputs, and
+ * returns the tape node to fill (NULL when nothing is recorded). */
+qkt_tensor *qkt_op_output(qkt_ctx *ctx, int ndim, const int *shape);
+qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_tensor **in);
+/* Called by each op after computing its output: anomaly detection hook. */
+void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,90 @@
+/* The context: arena, flat tape, and the reverse walk. */
+#include "ops_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef void (*qkt_backward_fn)(qkt_ctx *, qkt_node *);
+static const struct {
+    const char *name;
+    qkt_backward_fn backward;
+} op_table[QKT_OP_COUNT] = {
+#define QKT_OP(ID, name) [QKT_OP_##ID] = {#name, qkt__##name##_backward},
+#include "ops.def"
+#undef QKT_OP
+};
+
+const char *qkt_op_name(qkt_op op) { return op >= 0 && op < QKT_OP_COUNT ? op_table[op].name : "?"; }
+
+void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed) {
+    memset(ctx, 0, sizeof *ctx);
+    qkt_arena_init(&ctx->arena, arena_bytes, 0);
+    ctx->cap_nodes = 256;
+    ctx->tape = malloc((size_t)ctx->cap_nodes * sizeof *ctx->tape);
+    QKT_CHECK(ctx->tape, "out of memory");
+    ctx->training = true;
+    qkt_rng_seed(&ctx->rng, seed);
+}
+
+void qkt_ctx_reset(qkt_ctx *ctx) {
+    ctx->n_nodes = 0;
+    qkt_arena_reset(&ctx->arena);
+}
+
+void qkt_ctx_free(qkt_ctx *ctx) {
+    qkt_arena_free(&ctx->arena);
+    free(ctx->tape);
+    memset(ctx, 0, sizeof *ctx);
+}
+
+qkt_tensor *qkt_op_output(qkt_ctx *ctx, int ndim, const int *shape) { return qkt_tensor_new(ctx, ndim, shape); }
+
+qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_tensor **in) {
+    QKT_CHECK(n_in <= QKT_MAX_IN, "%s: %d inputs (at most %d)", qkt_op_name(op), n_in, QKT_MAX_IN);
+    bool any = false;
+    for (int i = 0; i < n_in; i++) any |= qkt__needs_grad(in[i]);
+    out->requires_grad = any && !ctx->no_grad;
+    if (!out->requires_grad) return NULL;
+    if (ctx->n_nodes == ctx->cap_nodes) { /* grows during the first step only */
+        ctx->cap_nodes *= 2;
+        ctx->tape = realloc(ctx->tape, (size_t)ctx->cap_nodes * sizeof *ctx->tape);
+        QKT_CHECK(ctx->tape, "out of memory");
+    }
+    qkt_node *n = &ctx->tape[ctx->n_nodes++];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->out = out;
+    n->n_in = n_in;
+    for (int i = 0; i < n_in; i++) n->in[i] = in[i];
+    n->scope = ctx->scope;
+    return n;
+}
+
+void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out) {
+    if (!ctx->detect_anomaly) return;
+    for (int64_t i = 0; i < out->size; i++) {
+        if (!isfinite(out->data[i])) {
+            fprintf(stderr, "qkt: anomaly: op %s%s%s produced %s at element %lld of %lld\n",
+                    qkt_op_name(op), ctx->scope ? " in " : "", ctx->scope ? ctx->scope : "",
+                    isnan(out->data[i]) ? "NaN" : "Inf", (long long)i, (long long)out->size);
+            exit(3);
+        }
+    }
+}
+
+void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed) {
+    QKT_CHECK(out->requires_grad, "qkt_backward: output does not require grad (no_grad mode, or no parameter in the graph)");
+    qkt_real *g = qkt_grad(ctx, out);
+    if (seed) {
+        for (int64_t i = 0; i < out->size; i++) g[i] += seed[i];
+    } else {
+        QKT_CHECK(out->size == 1, "qkt_backward without seed needs a scalar, got %lld elements", (long long)out->size);
+        g[0] += 1;
+    }
+    for (int i = ctx->n_nodes - 1; i >= 0; i--) {
+        qkt_node *n = &ctx->tape[i];
+        if (!n->out->grad) continue; /* nothing flowed into this node */
+        op_table[n->op].backward(ctx, n);
+    }
+}

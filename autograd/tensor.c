@@ -1,0 +1,121 @@
+/* Tensors (arena-backed activations) and the contiguous parameter store. */
+#include "qkt_autograd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t qkt_shape_size(int ndim, const int *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+const char *qkt_shape_str(const qkt_tensor *t, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "(");
+    for (int i = 0; i < t->ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, i ? ", %d" : "%d", t->shape[i]);
+    if (k < n) snprintf(buf + k, n - k, ")");
+    return buf;
+}
+
+static void set_shape(qkt_tensor *t, int ndim, const int *shape) {
+    QKT_CHECK(ndim >= 0 && ndim <= QKT_MAX_DIMS, "tensor with %d dims (at most %d)", ndim, QKT_MAX_DIMS);
+    t->ndim = ndim;
+    for (int i = 0; i < QKT_MAX_DIMS; i++) t->shape[i] = i < ndim ? shape[i] : 1;
+    for (int i = 0; i < ndim; i++) QKT_CHECK(shape[i] > 0, "tensor dim %d has size %d", i, shape[i]);
+    t->size = qkt_shape_size(ndim, shape);
+}
+
+qkt_tensor *qkt_tensor_new(qkt_ctx *ctx, int ndim, const int *shape) {
+    qkt_tensor *t = qkt_arena_alloc(&ctx->arena, sizeof *t);
+    memset(t, 0, sizeof *t);
+    set_shape(t, ndim, shape);
+    t->data = qkt_arena_alloc(&ctx->arena, (size_t)t->size * sizeof(qkt_real));
+    return t;
+}
+
+qkt_tensor *qkt_tensor_zeros(qkt_ctx *ctx, int ndim, const int *shape) {
+    qkt_tensor *t = qkt_tensor_new(ctx, ndim, shape);
+    memset(t->data, 0, (size_t)t->size * sizeof(qkt_real));
+    return t;
+}
+
+qkt_tensor *qkt_tensor_1d(qkt_ctx *ctx, int a) { return qkt_tensor_new(ctx, 1, (int[]){a}); }
+qkt_tensor *qkt_tensor_2d(qkt_ctx *ctx, int a, int b) { return qkt_tensor_new(ctx, 2, (int[]){a, b}); }
+qkt_tensor *qkt_tensor_3d(qkt_ctx *ctx, int a, int b, int c) {
+    return qkt_tensor_new(ctx, 3, (int[]){a, b, c});
+}
+qkt_tensor *qkt_tensor_4d(qkt_ctx *ctx, int a, int b, int c, int d) {
+    return qkt_tensor_new(ctx, 4, (int[]){a, b, c, d});
+}
+
+qkt_real *qkt_grad(qkt_ctx *ctx, qkt_tensor *t) {
+    if (!t->grad) t->grad = qkt_arena_calloc(&ctx->arena, (size_t)t->size * sizeof(qkt_real));
+    return t->grad;
+}
+
+/* ---------------------------------------------------------------- params */
+void qkt_params_init(qkt_params *p) { memset(p, 0, sizeof *p); }
+
+qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int *shape, int flags) {
+    QKT_CHECK(!p->finalized, "qkt_params_add(%s) after finalize", name);
+    QKT_CHECK(!qkt_params_find(p, name), "parameter %s added twice", name);
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 64;
+        p->t = realloc(p->t, (size_t)p->cap * sizeof *p->t);
+        p->flags = realloc(p->flags, (size_t)p->cap * sizeof *p->flags);
+        QKT_CHECK(p->t && p->flags, "out of memory");
+    }
+    qkt_tensor *t = calloc(1, sizeof *t);
+    QKT_CHECK(t, "out of memory");
+    set_shape(t, ndim, shape);
+    t->name = strdup(name);
+    t->requires_grad = true;
+    t->is_param = true;
+    p->t[p->n] = t;
+    p->flags[p->n] = flags;
+    p->n++;
+    p->size += t->size;
+    return t;
+}
+
+void qkt_params_finalize(qkt_params *p) {
+    QKT_CHECK(!p->finalized, "qkt_params_finalize called twice");
+    size_t bytes = (size_t)(p->size ? p->size : 1) * sizeof(qkt_real);
+    p->data = calloc(1, bytes);
+    p->grad = calloc(1, bytes);
+    if (!p->data || !p->grad) {
+        fprintf(stderr, "qkt: out of memory: parameters need 2 x %zu bytes\n", bytes);
+        exit(1);
+    }
+    int64_t off = 0;
+    for (int i = 0; i < p->n; i++) {
+        p->t[i]->data = p->data + off;
+        p->t[i]->grad = p->grad + off;
+        off += p->t[i]->size;
+    }
+    p->finalized = true;
+}
+
+void qkt_params_zero_grad(qkt_params *p) { memset(p->grad, 0, (size_t)p->size * sizeof(qkt_real)); }
+
+qkt_tensor *qkt_params_find(const qkt_params *p, const char *name) {
+    for (int i = 0; i < p->n; i++)
+        if (strcmp(p->t[i]->name, name) == 0) return p->t[i];
+    return NULL;
+}
+
+int64_t qkt_params_offset(const qkt_params *p, const qkt_tensor *t) { return t->data - p->data; }
+
+void qkt_params_free(qkt_params *p) {
+    for (int i = 0; i < p->n; i++) {
+        free((char *)p->t[i]->name);
+        free(p->t[i]);
+    }
+    free(p->t);
+    free(p->flags);
+    free(p->data);
+    free(p->grad);
+    memset(p, 0, sizeof *p);
+}

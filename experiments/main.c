@@ -1,0 +1,28 @@
+/* qkt: one program, one subcommand per job. */
+#include <stdio.h>
+#include <string.h>
+
+#include "qkt_cli.h"
+
+static const qkt_command commands[] = {
+#define QKT_COMMAND(name, fn, help) {name, fn, help},
+#include "commands.def"
+#undef QKT_COMMAND
+};
+static const int n_commands = (int)(sizeof commands / sizeof commands[0]);
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: qkt <command> [flags]   (qkt <command> --help for its flags)\n\ncommands:\n");
+    for (int i = 0; i < n_commands; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (int i = 0; i < n_commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "qkt: unknown command '%s' (run 'qkt --help' for the list)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,48 @@
+#include "qkt_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+int qkt_test_passed = 0, qkt_test_failed = 0;
+
+int qkt_test_finish(void) {
+    printf("%d passed, %d failed\n", qkt_test_passed, qkt_test_failed);
+    fflush(stdout);
+    return qkt_test_failed || !qkt_test_passed ? 1 : 0;
+}
+
+const char *qkt_test_bin(void) {
+    const char *b = getenv("QKT_BIN");
+    return b && *b ? b : "./qkt";
+}
+
+const char *qkt_test_tmpdir(const char *tag) {
+    static char buf[8][256];
+    static int k = 0;
+    char *p = buf[k++ % 8];
+    const char *base = getenv("TMPDIR");
+    snprintf(p, 256, "%s/qkt-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+    if (!mkdtemp(p)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    return p;
+}
+
+int qkt_test_run(const char *cmd, char *out, size_t out_len) {
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *f = popen(full, "r");
+    if (!f) return -1;
+    size_t n = 0;
+    if (out && out_len) {
+        n = fread(out, 1, out_len - 1, f);
+        out[n] = 0;
+    }
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, f) > 0) {
+    }
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}

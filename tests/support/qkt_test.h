@@ -1,0 +1,37 @@
+/* Minimal test harness: every failed check is printed with file:line and counted;
+ * qkt_test_finish() prints "N passed, N failed" and returns the exit status. */
+#ifndef QKT_TEST_H
+#define QKT_TEST_H
+#include <math.h>
+#include <stdio.h>
+
+#include "qkt_autograd.h"
+
+extern int qkt_test_passed, qkt_test_failed;
+
+#define EXPECT(cond, ...)                                                         \
+    do {                                                                          \
+        if (cond) {                                                               \
+            qkt_test_passed++;                                                    \
+        } else {                                                                  \
+            qkt_test_failed++;                                                    \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fprintf(stderr, "\n");                                                \
+        }                                                                         \
+    } while (0)
+
+#define EXPECT_NEAR(a, b, tol)                                                                  \
+    EXPECT(fabs((double)(a) - (double)(b)) <= (tol), "%s = %.10g, %s = %.10g, |diff| %.3g > %.3g", \
+           #a, (double)(a), #b, (double)(b), fabs((double)(a) - (double)(b)), (double)(tol))
+
+int qkt_test_finish(void);
+
+/* Path of the built qkt program (from CTest's environment), or "./qkt". */
+const char *qkt_test_bin(void);
+/* Make a fresh temporary directory; returns its path (static storage per call). */
+const char *qkt_test_tmpdir(const char *tag);
+/* Run a shell command, return its exit status (or -1), capturing stdout+stderr into out. */
+int qkt_test_run(const char *cmd, char *out, size_t out_len);
+
+#endif
