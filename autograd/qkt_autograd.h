@@ -133,6 +133,7 @@ typedef enum qkt_op {
 const char *qkt_op_name(qkt_op op);
 
 #define QKT_MAX_IN 4
+struct qkt_ctx;
 typedef struct qkt_node {
     qkt_op op;
     qkt_tensor *out;
@@ -144,6 +145,9 @@ typedef struct qkt_node {
     } p;              /* op parameters (scale, eps, axis sizes, ...) */
     void *saved;      /* op-specific saved forward state, in the arena */
     const char *scope; /* ctx->scope when recorded (layer name, for errors) */
+    /* QKT_OP_CUSTOM only: an op defined outside autograd (nn's fused layers). */
+    void (*custom_backward)(struct qkt_ctx *ctx, struct qkt_node *n);
+    const char *custom_name;
 } qkt_node;
 
 typedef struct qkt_ctx {
@@ -257,6 +261,11 @@ qkt_tensor *qkt_op_output(qkt_ctx *ctx, int ndim, const int *shape);
 qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_tensor **in);
 /* Called by each op after computing its output: anomaly detection hook. */
 void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out);
+/* An op defined outside autograd: records a QKT_OP_CUSTOM node whose backward is
+ * `backward` (it must accumulate into the inputs' grads, as every backward does). */
+typedef void (*qkt_backward_fn)(qkt_ctx *ctx, qkt_node *n);
+qkt_node *qkt_op_record_custom(qkt_ctx *ctx, const char *name, qkt_backward_fn backward, qkt_tensor *out,
+                               int n_in, qkt_tensor **in);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-typedef void (*qkt_backward_fn)(qkt_ctx *, qkt_node *);
 static const struct {
     const char *name;
     qkt_backward_fn backward;
@@ -60,6 +59,15 @@ qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_
     n->scope = ctx->scope;
     return n;
 }
+
+qkt_node *qkt_op_record_custom(qkt_ctx *ctx, const char *name, qkt_backward_fn backward, qkt_tensor *out,
+                               int n_in, qkt_tensor **in) {
+    qkt_node *n = qkt_op_record(ctx, QKT_OP_CUSTOM, out, n_in, in);
+    if (n) n->custom_backward = backward, n->custom_name = name;
+    return n;
+}
+
+void qkt__custom_backward(qkt_ctx *ctx, qkt_node *n) { n->custom_backward(ctx, n); }
 
 void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out) {
     if (!ctx->detect_anomaly) return;
