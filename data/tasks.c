@@ -244,10 +244,10 @@ static void bigram_token(const qkt_data *d, int32_t tok, char buf[16]) {
 #define LEN_MAX (QKT_DATA_MAX_T / 2)
 const qkt_data_task qkt__tasks[] = {
     {"mqar", "multi-query associative recall: key-value pairs, then queries of earlier keys",
-     {{"vocab", 64, 5, VOCAB_MAX, "vocabulary size: token 0 blank, keys 1..(vocab-1)/2, values after"},
+     {{"vocab", 32, 5, VOCAB_MAX, "vocabulary size: token 0 blank, keys 1..(vocab-1)/2, values after"},
       {"seq_len", QKT_PARAM_FROM_T, 3, QKT_DATA_MAX_T, "positions used (default T)"},
-      {"n_pairs", 8, 1, VOCAB_MAX, "key-value pairs at the start"},
-      {"n_queries", 8, 1, VOCAB_MAX, "queried keys, at random slots after the pairs"},
+      {"n_pairs", 4, 1, VOCAB_MAX, "key-value pairs at the start"},
+      {"n_queries", 4, 1, VOCAB_MAX, "queried keys (distinct pairs), at random slots after the pairs"},
       {0}},
      mqar_setup, mqar_gen, mqar_token},
     {"induction", "random tokens followed by their repetition; answers are the repeated half",

@@ -167,8 +167,8 @@ int qkt_cmd_data(int argc, char **argv) {
             printf("sequence s[0..%d]: the model reads s[t] and predicts s[t+1]; [x] marks the %d answers\n"
                    "(only they count in loss and accuracy):\n",
                    U, n_ans);
-        if (U < Tm && n == 0) printf("  (then %d padding positions: token 0, not counted)\n", Tm - U);
         show_tokens(d, s, ans, U + 1);
+        if (U < Tm) printf("  (then %d padding positions: token 0, not counted)\n", Tm - U);
     }
     free(x), free(y), free(s), free(ans);
     qkt_data_free(d);

@@ -31,7 +31,7 @@ static void expect_bad(const char *args, const char *want) {
 
 int main(void) {
     expect_ok("--help", "--show SPEC", "n_queries");
-    expect_ok("--show mqar", "mqar:vocab=64,seq_len=64,n_pairs=8,n_queries=8", "chance: loss 3.4657, accuracy 0.0312");
+    expect_ok("--show mqar", "mqar:vocab=32,seq_len=64,n_pairs=4,n_queries=4", "chance: loss 2.7726, accuracy 0.0625");
     expect_ok("--show mqar --seed 3 --split val", "val split", "[v");
     expect_ok("--show induction --seq-len 32", "induction:vocab=64,len=16", "16 answers");
     expect_ok("--show sort", "sort:len=8,digits=10", " | [");
