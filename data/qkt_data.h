@@ -57,7 +57,7 @@ void qkt_data_free(qkt_data *d);
 
 const char *qkt_data_name(const qkt_data *d); /* "mqar", ..., "text" */
 /* Canonical spec with every parameter resolved, e.g.
- * "mqar:vocab=32,seq_len=64,n_pairs=4,n_queries=4": reopening it gives the same task. */
+ * "mqar:vocab=32,seq_len=64,n_pairs=4,n_queries=16": reopening it gives the same task. */
 const char *qkt_data_spec(const qkt_data *d);
 int qkt_data_vocab_size(const qkt_data *d);
 int qkt_data_seq_len(const qkt_data *d); /* T */

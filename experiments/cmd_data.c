@@ -62,12 +62,10 @@ static void show_tokens(const qkt_data *d, const int32_t *s, const uint8_t *ans,
 }
 
 static void show_text(const qkt_data *d, const int32_t *x, const int32_t *y, int T) {
-    int V;
-    const uint8_t *voc = qkt_data_vocab(d, &V);
+    int V = qkt_data_vocab_size(d);
     printf("vocabulary (%d bytes): \"", V);
     char tok[16];
     for (int i = 0; i < V; i++) fputs(qkt_data_token_str(d, i, tok), stdout);
-    (void)voc;
     printf("\"\nwindow of T+1 = %d bytes (every position counts: target[t] = byte t+1):\n  \"", T + 1);
     for (int t = 0; t < T; t++) fputs(qkt_data_token_str(d, x[t], tok), stdout);
     fputs(qkt_data_token_str(d, y[T - 1], tok), stdout);

@@ -186,7 +186,7 @@ static int check_row(qkt_data *d, const int32_t *x, const int32_t *y, char *why)
             queries++;
             if ((t - 2 * N) % 2) return sprintf(why, "query at odd offset %d", t), 1;
             if (!val_of[x[t]]) return sprintf(why, "query key %d not among the pairs", x[t]), 1;
-            if (seen[x[t]]++) return sprintf(why, "key %d queried twice", x[t]), 1;
+            if (Q <= N && seen[x[t]]++) return sprintf(why, "key %d queried twice", x[t]), 1;
             if (y[t] != val_of[x[t]]) return sprintf(why, "query %d at %d: target %d, expected %d", x[t], t, y[t], val_of[x[t]]), 1;
             if (t + 1 < U && x[t + 1] != y[t]) return sprintf(why, "value after query at %d is %d", t, x[t + 1]), 1;
         }
@@ -252,6 +252,8 @@ static void test_checker(void) {
     check_task("mqar:seq_len=40", 64, 1024);  /* padded */
     check_task("mqar:vocab=20,seq_len=31,n_pairs=8,n_queries=8", 0, 1024); /* tightest layout */
     check_task("mqar:vocab=256,n_pairs=16,n_queries=5", 96, 1024);
+    check_task("mqar:n_queries=4", 0, 1024);   /* queries ask distinct pairs */
+    check_task("mqar:vocab=9,seq_len=41,n_pairs=2,n_queries=19", 0, 1024); /* every slot a query */
     check_task("induction", 65, 1024);        /* odd T: one pad */
     check_task("induction:vocab=3,len=20", 48, 1024);
     check_task("sort:len=20,digits=3", 64, 1024);
@@ -385,8 +387,8 @@ static void test_errors(void) {
         {"mqar:n_pairs=4,", 0, "empty parameter"},
         {"mqar:", 0, "empty parameter"},
         {"mqar:n_pairs=40", 0, "n_pairs=40 exceeds the 15 keys of vocab=32"},
-        {"mqar:n_queries=5", 0, "n_queries=5 exceeds n_pairs=4"},
-        {"mqar:seq_len=14", 0, "seq_len=14 is too short for n_pairs=4 and n_queries=4: expected >= 15"},
+        {"mqar:n_queries=40", 0, "seq_len=64 is too short for n_pairs=4 and n_queries=40: expected >= 87"},
+        {"mqar:seq_len=8", 0, "seq_len=8 is too short for n_pairs=4 and n_queries=1: expected >= 9"},
         {"mqar:seq_len=100", 64, "needs seq_len >= 100, got 64"},
         {"mqar:vocab=4", 0, "vocab=4: expected an integer in [5"},
         {"sort", 10, "needs seq_len >= 16, got 10"},
