@@ -282,12 +282,19 @@ int qkt_safetensors_parse(const uint8_t *buf, size_t n, const char *label, qkt_s
     size_t bad = utf8_check(buf + 8, (size_t)hl);
     if (bad != hl) return qkt_err_set(err, "%s: header is not valid UTF-8 (byte %zu of the header)", label, bad);
 
+    /* cJSON gets a NUL-terminated copy: whatever it does, it cannot read past it. */
+    char *hc = malloc((size_t)hl + 1);
+    QKT_CHECK(hc, "out of memory");
+    memcpy(hc, h, (size_t)hl);
+    hc[hl] = 0;
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(h, (size_t)hl, &end, 0);
+    cJSON *root = cJSON_ParseWithLengthOpts(hc, (size_t)hl, &end, 0);
     if (!root) {
-        size_t at = end && end >= h && end <= h + hl ? (size_t)(end - h) : 0;
+        size_t at = end && end >= hc && end <= hc + hl ? (size_t)(end - hc) : 0;
+        free(hc);
         return qkt_err_set(err, "%s: header is not valid JSON (near byte %zu of the header)", label, at);
     }
+    h = hc;
     int rc = 0;
     for (const char *p = end; p < h + hl && !rc; p++)
         if (!strchr(" \t\r\n", *p) || !*p)
@@ -315,6 +322,7 @@ int qkt_safetensors_parse(const uint8_t *buf, size_t n, const char *label, qkt_s
         st->n++;
     }
     cJSON_Delete(root);
+    free(hc);
     if (!rc) rc = check_layout(st, data_len, label, err);
     if (rc) {
         qkt_safetensors_free(st);
