@@ -88,8 +88,11 @@ int qkt_checkpoint_expect_real(const qkt_checkpoint *ck, const char *key, double
     char *end;
     double x = strtod(v, &end);
     if (end == v || *end) return qkt_err_set(err, "checkpoint %s: metadata %s='%.64s' is not a number", ck->path, key, v);
-    if (x != have) return qkt_err_set(err, "checkpoint %s was saved for %s=%.64s, this model has %.17g", ck->path, key, v, have);
-    return 0;
+    if (x == have) return 0;
+    char hb[32]; /* shortest of %.15g / %.17g that reads back exactly: 0.1, not 0.10000000000000001 */
+    snprintf(hb, sizeof hb, "%.15g", have);
+    if (strtod(hb, NULL) != have) snprintf(hb, sizeof hb, "%.17g", have);
+    return qkt_err_set(err, "checkpoint %s was saved for %s=%.64s, this model has %s", ck->path, key, v, hb);
 }
 
 /* ---------------------------------------------------------------- restore */

@@ -88,6 +88,11 @@ static void test_round_trip(void) {
     EXPECT(qkt_checkpoint_expect_real(&ck, "attn_temp", 0.5, &err) == 0, "%s", err.msg);
     EXPECT(qkt_checkpoint_expect_real(&ck, "attn_temp", 1.0, &err) == -1 && strstr(err.msg, "attn_temp=0.5, this model has 1"),
            "%s", err.msg);
+    EXPECT(qkt_checkpoint_expect_real(&ck, "attn_temp", 0.1, &err) == -1 && strstr(err.msg, "this model has 0.1") &&
+               !strstr(err.msg, "0.10000"),
+           "%s", err.msg);
+    EXPECT(qkt_checkpoint_expect_real(&ck, "attn_scale", 0.5, &err) == -1 && strstr(err.msg, "attn_scale='sqrt_dk' is not a number"),
+           "%s", err.msg);
     const char *sc = qkt_checkpoint_meta(&ck, "attn_scale");
     EXPECT(sc && !strcmp(sc, "sqrt_dk"), "meta getter");
     qkt_checkpoint_close(&ck);
