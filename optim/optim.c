@@ -3,9 +3,11 @@
  * Each formula follows torch.optim's single-tensor path (PyTorch 1.13, the one
  * CPU tensors take) operation by operation: Python-float hyperparameters are
  * combined in double (as Python does) and cast to qkt_real once, then every
- * element is updated in qkt_real in torch's order. The loops run over
- * precomputed runs of tensors that share the decay flag; each run is one
- * vectorisable loop, shared by the threads when the store is large. */
+ * element is updated in qkt_real in torch's order, with the same fused
+ * multiply-adds, so the results equal PyTorch's bit for bit (docs/optim.md).
+ * The loops run over precomputed runs of tensors that share the decay flag;
+ * each thread takes one contiguous slice of the store, and each run inside it is
+ * one vectorised loop. */
 #include "qkt_optim.h"
 
 #include <math.h>

@@ -188,6 +188,9 @@ static void test_adam_eps(void) {
  * step 1: buf = (2, -12)       d = (3.8, -22.8)      a = 0.62     b = 0.28
  * step 2: g = (1.24, 1.68)     buf = (3.04, -9.12)   d = (3.976, -6.528)   a = 0.2224   b = 0.9328
  * step 3: g = (0.4448, 5.5968) buf = (3.1808, -2.6112) d = (3.30752, 3.24672) a = -0.108352 b = 0.608128
+ * Dampening 0.5 (torch: the first step still takes buf = g undamped):
+ * step 1: buf = (2, -12)  a = 0.8  b = -0.8
+ * step 2: g = (1.6, -4.8) buf = 0.9 (2, -12) + 0.5 (1.6, -4.8) = (2.6, -13.2)  a = 0.54  b = 0.52
  * Plain SGD with L2 0.1 on a, one step: g = (2 + 0.1, -12), a = 1 - 0.21 = 0.79, b = -0.8. */
 static void test_sgd(void) {
     two t;
@@ -223,6 +226,17 @@ static void test_sgd(void) {
     EXPECT_NEAR(t.b->data[0], 0.608128, TOL);
     EXPECT_NEAR(o.m[0], 3.1808, TOL);
     EXPECT_NEAR(o.m[1], -2.6112, TOL);
+    qkt_optim_free(&o);
+    qkt_params_free(&t.p);
+
+    two_init(&t);
+    c.nesterov = false;
+    c.dampening = 0.5;
+    qkt_optim_init(&o, &t.p, &c);
+    run_steps(&t, &o, 2, 0.1);
+    EXPECT_NEAR(t.a->data[0], 0.54, TOL);
+    EXPECT_NEAR(t.b->data[0], 0.52, TOL);
+    EXPECT_NEAR(o.m[1], -13.2, TOL);
     qkt_optim_free(&o);
     qkt_params_free(&t.p);
 
