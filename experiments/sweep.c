@@ -4,6 +4,7 @@
  * interrupted sweep resumes by skipping finished cells. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
