@@ -1,0 +1,281 @@
+/* Line charts: series with optional bands, dashes and markers on linear or log10
+ * axes, with ticks, grid, legend and labels. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plot_internal.h"
+
+static const plot_font F_TITLE = {2, 1}, F_LABEL = {2, 0}, F_TICK = {2, 0};
+enum { TICK_LEN = 5, MINOR_LEN = 3, PAD = 14, GAP = 8 };
+#define BAND_ALPHA 0.2
+#define DASH_ON 9.0
+#define DASH_OFF 6.0
+#define MARKER_R 3.5
+
+/* An axis mapped onto pixels: value lo -> p0, hi -> p1 (linearly in log10 when log). */
+typedef struct axis_map {
+    double lo, hi, p0, p1;
+    int log;
+} axis_map;
+
+/* Pixel coordinate of v, or NAN where v cannot be drawn (non-finite, <= 0 on log). */
+static double map_px(const axis_map *a, double v) {
+    if (!isfinite(v) || (a->log && !(v > 0))) return NAN;
+    const double u = a->log ? (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo))
+                            : (v - a->lo) / (a->hi - a->lo);
+    const double p = a->p0 + u * (a->p1 - a->p0);
+    return isfinite(p) ? p : NAN;
+}
+
+static int usable(double v, int log) { return isfinite(v) && (!log || v > 0); }
+
+static uint32_t series_color(const qkt_series *s, int i) { return s->color ? s->color : qkt_palette(i); }
+
+/* The data extents over every drawable point (and band value). */
+static void data_extent(const qkt_line_chart *c, double *xlo, double *xhi, double *ylo, double *yhi) {
+    *xlo = *ylo = INFINITY;
+    *xhi = *yhi = -INFINITY;
+    for (int k = 0; k < c->n_series; k++) {
+        const qkt_series *s = &c->series[k];
+        for (int i = 0; i < s->n; i++) {
+            if (!usable(s->x[i], c->x.log)) continue;
+            const double ys[3] = {s->y[i], s->lo ? s->lo[i] : NAN, s->hi ? s->hi[i] : NAN};
+            int any = 0;
+            for (int j = 0; j < 3; j++)
+                if (usable(ys[j], c->y.log)) {
+                    *ylo = fmin(*ylo, ys[j]);
+                    *yhi = fmax(*yhi, ys[j]);
+                    any = 1;
+                }
+            if (any) {
+                *xlo = fmin(*xlo, s->x[i]);
+                *xhi = fmax(*xhi, s->x[i]);
+            }
+        }
+    }
+}
+
+static void draw_series_band(plot_mask *m, plot_img *im, const qkt_series *s, uint32_t col,
+                             const axis_map *ax, const axis_map *ay) {
+    plot_mask_clear(m);
+    for (int i = 0; i + 1 < s->n; i++) {
+        const double xa = map_px(ax, s->x[i]), xb = map_px(ax, s->x[i + 1]);
+        const double la = map_px(ay, s->lo[i]), ha = map_px(ay, s->hi[i]);
+        const double lb = map_px(ay, s->lo[i + 1]), hb = map_px(ay, s->hi[i + 1]);
+        if (isnan(xa) || isnan(xb) || isnan(la) || isnan(ha) || isnan(lb) || isnan(hb)) continue;
+        plot_mask_band(m, xa, ha, la, xb, hb, lb);
+    }
+    plot_mask_composite(m, im, col, BAND_ALPHA);
+}
+
+static void draw_series_line(plot_mask *m, plot_img *im, const qkt_series *s, uint32_t col,
+                             const axis_map *ax, const axis_map *ay) {
+    plot_mask_clear(m);
+    const double hw = (s->width > 0 ? s->width : 2) / 2;
+    double arc = 0; /* dash phase carried along the polyline */
+    for (int i = 0; i < s->n; i++) {
+        const double xa = map_px(ax, s->x[i]), ya = map_px(ay, s->y[i]);
+        if (isnan(xa) || isnan(ya)) {
+            arc = 0;
+            continue;
+        }
+        if (s->marker == QKT_MARK_CIRCLE) plot_mask_disc(m, xa, ya, MARKER_R);
+        if (s->no_line) continue;
+        if (i + 1 < s->n) {
+            const double xb = map_px(ax, s->x[i + 1]), yb = map_px(ay, s->y[i + 1]);
+            if (!isnan(xb) && !isnan(yb))
+                arc += plot_mask_segment(m, xa, ya, xb, yb, hw, s->dashed ? DASH_ON : 0, DASH_OFF, arc);
+        }
+        /* A lone point between gaps would vanish: show it as a dot. */
+        const int prev = i > 0 && !isnan(map_px(ax, s->x[i - 1])) && !isnan(map_px(ay, s->y[i - 1]));
+        const int next = i + 1 < s->n && !isnan(map_px(ax, s->x[i + 1])) && !isnan(map_px(ay, s->y[i + 1]));
+        if (!prev && !next && s->marker == QKT_MARK_NONE) plot_mask_disc(m, xa, ya, hw + 0.5);
+    }
+    plot_mask_composite(m, im, col, 1.0);
+}
+
+/* Count drawn pixels (neither background nor grid) inside a rectangle. */
+static long busy_pixels(const plot_img *im, int x0, int y0, int x1, int y1) {
+    long n = 0;
+    for (int y = y0; y < y1; y++)
+        for (int x = x0; x < x1; x++) {
+            const uint32_t p = plot_get(im, x, y);
+            if (p != PLOT_BG && p != PLOT_GRID) n++;
+        }
+    return n;
+}
+
+static void draw_legend(plot_img *im, const qkt_line_chart *c, int x0, int y0, int x1, int y1) {
+    int n = 0;
+    double tw = 0;
+    for (int k = 0; k < c->n_series; k++)
+        if (c->series[k].name && c->series[k].name[0]) {
+            n++;
+            tw = fmax(tw, plot_text_width(c->series[k].name, F_TICK));
+        }
+    if (!n || c->legend == QKT_LEGEND_NONE) return;
+    const int sample = 30, row = (int)plot_text_height(F_TICK) + 10, pad = 9;
+    const int bw = (int)ceil(pad + sample + 8 + tw + pad), bh = pad * 2 + n * row - 10 + 2;
+    const int inset = 10;
+    /* Candidates in order of preference; BEST takes the least covered. */
+    const int cand[4][2] = {{x1 - inset - bw, y0 + inset},
+                            {x0 + inset, y0 + inset},
+                            {x0 + inset, y1 - inset - bh},
+                            {x1 - inset - bw, y1 - inset - bh}};
+    int pick = 0;
+    if (c->legend >= QKT_LEGEND_UPPER_RIGHT && c->legend <= QKT_LEGEND_LOWER_RIGHT) {
+        pick = c->legend - QKT_LEGEND_UPPER_RIGHT;
+    } else {
+        long best = -1;
+        for (int i = 0; i < 4; i++) {
+            const long b = busy_pixels(im, cand[i][0], cand[i][1], cand[i][0] + bw, cand[i][1] + bh);
+            if (best < 0 || b < best) best = b, pick = i;
+        }
+    }
+    const int bx = cand[pick][0], by = cand[pick][1];
+    plot_fill(im, bx, by, bx + bw, by + bh, PLOT_BG, 0.9);
+    plot_fill(im, bx, by, bx + bw, by + 1, QKT_RGB(190, 190, 190), 1);
+    plot_fill(im, bx, by + bh - 1, bx + bw, by + bh, QKT_RGB(190, 190, 190), 1);
+    plot_fill(im, bx, by, bx + 1, by + bh, QKT_RGB(190, 190, 190), 1);
+    plot_fill(im, bx + bw - 1, by, bx + bw, by + bh, QKT_RGB(190, 190, 190), 1);
+    plot_mask m;
+    if (plot_mask_init(&m, bx, by, bx + bw, by + bh, NULL)) return;
+    int r = 0;
+    for (int k = 0; k < c->n_series; k++) {
+        const qkt_series *s = &c->series[k];
+        if (!s->name || !s->name[0]) continue;
+        const uint32_t col = series_color(s, k);
+        const double cy = by + pad + 1 + r * row + plot_text_height(F_TICK) / 2;
+        const double sx0 = bx + pad, sx1 = bx + pad + sample;
+        if (s->lo && s->hi) plot_fill(im, (int)sx0, (int)(cy - 6), (int)sx1, (int)(cy + 7), col, BAND_ALPHA);
+        plot_mask_clear(&m);
+        const double hw = (s->width > 0 ? s->width : 2) / 2;
+        if (!s->no_line) plot_mask_segment(&m, sx0, cy, sx1, cy, hw, s->dashed ? 7 : 0, 4, 0);
+        if (s->marker == QKT_MARK_CIRCLE) plot_mask_disc(&m, (sx0 + sx1) / 2, cy, MARKER_R);
+        plot_mask_composite(&m, im, col, 1.0);
+        plot_text(im, sx1 + 8, cy, s->name, F_TICK, PLOT_INK, PLOT_LEFT, PLOT_MIDDLE, 0);
+        r++;
+    }
+    plot_mask_free(&m);
+}
+
+int qkt_plot_lines(const char *path, const qkt_line_chart *c, qkt_plot_frame *out, qkt_err *err) {
+    QKT_CHECK(path && c, "qkt_plot_lines: path and chart are required");
+    QKT_CHECK(c->n_series >= 0 && (c->n_series == 0 || c->series), "n_series %d, series %p",
+              c->n_series, (const void *)c->series);
+    for (int k = 0; k < c->n_series; k++) {
+        const qkt_series *s = &c->series[k];
+        QKT_CHECK(s->n >= 0 && (s->n == 0 || (s->x && s->y)), "series %d: n %d, x/y missing", k, s->n);
+        QKT_CHECK(!s->lo == !s->hi, "series %d: a band needs both lo and hi", k);
+    }
+    const int W = c->width > 0 ? c->width : 800, H = c->height > 0 ? c->height : 560;
+    QKT_CHECK(W >= 200 && H >= 150, "chart size %d x %d is too small (min 200 x 150)", W, H);
+
+    double xlo, xhi, ylo, yhi;
+    data_extent(c, &xlo, &xhi, &ylo, &yhi);
+    axis_map ax = {.log = c->x.log != 0}, ay = {.log = c->y.log != 0};
+    plot_axis_range(&c->x, xlo, xhi, &ax.lo, &ax.hi);
+    plot_axis_range(&c->y, ylo, yhi, &ay.lo, &ay.hi);
+
+    /* Layout: top (title), bottom (ticks + x label), then left from the widest y tick label. */
+    const double th = plot_text_height(F_TICK), lh = plot_text_height(F_LABEL);
+    const int top = PAD + (c->title && *c->title ? (int)plot_text_height(F_TITLE) + 16 : 6);
+    const int bottom = TICK_LEN + GAP + (int)th + (c->x.label && *c->x.label ? 14 + (int)lh : 0) + PAD;
+    const int y0 = top, y1 = H - bottom;
+    plot_ticks ty, tx;
+    plot_ticks_make(&ty, ay.lo, ay.hi, ay.log, (y1 - y0) / 55 > 2 ? (y1 - y0) / 55 : 2);
+    const int left = PAD + (c->y.label && *c->y.label ? (int)lh + 14 : 0) +
+                     (int)ceil(plot_ticks_max_width(&ty, F_TICK)) + GAP + TICK_LEN;
+    const int x0 = left;
+    int x1 = W - PAD - 10;
+    /* x ticks: fewer until the labels have room between them. */
+    for (int target = (x1 - x0) / 80 > 2 ? (x1 - x0) / 80 : 2;; target--) {
+        plot_ticks_make(&tx, ax.lo, ax.hi, ax.log, target);
+        const double need = plot_ticks_max_width(&tx, F_TICK) + 16;
+        double mind = INFINITY;
+        ax.p0 = x0, ax.p1 = x1;
+        for (int i = 0; i + 1 < tx.n; i++) mind = fmin(mind, map_px(&ax, tx.v[i + 1]) - map_px(&ax, tx.v[i]));
+        if (mind >= need || target <= 1) break;
+    }
+    /* Keep the last x label inside the image. */
+    if (tx.n > 0) {
+        const double half = plot_text_width(tx.label[tx.n - 1], F_TICK) / 2;
+        if (x1 + half > W - 4 && map_px(&ax, tx.v[tx.n - 1]) > x1 - 2) x1 = W - 4 - (int)ceil(half);
+    }
+    QKT_CHECK(x1 - x0 >= 20 && y1 - y0 >= 20, "chart %d x %d leaves no room for the data area", W, H);
+    ax.p0 = x0, ax.p1 = x1;
+    ay.p0 = y1, ay.p1 = y0;
+
+    plot_img im;
+    if (plot_img_init(&im, W, H, err)) return -1;
+    plot_mask m;
+    if (plot_mask_init(&m, x0, y0, x1, y1, err)) {
+        plot_img_free(&im);
+        return -1;
+    }
+
+    /* Grid at the major ticks, under the data. */
+    if (!c->no_grid) {
+        for (int i = 0; i < tx.n; i++) {
+            const int px = (int)floor(map_px(&ax, tx.v[i]));
+            if (px > x0 && px < x1) plot_fill(&im, px, y0, px + 1, y1, PLOT_GRID, 1);
+        }
+        for (int i = 0; i < ty.n; i++) {
+            const int py = (int)floor(map_px(&ay, ty.v[i]));
+            if (py > y0 && py < y1) plot_fill(&im, x0, py, x1, py + 1, PLOT_GRID, 1);
+        }
+    }
+    /* Bands first (all of them), then lines, so no band hides a line. */
+    for (int k = 0; k < c->n_series; k++)
+        if (c->series[k].lo) draw_series_band(&m, &im, &c->series[k], series_color(&c->series[k], k), &ax, &ay);
+    for (int k = 0; k < c->n_series; k++)
+        draw_series_line(&m, &im, &c->series[k], series_color(&c->series[k], k), &ax, &ay);
+    plot_mask_free(&m);
+
+    /* Frame just outside the data area, ticks outside the frame. */
+    plot_fill(&im, x0 - 1, y0 - 1, x1 + 1, y0, PLOT_FRAME, 1);
+    plot_fill(&im, x0 - 1, y1, x1 + 1, y1 + 1, PLOT_FRAME, 1);
+    plot_fill(&im, x0 - 1, y0 - 1, x0, y1 + 1, PLOT_FRAME, 1);
+    plot_fill(&im, x1, y0 - 1, x1 + 1, y1 + 1, PLOT_FRAME, 1);
+    for (int i = 0; i < tx.n; i++) {
+        const double p = map_px(&ax, tx.v[i]);
+        const int px = (int)floor(p);
+        plot_fill(&im, px, y1 + 1, px + 1, y1 + 1 + TICK_LEN, PLOT_FRAME, 1);
+        plot_text(&im, p, y1 + 1 + TICK_LEN + GAP, tx.label[i], F_TICK, PLOT_INK, PLOT_CENTER, PLOT_TOP, 0);
+    }
+    for (int i = 0; i < tx.n_minor; i++) {
+        const int px = (int)floor(map_px(&ax, tx.minor[i]));
+        plot_fill(&im, px, y1 + 1, px + 1, y1 + 1 + MINOR_LEN, PLOT_FRAME, 1);
+    }
+    for (int i = 0; i < ty.n; i++) {
+        const double p = map_px(&ay, ty.v[i]);
+        const int py = (int)floor(p);
+        plot_fill(&im, x0 - 1 - TICK_LEN, py, x0 - 1, py + 1, PLOT_FRAME, 1);
+        plot_text(&im, x0 - 1 - TICK_LEN - GAP, py + 0.5, ty.label[i], F_TICK, PLOT_INK, PLOT_RIGHT,
+                  PLOT_MIDDLE, 0);
+    }
+    for (int i = 0; i < ty.n_minor; i++) {
+        const int py = (int)floor(map_px(&ay, ty.minor[i]));
+        plot_fill(&im, x0 - 1 - MINOR_LEN, py, x0 - 1, py + 1, PLOT_FRAME, 1);
+    }
+
+    /* Title, axis labels, legend. */
+    if (c->title && *c->title)
+        plot_text(&im, (x0 + x1) / 2.0, PAD, c->title, F_TITLE, PLOT_INK, PLOT_CENTER, PLOT_TOP, 0);
+    if (c->x.label && *c->x.label)
+        plot_text(&im, (x0 + x1) / 2.0, H - PAD, c->x.label, F_LABEL, PLOT_INK, PLOT_CENTER, PLOT_BASELINE, 0);
+    if (c->y.label && *c->y.label)
+        plot_text(&im, PAD, (y0 + y1) / 2.0, c->y.label, F_LABEL, PLOT_INK, PLOT_CENTER, PLOT_TOP, 1);
+    draw_legend(&im, c, x0, y0, x1, y1);
+
+    if (out) {
+        memset(out, 0, sizeof *out);
+        out->width = W, out->height = H;
+        out->x0 = x0, out->y0 = y0, out->x1 = x1, out->y1 = y1;
+        out->xmin = ax.lo, out->xmax = ax.hi, out->ymin = ay.lo, out->ymax = ay.hi;
+    }
+    const int rc = plot_png_write(&im, path, err);
+    plot_img_free(&im);
+    return rc;
+}
