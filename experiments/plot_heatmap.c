@@ -121,7 +121,8 @@ int qkt_plot_heatmap(const char *path, const qkt_heatmap *h, qkt_plot_frame *out
     plot_ticks bt;
     const int right = bar_extent(lo, hi, H - top - bottom, h->bar_label, &bt) + PAD;
     const int aw = W - left - right, ah = H - top - bottom;
-    QKT_CHECK(aw >= 10 && ah >= 10, "heatmap %d x %d leaves no room for the matrix", W, H);
+    if (aw < 10 || ah < 10)
+        return qkt_err_set(err, "plot: a %d x %d heatmap leaves no room for the matrix after its labels", W, H);
     /* Square cells as large as fit; the matrix is centred in the free box. */
     const double cell = fmin((double)aw / h->cols, (double)ah / h->rows);
     const int mw = (int)fmax(1, round(cell * h->cols)), mh = (int)fmax(1, round(cell * h->rows));
@@ -136,7 +137,7 @@ int qkt_plot_heatmap(const char *path, const qkt_heatmap *h, qkt_plot_frame *out
 
     /* Index ticks at cell centres. */
     snprintf(buf, sizeof buf, "%d", h->cols - 1);
-    const int sx = index_step(h->cols, (double)mw / h->cols, plot_text_width(buf, F_TICK) + 12);
+    const int sx = index_step(h->cols, (double)mw / h->cols, plot_text_width(buf, F_TICK) + 20);
     for (int c = 0; c < h->cols; c += sx) {
         const double p = x0 + (c + 0.5) * mw / h->cols;
         plot_fill(&im, (int)floor(p), y1 + 1, (int)floor(p) + 1, y1 + 1 + TICK_LEN, PLOT_FRAME, 1);
@@ -152,11 +153,14 @@ int qkt_plot_heatmap(const char *path, const qkt_heatmap *h, qkt_plot_frame *out
                   PLOT_MIDDLE, 0);
     }
     if (h->title && *h->title)
-        plot_text(&im, W / 2.0, PAD, h->title, F_TITLE, PLOT_INK, PLOT_CENTER, PLOT_TOP, 0);
+        plot_text(&im, W / 2.0, PAD, h->title, plot_fit(h->title, F_TITLE, W - 8), PLOT_INK, PLOT_CENTER,
+                  PLOT_TOP, 0);
     if (h->xlabel && *h->xlabel)
-        plot_text(&im, (x0 + x1) / 2.0, H - PAD, h->xlabel, F_LABEL, PLOT_INK, PLOT_CENTER, PLOT_BASELINE, 0);
+        plot_text(&im, (x0 + x1) / 2.0, H - PAD, h->xlabel, plot_fit(h->xlabel, F_LABEL, W - 8), PLOT_INK,
+                  PLOT_CENTER, PLOT_BASELINE, 0);
     if (h->ylabel && *h->ylabel)
-        plot_text(&im, PAD, (y0 + y1) / 2.0, h->ylabel, F_LABEL, PLOT_INK, PLOT_CENTER, PLOT_TOP, 1);
+        plot_text(&im, PAD, (y0 + y1) / 2.0, h->ylabel, plot_fit(h->ylabel, F_LABEL, H - 8), PLOT_INK,
+                  PLOT_CENTER, PLOT_TOP, 1);
 
     if (out) fill_frame(out, W, H, h, x0, y0, x1, y1, bx, y0, y1, lo, hi);
     const int rc = plot_png_write(&im, path, err);

@@ -66,6 +66,8 @@ typedef struct plot_font {
     double scale;
     int bold;
 } plot_font;
+/* f, or f at scale 1 when s would be wider than max_w at f's scale (long titles). */
+plot_font plot_fit(const char *s, plot_font f, double max_w);
 /* Width of the visible text in px. */
 double plot_text_width(const char *s, plot_font f);
 /* Cap height in px (7 units). */
@@ -84,8 +86,22 @@ void plot_label_linear(double v, double step, char *buf, int len);
  * in t, minor ticks (unlabelled) in minor. Returns the major count. */
 int plot_ticks_log(double lo, double hi, int target, double *t, int max, double *minor,
                    int max_minor, int *n_minor, double *lin_step);
-/* Label of a log-axis tick: "1", "10", "0.01", "1e-3", "2e5". */
-void plot_label_log(double v, char *buf, int len);
+/* Label of a log-axis tick: plain "1", "10", "0.01", "500", or with sci = 1
+ * "1e-3", "2e5", "1e0" (one style per axis, chosen by plot_ticks_make). */
+void plot_label_log(double v, int sci, char *buf, int len);
+
+/* A title: one line at the given font, else split at a space into two lines
+ * that fit, else one line at scale 1. Lines longer than 255 chars are cut. */
+typedef struct plot_title {
+    char line[2][256];
+    int n;
+    plot_font f;
+} plot_title;
+void plot_title_layout(plot_title *t, const char *s, plot_font f, double max_w);
+/* Height in px (0 for no title). */
+double plot_title_height(const plot_title *t);
+/* Centred on cx, top at y. */
+void plot_title_draw(plot_img *im, const plot_title *t, double cx, double y);
 
 /* Ticks with their labels for one axis. */
 #define PLOT_MAX_TICKS 32

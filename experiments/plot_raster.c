@@ -268,6 +268,11 @@ double plot_text_width(const char *s, plot_font f) {
 
 double plot_text_height(plot_font f) { return 7 * f.scale; }
 
+plot_font plot_fit(const char *s, plot_font f, double max_w) {
+    if (f.scale > 1 && plot_text_width(s, f) > max_w) f.scale = 1;
+    return f;
+}
+
 /* Fill the font-space rectangle [qx0, qx1) x [qy0, qy1), mapped to the screen with
  * scale s from origin (ox, oy), with area coverage so fractional scales stay smooth. */
 static void text_quad(plot_img *im, double ox, double oy, double s, int rotated, double qx0,
@@ -322,4 +327,42 @@ void plot_text(plot_img *im, double x, double y, const char *s, plot_font f, uin
         }
         pen += font_advance(*p);
     }
+}
+
+void plot_title_layout(plot_title *t, const char *s, plot_font f, double max_w) {
+    memset(t, 0, sizeof *t);
+    t->f = f;
+    if (!s || !*s) return;
+    snprintf(t->line[0], sizeof t->line[0], "%s", s);
+    t->n = 1;
+    if (plot_text_width(t->line[0], f) <= max_w) return;
+    /* Two lines: the split at a space closest to the middle whose halves both fit. */
+    const int len = (int)strlen(t->line[0]);
+    int best = -1;
+    for (int i = 1; i + 1 < len; i++) {
+        if (t->line[0][i] != ' ') continue;
+        char a[256], b[256];
+        snprintf(a, sizeof a, "%.*s", i, t->line[0]);
+        snprintf(b, sizeof b, "%s", t->line[0] + i + 1);
+        if (plot_text_width(a, f) <= max_w && plot_text_width(b, f) <= max_w &&
+            (best < 0 || abs(2 * i - len) < abs(2 * best - len)))
+            best = i;
+    }
+    if (best > 0) {
+        snprintf(t->line[1], sizeof t->line[1], "%s", t->line[0] + best + 1);
+        t->line[0][best] = 0;
+        t->n = 2;
+    } else {
+        t->f.scale = 1;
+    }
+}
+
+double plot_title_height(const plot_title *t) {
+    return t->n ? t->n * plot_text_height(t->f) + (t->n - 1) * 4 * t->f.scale : 0;
+}
+
+void plot_title_draw(plot_img *im, const plot_title *t, double cx, double y) {
+    for (int i = 0; i < t->n; i++)
+        plot_text(im, cx, y + i * (plot_text_height(t->f) + 4 * t->f.scale), t->line[i], t->f, PLOT_INK,
+                  PLOT_CENTER, PLOT_TOP, 0);
 }

@@ -15,8 +15,8 @@ void plot_axis_range(const qkt_axis *ax, double dlo, double dhi, double *lo, dou
     }
     double a = dlo, b = dhi;
     if (!(a <= b)) { /* no usable data */
-        a = lg ? 0 : 0;
-        b = lg ? 1 : 1;
+        a = 0;
+        b = 1;
     } else if (lg) {
         a = log10(a);
         b = log10(b);
@@ -26,7 +26,11 @@ void plot_axis_range(const qkt_axis *ax, double dlo, double dhi, double *lo, dou
         a -= d;
         b += d;
     }
-    const double m = 0.05 * (b - a);
+    /* Keep every coordinate finite: |value| <= 1e300, log10 within +-300. */
+    const double lim = lg ? 300 : 1e300;
+    a = fmax(a, -lim), b = fmin(b, lim);
+    if (!(b > a)) b = a + (lg ? 1 : fmax(1, fabs(a) * 1e-6));
+    const double m = 0.05 * b - 0.05 * a;
     double l = isnan(fl) ? a - m : fl, h = isnan(fh) ? b + m : fh;
     if (!isnan(fl) && isnan(fh) && h <= l) h = l + (lg ? 1 : fmax(1, fabs(l)));
     if (isnan(fl) && !isnan(fh) && l >= h) l = h - (lg ? 1 : fmax(1, fabs(h)));
@@ -34,6 +38,8 @@ void plot_axis_range(const qkt_axis *ax, double dlo, double dhi, double *lo, dou
         l = a - m;
         h = b + m;
     }
+    l = fmin(fmax(l, -lim), lim), h = fmin(fmax(h, -lim), lim);
+    if (!(h > l)) l = a, h = b;
     *lo = lg ? pow(10, l) : l;
     *hi = lg ? pow(10, h) : h;
 }
@@ -108,11 +114,11 @@ void plot_label_linear(double v, double step, char *buf, int len) {
     }
 }
 
-void plot_label_log(double v, char *buf, int len) {
+void plot_label_log(double v, int sci, char *buf, int len) {
     const int k = (int)floor(log10(v) + 1e-9);
     const double m = v / pow(10, k); /* mantissa in [1, 10) */
     const int mi = (int)lround(m);
-    if (k >= -2 && k <= 4) {
+    if (!sci) {
         snprintf(buf, (size_t)len, "%.*f", k < 0 ? -k : 0, mi * pow(10, k));
     } else if (fabs(m - mi) < 1e-6) {
         snprintf(buf, (size_t)len, "%de%d", mi, k);
@@ -123,6 +129,9 @@ void plot_label_log(double v, char *buf, int len) {
 
 int plot_ticks_log(double lo, double hi, int target, double *t, int max, double *minor,
                    int max_minor, int *n_minor, double *lin_step) {
+    *n_minor = 0;
+    *lin_step = 0;
+    if (!(lo > 0) || !(hi > lo) || !isfinite(hi)) return 0;
     const double L0 = log10(lo), L1 = log10(hi), eps = 1e-9;
     const int k0 = (int)ceil(L0 - eps), k1 = (int)floor(L1 + eps);
     int n = 0, nm = 0;
@@ -173,9 +182,15 @@ void plot_ticks_make(plot_ticks *t, double lo, double hi, int log, int target) {
             if (t->n >= 2) break;
         }
     }
+    /* One style per axis: plain (0.01 .. 10000) unless some tick needs 1eK. */
+    int sci = 0;
+    for (int i = 0; i < t->n; i++) {
+        const double k = floor(log10(t->v[i]) + 1e-9);
+        if (k < -2 || k > 4) sci = 1;
+    }
     for (int i = 0; i < t->n; i++) {
         if (log && step == 0)
-            plot_label_log(t->v[i], t->label[i], (int)sizeof t->label[i]);
+            plot_label_log(t->v[i], sci, t->label[i], (int)sizeof t->label[i]);
         else
             plot_label_linear(t->v[i], step, t->label[i], (int)sizeof t->label[i]);
     }

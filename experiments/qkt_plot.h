@@ -2,17 +2,22 @@
  * stb_easy_font. A tiny, stb-like surface: fill a struct, call one function, check
  * the status.
  *
- *     double x[] = {4, 8, 16}, y[] = {2.1, 2.8, 4.0};
+ *     double x[] = {4, 8, 16}, y[] = {2.1, 2.8, 4.0}, ref[] = {2, 2.83, 4};
  *     qkt_series s[] = {{.name = "measured", .x = x, .y = y, .n = 3, .marker = QKT_MARK_CIRCLE},
  *                       {.name = "sqrt(d_k)", .x = x, .y = ref, .n = 3, .dashed = 1,
- *                        .color = QKT_RGB(0, 0, 0)}};
+ *                        .color = QKT_RGB(60, 60, 60)}};
  *     qkt_line_chart c = {.title = "logit std at init", .x = {.label = "d_k", .log = 1},
  *                         .y = {.label = "std", .log = 1}, .series = s, .n_series = 2};
  *     if (qkt_plot_lines("runs/x/logit_std.png", &c, NULL, &err)) fprintf(stderr, "%s\n", err.msg);
  *
- * Every call returns 0, or -1 with a one-line message in err (e.g. an unwritable
- * path). Bad data (NaN, Inf, non-positive values on a log axis) is skipped, never
- * a crash; API misuse (n < 0, NULL arrays with n > 0) stops with QKT_CHECK.
+ * Every call returns 0, or -1 with a one-line message in err (an unwritable path,
+ * or an image too small for its labels). Bad data (NaN, Inf, non-positive values
+ * on a log axis) is skipped, never a crash; API misuse (n < 0, NULL arrays with
+ * n > 0, images under 200 x 150) stops with QKT_CHECK. No global state: charts
+ * can be drawn from several threads at once.
+ *
+ * Text is stb_easy_font at 2x (titles bold; a title too wide wraps to two lines,
+ * else drops to 1x). Examples: docs/img/plot_examples/.
  *
  * Pixel convention (used by the tests): the data area is the pixel rectangle
  * [x0, x1) x [y0, y1); an axis maps its range [min, max] linearly (or linearly in
@@ -43,12 +48,14 @@ uint32_t qkt_viridis(double t);
 
 enum { QKT_MARK_NONE = 0, QKT_MARK_CIRCLE = 1 };
 enum {
-    QKT_LEGEND_BEST = 0, /* the corner covering the fewest drawn data pixels */
+    QKT_LEGEND_BEST = 0, /* the inside corner covering the fewest data pixels; outside
+                          * (right of the axes) when every corner would cover data */
     QKT_LEGEND_NONE,
     QKT_LEGEND_UPPER_RIGHT,
     QKT_LEGEND_UPPER_LEFT,
     QKT_LEGEND_LOWER_LEFT,
     QKT_LEGEND_LOWER_RIGHT,
+    QKT_LEGEND_OUTSIDE,  /* right of the axes, top-aligned */
 };
 
 /* One curve: points (x[i], y[i]), i < n, joined in order; a non-finite point (or

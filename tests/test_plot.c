@@ -84,6 +84,12 @@ static void test_horizontal_line(const char *dir) {
     }
     const int n = (f.x1 - f.x0 - 10 + 6) / 7;
     EXPECT(on == n && off == n, "line row %d: %d/%d red, %d/%d clear above/below", row, on, n, off, n);
+    /* Thickness 2: the coverage read back from the green channel sums to 2 px per column. */
+    for (int x = f.x0 + 40; x < f.x1 - 40; x += 97) {
+        double ink = 0;
+        for (int y = row - 6; y <= row + 6; y++) ink += (255.0 - (at(&p, x, y) >> 8 & 255)) / (255 - 30);
+        EXPECT_NEAR(ink, 2.0, 0.05);
+    }
     stbi_image_free(p.px);
 }
 
@@ -205,6 +211,40 @@ static void test_legend_placement(const char *dir) {
     for (int yy = 0; yy < a.h; yy++)
         for (int xx = 0; xx < a.w; xx++) lost += at(&a, xx, yy) == RED && at(&b, xx, yy) != RED;
     EXPECT(lost == 0, "legend covers %ld data pixels", lost);
+
+    /* Data in every corner: BEST moves the legend right of the axes, which
+     * narrows the data area, and the legend's red sample is right of the frame. */
+    enum { NL = 31 };
+    double hx[2] = {0, 1}, hy[NL][2];
+    qkt_series hs[NL];
+    for (int k = 0; k < NL; k++) {
+        hy[k][0] = hy[k][1] = k / (NL - 1.0);
+        hs[k] = (qkt_series){.name = k == 0 ? "first" : NULL, .x = hx, .y = hy[k], .n = 2, .color = RED};
+    }
+    qkt_line_chart full = {.series = hs, .n_series = NL, .legend = QKT_LEGEND_NONE};
+    qkt_plot_frame f0, f1;
+    EXPECT(qkt_plot_lines(path_in(dir, "leg2.png"), &full, &f0, &err) == 0, "%s", err.msg);
+    full.legend = QKT_LEGEND_BEST;
+    EXPECT(qkt_plot_lines(path_in(dir, "leg3.png"), &full, &f1, &err) == 0, "%s", err.msg);
+    EXPECT(f1.x1 < f0.x1 - 80, "legend not moved outside: data area right edge %d vs %d", f1.x1, f0.x1);
+    png o = load(path_in(dir, "leg3.png"));
+    long outside = 0;
+    for (int yy = f1.y0; yy < f1.y0 + 40; yy++)
+        for (int xx = f1.x1 + 2; xx < o.w; xx++) outside += at(&o, xx, yy) == RED;
+    EXPECT(outside > 20, "no legend sample right of the axes (%ld red px)", outside);
+    stbi_image_free(o.px);
+
+    /* A title too long for one line wraps to two: the data area starts lower. */
+    qkt_line_chart t1 = {.title = "short", .series = &s, .n_series = 1, .width = 400, .height = 300};
+    qkt_line_chart t2 = t1;
+    t2.title = "a title that is too long for one line here";
+    EXPECT(qkt_plot_lines(path_in(dir, "t1.png"), &t1, &f0, &err) == 0, "%s", err.msg);
+    EXPECT(qkt_plot_lines(path_in(dir, "t2.png"), &t2, &f1, &err) == 0, "%s", err.msg);
+    EXPECT(f1.y0 >= f0.y0 + 14, "wrapped title: data area top %d vs %d", f1.y0, f0.y0);
+    /* Too long even for two lines: one line at the small size. */
+    t2.title = "a title far too long to fit on two lines of a four hundred pixel wide chart";
+    EXPECT(qkt_plot_lines(path_in(dir, "t3.png"), &t2, &f1, &err) == 0, "%s", err.msg);
+    EXPECT(f1.y0 < f0.y0, "small title: data area top %d vs %d", f1.y0, f0.y0);
     stbi_image_free(a.px);
     stbi_image_free(b.px);
 }
@@ -248,6 +288,28 @@ static void test_heatmap(const char *dir) {
         off += at(&p, bx, j) != qkt_viridis(1 - (j + 0.5 - f.bar_y0) / bh);
     EXPECT(off == 0, "%d bar rows differ from viridis", off);
     stbi_image_free(p.px);
+
+    /* Many small cells (48 x 48 in ~330 px): the pixels either side of every cell
+     * boundary belong to the cells on either side, so cells sit where they should. */
+    enum { T = 48 };
+    static double big[T * T];
+    for (int i = 0; i < T * T; i++) big[i] = (double)i / (T * T - 1);
+    qkt_heatmap hb = {.v = big, .rows = T, .cols = T, .width = 500, .height = 400};
+    EXPECT(qkt_plot_heatmap(path_in(dir, "heat48.png"), &hb, &f, &err) == 0, "%s", err.msg);
+    png b = load(path_in(dir, "heat48.png"));
+    bad = 0;
+    const double cw = (double)(f.x1 - f.x0) / T, ch = (double)(f.y1 - f.y0) / T;
+    for (int r = 0; r < T; r++)
+        for (int c = 0; c + 1 < T; c++) {
+            const double xb = f.x0 + (c + 1) * cw, yc = f.y0 + (r + 0.5) * ch;
+            bad += at(&b, (int)floor(xb - 1), (int)yc) != qkt_viridis(big[r * T + c]);
+            bad += at(&b, (int)ceil(xb), (int)yc) != qkt_viridis(big[r * T + c + 1]);
+            const double yb = f.y0 + (c + 1) * ch, xc = f.x0 + (r + 0.5) * cw; /* row boundaries */
+            bad += at(&b, (int)xc, (int)floor(yb - 1)) != qkt_viridis(big[c * T + r]);
+            bad += at(&b, (int)xc, (int)ceil(yb)) != qkt_viridis(big[(c + 1) * T + r]);
+        }
+    EXPECT(bad == 0 && cw > 5, "%d boundary pixels of 48 x 48 cells off (cell %.2f px)", bad, cw);
+    stbi_image_free(b.px);
 
     /* Fixed range 0..1 (attention): values outside clamp to the ends. */
     double a[4] = {0, 0.25, 1, 2};
@@ -333,9 +395,13 @@ static void test_colours_and_ticks(void) {
     plot_ticks_make(&t, 0, 4e-5, 0, 4);
     EXPECT(t.n == 5 && !strcmp(t.label[1], "1e-5"), "tiny: %s", t.label[1]);
     plot_ticks_make(&t, 0.8e-3, 2e3, 1, 8);
-    EXPECT(t.n == 7 && !strcmp(t.label[0], "1e-3") && !strcmp(t.label[1], "0.01") && !strcmp(t.label[3], "1") &&
-               !strcmp(t.label[6], "1000") && t.n_minor > 40,
+    /* One label style per axis: 1e-3 forces 1eK on all of them. */
+    EXPECT(t.n == 7 && !strcmp(t.label[0], "1e-3") && !strcmp(t.label[1], "1e-2") && !strcmp(t.label[3], "1e0") &&
+               !strcmp(t.label[6], "1e3") && t.n_minor > 40,
            "log decades: n %d %s %s %s %s", t.n, t.label[0], t.label[1], t.label[3], t.label[t.n - 1]);
+    plot_ticks_make(&t, 0.008, 2e3, 1, 8);
+    EXPECT(t.n == 6 && !strcmp(t.label[0], "0.01") && !strcmp(t.label[2], "1") && !strcmp(t.label[5], "1000"),
+           "plain decades: n %d %s %s %s", t.n, t.label[0], t.label[2], t.label[t.n - 1]);
     plot_ticks_make(&t, 1e-9, 1e9, 1, 6);
     EXPECT(t.n >= 4 && t.n <= 7 && t.n_minor == 0, "18 decades: n %d", t.n);
     plot_ticks_make(&t, 3, 40, 1, 8);
