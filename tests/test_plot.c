@@ -93,6 +93,41 @@ static void test_horizontal_line(const char *dir) {
     stbi_image_free(p.px);
 }
 
+/* Dashed: on 9 px, off 6 px along the row; markers only: discs at the points,
+ * nothing between them. */
+static void test_dashes_markers(const char *dir) {
+    double x[5] = {0.1, 0.3, 0.5, 0.7, 0.9}, y[5] = {0.25, 0.25, 0.25, 0.25, 0.25}, y2[5] = {0.75, 0.75, 0.75, 0.75, 0.75};
+    qkt_series s[2] = {{.x = x, .y = y, .n = 5, .color = RED, .dashed = 1},
+                       {.x = x, .y = y2, .n = 5, .color = RED, .no_line = 1, .marker = QKT_MARK_CIRCLE}};
+    qkt_line_chart c = {.x = {.min = 0, .max = 1}, .y = {.min = 0, .max = 1}, .series = s, .n_series = 2,
+                        .no_grid = 1};
+    qkt_plot_frame f;
+    qkt_err err = {{0}};
+    EXPECT(qkt_plot_lines(path_in(dir, "dash.png"), &c, &f, &err) == 0, "%s", err.msg);
+    png p = load(path_in(dir, "dash.png"));
+    const int row = (int)floor(f.y1 - 0.25 * (f.y1 - f.y0));
+    const int xa = (int)ceil(f.x0 + 0.1 * (f.x1 - f.x0)) + 2, xb = (int)floor(f.x0 + 0.9 * (f.x1 - f.x0)) - 2;
+    int red = 0, white = 0, runs = 0;
+    for (int xx = xa; xx < xb; xx++) {
+        red += at(&p, xx, row) == RED;
+        white += at(&p, xx, row) == WHITE;
+        runs += at(&p, xx, row) == RED && at(&p, xx - 1, row) != RED;
+    }
+    const double frac = (double)red / (xb - xa), expect_runs = (xb - xa) / 15.0;
+    EXPECT(frac > 0.5 && frac < 0.65 && white > (xb - xa) / 4, "dashes: %.2f of the row red, %d white", frac, white);
+    EXPECT(fabs(runs - expect_runs) <= 2, "%d dashes, want about %.1f", runs, expect_runs);
+    const int mrow = (int)floor(f.y1 - 0.75 * (f.y1 - f.y0));
+    for (int i = 0; i < 5; i++) {
+        const int mx = (int)floor(f.x0 + x[i] * (f.x1 - f.x0));
+        EXPECT(at(&p, mx, mrow) == RED && at(&p, mx + 2, mrow + 2) == RED, "no marker at x = %g", x[i]);
+        if (i < 4) {
+            const int gx = (int)floor(f.x0 + (x[i] + 0.1) * (f.x1 - f.x0));
+            EXPECT(at(&p, gx, mrow) == WHITE, "markers-only series drew a line at x = %g", x[i] + 0.1);
+        }
+    }
+    stbi_image_free(p.px);
+}
+
 /* y = x on log-log axes 1..1000: the line passes through the pixel of (v, v). */
 static void test_loglog_line(const char *dir) {
     double x[2] = {1, 1000}, y[2] = {1, 1000};
@@ -415,6 +450,7 @@ int main(void) {
     const char *dir = qkt_test_tmpdir("plot");
     test_colours_and_ticks();
     test_horizontal_line(dir);
+    test_dashes_markers(dir);
     test_loglog_line(dir);
     test_band(dir);
     test_nan(dir);
