@@ -22,7 +22,10 @@ fi
 build=${QKT_FUZZ_BUILD:-$root/build-fuzz}
 cc=${CC:-clang}
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER="$cc" -DQKT_FUZZ=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" --target "fuzz_$target" -j 2 >/dev/null
+if ! cmake --build "$build" --target "fuzz_$target" -j 2 >"$build/fuzz-build.log" 2>&1; then
+    tail -30 "$build/fuzz-build.log" >&2
+    exit 1
+fi
 work=$build/fuzz-corpus/$target
 art=$build/fuzz-artifacts
 mkdir -p "$work" "$art"
@@ -33,7 +36,7 @@ status=0
 "$build/tests/fuzz_$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$art/$target-" $dict "$work" "$here/corpus_$target" >"$log" 2>&1 || status=$?
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-echo "fuzz_$target: ${execs:-?} executions in ${secs}s, corpus $(ls "$work" | wc -l) files, exit status $status (log: $log)"
+echo "fuzz_$target: ${execs:-?} executions (limit ${secs}s), corpus $(ls "$work" | wc -l) files, exit status $status (log: $log)"
 if [ $status -ne 0 ]; then
     grep -E "ERROR|SUMMARY|Test unit written" "$log" >&2 || tail -20 "$log" >&2
 fi
