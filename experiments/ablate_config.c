@@ -124,7 +124,7 @@ static cJSON *str_array(char (*v)[32], int n) {
     return a;
 }
 
-int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
+char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", c->name);
     cJSON_AddStringToObject(j, "preset", c->preset);
@@ -146,6 +146,12 @@ int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err
     cJSON_AddItemToObject(j, "lr_grid", cJSON_CreateDoubleArray(c->lrs, c->n_lr));
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
+    QKT_CHECK(text, "out of memory");
+    return text;
+}
+
+int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
+    char *text = qkt_ablate_config_json(c);
     char path[1024];
     snprintf(path, sizeof path, "%s/config.json", run_dir);
     size_t n = strlen(text);

@@ -8,6 +8,7 @@
 
 #include "qkt_ablate.h"
 #include "qkt_cli.h"
+#include "qkt_data.h"
 #include "qkt_flags.h"
 #include "qkt_io.h"
 #include "qkt_sweep.h"
@@ -118,6 +119,11 @@ int qkt_cmd_ablate(int argc, char **argv) {
     c.workers = workers ? workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (c.workers < 1) c.workers = 1;
     if (qkt_ablate_validate(&c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    /* The task must open before any work (the cells would all fail otherwise). */
+    qkt_data *probe;
+    qkt_data_opts dop = {.seq_len = c.seq_len, .seed = c.seed};
+    if (qkt_data_open(&probe, c.task, &dop, &err) != 0) return fprintf(stderr, "qkt ablate: --task: %s\n", err.msg), 2;
+    qkt_data_free(probe);
     /* The command as typed, minus --workers (a machine setting, not part of the study). */
     size_t k = (size_t)snprintf(c.command, sizeof c.command, "qkt ablate");
     for (int i = 1; i < argc && k < sizeof c.command; i++) {
@@ -135,8 +141,10 @@ int qkt_cmd_ablate(int argc, char **argv) {
         if (qkt_ablate_load_config(dir, &old, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
         old.workers = c.workers;
         memcpy(old.command, c.command, sizeof c.command);
-        if (memcmp(&old, &c, sizeof c) != 0) {
-            /* memcmp on the struct works because both were memset before filling */
+        char *a = qkt_ablate_config_json(&old), *b = qkt_ablate_config_json(&c);
+        bool same = !strcmp(a, b);
+        free(a), free(b);
+        if (!same) {
             fprintf(stderr, "qkt ablate: %s holds a run with a different configuration; use --name NEW or remove it\n", dir);
             return 2;
         }

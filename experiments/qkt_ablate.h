@@ -50,7 +50,8 @@ typedef struct qkt_ablate_cfg {
 int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err);
 /* Checks every field (names the field on error). */
 int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err);
-/* config.json <-> cfg. */
+/* config.json <-> cfg; the JSON text (malloc'd) is what config.json holds. */
+char *qkt_ablate_config_json(const qkt_ablate_cfg *c);
 int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
 int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err);
 
