@@ -34,11 +34,10 @@ static struct {
 } g_anomaly;
 static void anomaly_note(void) {
     if (!g_anomaly.active) return;
-    if (g_anomaly.ckpt_step >= 0)
-        fprintf(stderr, CMD ": stopped by --detect-anomaly in step %lld; last good checkpoint: %s (step %lld)\n",
-                g_anomaly.step, g_anomaly.ckpt, g_anomaly.ckpt_step);
-    else
-        fprintf(stderr, CMD ": stopped by --detect-anomaly in step %lld; no checkpoint was saved before it\n", g_anomaly.step);
+    fprintf(stderr, CMD ": stopped by --detect-anomaly in step %lld%s; ", g_anomaly.step,
+            g_anomaly.step ? "" : " (the validation before training)");
+    if (g_anomaly.ckpt_step >= 0) fprintf(stderr, "last good checkpoint: %s (step %lld)\n", g_anomaly.ckpt, g_anomaly.ckpt_step);
+    else fprintf(stderr, "no checkpoint was saved before it\n");
 }
 
 static double now_s(void) {
@@ -309,8 +308,9 @@ int qkt_cmd_train(int argc, char **argv) {
         }
         if (!st.finite) {
             if (o.tty) fprintf(stderr, "\n");
+            /* fabs: print nan, not -nan */
             fprintf(stderr, CMD ": non-finite %s (loss %g, grad norm %g) at step %lld; stopped without saving it. ",
-                    isfinite(st.loss) ? "gradient norm" : "loss", st.loss, st.grad_norm, s);
+                    isfinite(st.loss) ? "gradient norm" : "loss", fabs(st.loss), fabs(st.grad_norm), s);
             if (last_ckpt >= 0) fprintf(stderr, "Last good checkpoint: %s (step %lld)\n", p_ckpt, last_ckpt);
             else fprintf(stderr, "No checkpoint was saved before it (--ckpt-every %d)\n", r->ckpt_every);
             goto done;
