@@ -253,7 +253,8 @@ int qkt_cmd_train(int argc, char **argv) {
     char *json = qkt_train_run_json(r);
     rc = qkt_write_atomic(p_json, json, strlen(json), &err);
     free(json);
-    if (!rc) rc = qkt_train_log_truncate(p_log, t.step, &err);
+    /* from step 0 the validation row 0 is redone, so it goes too */
+    if (!rc) rc = qkt_train_log_truncate(p_log, t.step ? t.step : -1, &err);
     if (rc || !(log = fopen(p_log, "a"))) {
         if (!rc) qkt_err_set(&err, "%s: cannot open: %s", p_log, strerror(errno));
         fprintf(stderr, CMD ": --%s %s: %s\n", resuming ? "resume" : "out", o.out, err.msg);

@@ -118,6 +118,17 @@ static void test_resume(void) {
     snprintf(a, sizeof a, "%s/straight", tmp);
     snprintf(b, sizeof b, "%s/paused", tmp);
     expect_same_run(a, b, 21, __LINE__); /* rows: step 0 (validation) .. 20 */
+    /* a run without a checkpoint yet (killed hard before the first one) restarts from step 0 */
+    snprintf(args, sizeof args, "train " TINY " --steps 20 --eval-every 5 --out %s/nockpt --pause-at 4", tmp);
+    rc = run(args);
+    snprintf(args, sizeof args, "%s/nockpt/ckpt.safetensors", tmp);
+    EXPECT(rc == 0 && remove(args) == 0, "(%d) %s", rc, out);
+    snprintf(args, sizeof args, "train --resume %s/nockpt", tmp);
+    rc = run(args);
+    EXPECT(rc == 0 && strstr(out, "no checkpoint yet"), "(%d) %s", rc, out);
+    snprintf(b, sizeof b, "%s/nockpt", tmp);
+    expect_same_run(a, b, 21, __LINE__);
+    snprintf(b, sizeof b, "%s/paused", tmp);
     /* a finished run resumes to nothing; changing a setting on resume is refused */
     rc = run(strcat(strcpy(args, "train --resume "), b));
     EXPECT(rc == 0 && strstr(out, "finished already"), "(%d) %s", rc, out);
