@@ -57,7 +57,7 @@ static int self_exe(char *buf, size_t n) {
 int qkt_cmd_ablate(int argc, char **argv) {
     const char *preset = "quick", *name = NULL, *out = "runs", *task = NULL, *variants = NULL, *dks = NULL, *lr_grid = NULL;
     const char *lr_variants = NULL, *init_dks = NULL, *growth_dks = NULL;
-    int seeds = 0, steps = 0, lr_steps = 0, lr_dk = 0, n_layer = 0, n_head = 0, batch = 0, eval_every = 0, workers = 0;
+    int seq_len = 0, seeds = 0, steps = 0, lr_steps = 0, lr_dk = 0, n_layer = 0, n_head = 0, batch = 0, eval_every = 0, workers = 0;
     double lr = 0, qk_mult = 0, temp = 0;
     uint64_t seed = 0;
     bool report_only = false;
@@ -66,6 +66,7 @@ int qkt_cmd_ablate(int argc, char **argv) {
         {"name", QKT_FLAG_STRING, &name, "run name: results go to OUT/NAME (default: the preset)", 1, 0, false, false},
         {"out", QKT_FLAG_STRING, &out, "directory holding runs", 1, 0, false, false},
         {"task", QKT_FLAG_STRING, &task, "data spec of the synthetic task (default mqar)", 1, 0, false, false},
+        {"seq-len", QKT_FLAG_INT, &seq_len, "sequence length T (= block size)", 2, 4096, true, false},
         {"variants", QKT_FLAG_STRING, &variants, "scale variants to train, comma-separated", 1, 0, false, false},
         {"d-k", QKT_FLAG_STRING, &dks, "key widths d_k to train, comma-separated", 1, 0, false, false},
         {"seeds", QKT_FLAG_INT, &seeds, "seeds per training cell", 1, 100, true, false},
@@ -104,6 +105,7 @@ int qkt_cmd_ablate(int argc, char **argv) {
     if (init_dks && parse_list("init-d-k", init_dks, c.init_dks, NULL, NULL, &c.n_init_dk)) return 2;
     if (growth_dks && parse_list("growth-d-k", growth_dks, c.growth_dks, NULL, NULL, &c.n_growth_dk)) return 2;
     if (lr_grid && parse_list("lr-grid", lr_grid, NULL, c.lrs, NULL, &c.n_lr)) return 2;
+    if (seq_len) c.seq_len = seq_len;
     if (seeds) c.seeds = seeds;
     if (steps) c.steps = steps;
     if (lr > 0) c.lr = lr;

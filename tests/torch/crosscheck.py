@@ -18,10 +18,11 @@ only, bias correction, eps) and not the gradients again: max |qkt - torch| <= 1e
 max |torch| over each tensor.
 
 The same model is also run in PyTorch float32, and its error against float64 is
-printed: it shows what float32 can achieve on the case. Where even PyTorch's float32
-misses 1e-4 (saturated attention: the `none` scale with large weights, logits in the
-hundreds), the gradient tolerance for that case becomes 2x PyTorch's float32 error,
-and the output says so.
+printed: it shows what float32 can achieve on the case. Every case the issue asks for
+(each variant at init 0.02 and at a large init 0.3, odd sizes, ignored targets) is held
+to 1e-4. Extra stress cases at init 0.5 ("saturated": logits in the hundreds with the
+`none` scale, where PyTorch's own float32 can miss 1e-4 of float64) are held to
+max(1e-4, 2x PyTorch float32's error), and the output says so when that is looser.
 
 Usage: crosscheck.py QKT_BINARY [--keep DIR]. Exit 0 = all passed, 1 = a mismatch,
 77 = skipped (no torch for this interpreter), which CTest reports as skipped.
@@ -241,7 +242,7 @@ def run_adamw_case(qkt, tmp, name, c, B, T, init_std, seed, lr, wd, betas, clip)
     return ok
 
 
-def run_case(qkt, tmp, name, c, B, T, init_std, seed):
+def run_case(qkt, tmp, name, c, B, T, init_std, seed, strict=True):
     model, idx, targets, ck, bt, out = make_case(tmp, name, c, B, T, init_std, seed)
     model32 = copy.deepcopy(model).float()
     loss = model(idx, targets)
@@ -268,7 +269,10 @@ def run_case(qkt, tmp, name, c, B, T, init_std, seed):
 
     err32 = max(np.abs(p32.grad.double().numpy() - p.grad.numpy()).max() / denom_of(pn, p.grad.numpy())
                 for (pn, p), p32 in zip(model.named_parameters(), model32.parameters()))
-    tol = max(1e-4, 2 * err32)
+    # The issue's criterion, 1e-4 of the tensor's max |grad|, for every required case. Extra
+    # 'saturated' stress cases (init 0.5: logits in the hundreds, where PyTorch's own float32
+    # misses 1e-4 of float64) are judged instead by: qkt float32 no worse than 2x PyTorch float32.
+    tol = 1e-4 if strict else max(1e-4, 2 * err32)
     worst, worst_name = 0.0, ""
     for pn, p in model.named_parameters():
         if pn not in got:
@@ -291,7 +295,7 @@ def run_case(qkt, tmp, name, c, B, T, init_std, seed):
     if extra:
         print(f"FAIL {name}: unexpected tensors in the gradient file: {sorted(extra)}")
         ok = False
-    note = f" (tol raised to {tol:.1e}: PyTorch float32 is off by {err32:.1e} here)" if tol > 1e-4 else ""
+    note = f" (stress case: tol = 2x PyTorch float32 error = {tol:.1e})" if tol > 1e-4 else ""
     print(f"{'ok  ' if ok else 'FAIL'} {name:28s} loss {lq:.6f} (torch {lt:.6f}, rel {rel:.1e}), "
           f"grad err {worst:.1e} [torch f32 {err32:.1e}] ({worst_name}){note}")
     return ok
@@ -309,8 +313,9 @@ def main():
     cases = []
     for i, s in enumerate(SCALES):
         cases.append((f"{s}", dict(base, attn_scale=s), 0.02, 100 + i))
-        cases.append((f"{s}-large-init", dict(base, attn_scale=s), 0.5, 200 + i))
-    cases.append(("none-init0.3", dict(base, attn_scale="none"), 0.3, 210))
+        cases.append((f"{s}-large-init0.3", dict(base, attn_scale=s), 0.3, 200 + i))
+    for i, s in enumerate(SCALES):
+        cases.append((f"{s}-saturated0.5", dict(base, attn_scale=s), 0.5, 400 + i))
     cases.append(("sqrt_dk-temp2.5", dict(base, attn_scale="sqrt_dk", attn_temp=2.5), 0.3, 300))
     cases.append(("learned-temp0.7-nobias", dict(base, attn_scale="learned", attn_temp=0.7, bias=False), 0.3, 301))
     cases.append(("qk_layernorm-nobias-L3", dict(base, attn_scale="qk_layernorm", bias=False, n_layer=3), 0.3, 302))
@@ -318,7 +323,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="qkt-torch-") as tmp:
         d = keep or tmp
         os.makedirs(d, exist_ok=True)
-        results = [run_case(qkt, d, n, c, 3, 20 if "T20" in n else 17, std, seed) for n, c, std, seed in cases]
+        results = [run_case(qkt, d, n, c, 3, 20 if "T20" in n else 17, std, seed, strict="saturated" not in n)
+                   for n, c, std, seed in cases]
         adamw = [("adamw-sqrt_dk", dict(base, attn_scale="sqrt_dk"), 0.02, 400, 1e-3, 0.1, (0.9, 0.95), 0.0),
                  ("adamw-learned-clip", dict(base, attn_scale="learned"), 0.3, 401, 3e-3, 0.01, (0.9, 0.999), 0.5),
                  ("adamw-qk_layernorm-nobias", dict(base, attn_scale="qk_layernorm", bias=False), 0.02, 402, 1e-2, 0.1,
