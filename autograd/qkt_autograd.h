@@ -253,6 +253,27 @@ qkt_tensor *qkt_cross_entropy(qkt_ctx *ctx, qkt_tensor *logits, const int32_t *t
  * biased. w, b: (C) or NULL (no affine). Saves mean and rstd for backward. */
 qkt_tensor *qkt_layernorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b, double eps);
 
+/* Causal multi-head attention, heads contiguous in the channel axis:
+ *   y[b,i,h,:] = sum_j P[b,h,i,j] v[b,j,h,:],
+ *   P[b,h,i,:] = softmax_j( s_h * q[b,i,h,:] . k[b,j,h,:]  +  mask ),
+ * s_h = scale * exp(log_scale[h]) (log_scale NULL: s_h = scale); mask blocks j > i and
+ * keys with key_pad[b,j] != 0 (exactly 0 probability, 0 gradient; a query row with
+ * every key blocked gives y = 0). q, k, v, y: (B, T, C), C = n_head * d, i.e. the
+ * (B, T, H, d) layout, so no permute is needed around it. log_scale (H) receives the
+ * gradient ds_h/dlog_scale[h] = s_h (the `learned` variant). */
+typedef struct qkt_attn_capture {
+    qkt_real *probs;  /* (B, H, T, T) probabilities, or NULL */
+    qkt_real *logits; /* (B, H, T, T) scaled logits s_h q.k; blocked entries -inf; or NULL */
+} qkt_attn_capture;
+typedef struct qkt_attn_opts {
+    double scale;              /* fixed multiplier on q.k (the variant's s times attn_temp) */
+    qkt_tensor *log_scale;     /* (H) or NULL */
+    const uint8_t *key_pad;    /* (B, T), nonzero = key blocked; or NULL */
+    qkt_attn_capture *capture; /* filled during this call when non-NULL */
+} qkt_attn_opts;
+qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head,
+                          const qkt_attn_opts *o);
+
 /* ---------------------------------------------------------------- helpers for op files */
 /* Internal, but public so that nn/ can define fused ops with the same machinery:
  * makes an output of the given shape whose requires_grad follows the inputs, and
