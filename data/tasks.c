@@ -24,8 +24,9 @@ static int32_t *scratch_alloc(int n) {
  * 1..nk, values nk+1..V-1 (disjoint halves), nk = (V-1)/2. Layout of s (L+1 tokens):
  *   k_1 v_1 ... k_N v_N | query region of L+1-2N tokens, blank except Q query
  *   slots: slot j (2 tokens at 2N+2j) holds a key k_i and then its value v_i.
- * Keys, values and slots are drawn without replacement, the queried pairs too
- * while Q <= N; the values after the query keys are the answers. */
+ * Keys, values and slots are drawn without replacement; the queried pairs too
+ * while Q <= N, beyond that each pair is asked about Q/N times. The values after
+ * the query keys are the answers. */
 enum { MQ_VOCAB, MQ_LEN, MQ_PAIRS, MQ_QUERIES };
 
 static int mqar_setup(qkt_data *d, qkt_err *err) {
@@ -47,11 +48,14 @@ static int mqar_setup(qkt_data *d, qkt_err *err) {
     int S = (L + 1 - 2 * N) / 2;
     d->used = L, d->vocab = V, d->answer_k = nv;
     d->best_loss = 0, d->best_acc = 1;
-    d->log2_space = log2_perm(nk, N) + log2_perm(nv, N) + (Q <= N ? log2_perm(N, Q) : Q * log2((double)N)) +
-                    log2_choose(S, Q);
+    /* Query orders: P(N, Q) while Q <= N; beyond, at least Q! / (R!)^N (multinomial
+     * with every count <= R). */
+    int R = (Q + N - 1) / N;
+    double log2_queries = Q <= N ? log2_perm(N, Q) : (lgamma(Q + 1.0) - N * lgamma(R + 1.0)) / log(2.0);
+    d->log2_space = log2_perm(nk, N) + log2_perm(nv, N) + log2_queries + log2_choose(S, Q);
     int m = nk > nv ? nk : nv;
     m = m > S ? m : S;
-    d->scratch = scratch_alloc(m > Q ? m : Q);
+    d->scratch = scratch_alloc(m > R * N ? m : R * N);
     d->scratch2 = scratch_alloc(S > N ? S : N);
     return 0;
 }
@@ -63,19 +67,18 @@ static int cmp_int32(const void *a, const void *b) {
 
 static void mqar_gen(qkt_data *d, qkt_rng *r) {
     int V = d->p[MQ_VOCAB], L = d->p[MQ_LEN], N = d->p[MQ_PAIRS], Q = d->p[MQ_QUERIES];
-    int nk = (V - 1) / 2, nv = V - 1 - nk, S = (L + 1 - 2 * N) / 2;
+    int nk = (V - 1) / 2, nv = V - 1 - nk, S = (L + 1 - 2 * N) / 2, R = (Q + N - 1) / N;
     int32_t *s = d->seq, *a = d->scratch, *slot = d->scratch2;
     for (int i = 0; i <= L; i++) s[i] = 0, d->ans[i] = 0;
     qkt__sample_distinct(r, a, nk, N);
     for (int i = 0; i < N; i++) s[2 * i] = 1 + a[i];
     qkt__sample_distinct(r, a, nv, N);
     for (int i = 0; i < N; i++) s[2 * i + 1] = 1 + nk + a[i];
-    /* Which pairs are queried, in order: distinct while Q <= N, else uniform with
-     * replacement (a key can then be asked again). */
-    if (Q <= N)
-        qkt__sample_distinct(r, a, N, Q);
-    else
-        for (int j = 0; j < Q; j++) a[j] = (int32_t)qkt_rng_below(r, (uint32_t)N);
+    /* Which pairs are queried, in order: the first Q of a random permutation of
+     * every pair repeated R = ceil(Q/N) times, so distinct pairs while Q <= N and
+     * each pair asked about Q/N times (at most R) beyond. */
+    qkt__sample_distinct(r, a, R * N, Q);
+    for (int j = 0; j < Q; j++) a[j] %= N;
     qkt__sample_distinct(r, slot, S, Q);  /* where: Q distinct slots, ascending */
     qsort(slot, (size_t)Q, sizeof *slot, cmp_int32);
     for (int j = 0; j < Q; j++) {
@@ -259,7 +262,7 @@ const qkt_data_task qkt__tasks[] = {
       {"seq_len", QKT_PARAM_AUTO, 3, QKT_DATA_MAX_T, "positions used (default T)"},
       {"n_pairs", 4, 1, VOCAB_MAX, "key-value pairs at the start"},
       {"n_queries", QKT_PARAM_AUTO, 1, VOCAB_MAX,
-       "queries at random slots after the pairs (default 4 n_pairs, as many as fit)"},
+       "queries at random slots after the pairs (default 4 per pair, as many as fit)"},
       {0}},
      mqar_setup, mqar_gen, mqar_token},
     {"induction", "random tokens followed by their repetition; answers are the repeated half",
