@@ -54,7 +54,8 @@ int qkt__text_open(qkt_data *d, const char *rest, qkt_err *err) {
     if (parse_text_spec(d, rest, err)) return -1;
     const char *path = d->path;
     d->T = d->T_req ? d->T_req : QKT_DATA_DEFAULT_T;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open (it is refused below); no effect on regular files */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT) return qkt_err_set(err, "text file '%s': no such file", path);
         return qkt_err_set(err, "text file '%s': cannot open: %s", path, strerror(errno));
