@@ -93,7 +93,7 @@ int qkt_table_parse(const char *src, size_t n, const char *path, qkt_table *t, q
         else if (strlen(f[2]) >= sizeof t->runs->variant) bad = 2;
         else if (!field_int(f[3], 0, 1 << 30, &d_k)) bad = 3;
         else if (!field_int(f[4], -1, 1 << 30, &seed)) bad = 4;
-        else if (!field_real(f[5], &lr)) bad = 5;
+        else if (!field_real(f[5], &lr) || !(lr >= 0 && isfinite(lr))) bad = 5; /* a setting: finite (runs are looked up by it) */
         else if (!field_int(f[6], -1, INT_MAX, &step)) bad = 6;
         else if (strlen(f[7]) >= sizeof t->metrics[0] || !f[7][0]) bad = 7;
         else if (!field_int(f[8], -1, SHRT_MAX, &layer)) bad = 8;
