@@ -25,9 +25,9 @@
 static const char *tmp;
 static char out[1 << 16];
 
-/* A very small model (checkpoint ~20 KB) so that log.csv outgrows it in a few hundred steps. */
+/* A very small model (checkpoint ~20 KB, 40 in float64) so that log.csv outgrows it in a few hundred steps. */
 #define SMALL "--data", "mqar:n_pairs=4,n_queries=4", "--n-layer", "1", "--n-head", "1", "--n-embd", "8", "--block-size", "32", \
-              "--batch-size", "2", "--eval-batches", "1", "--eval-every", "0", "--threads", "1", "--log-every", "1"
+              "--batch-size", "2", "--eval-batches", "1", "--eval-every", "0", "--threads", "1"
 
 /* Runs qkt train with a file-size limit (0 = none); stdout+stderr into out. */
 static int run_limited(const char *const *args, rlim_t fsize) {
@@ -45,8 +45,11 @@ static int run_limited(const char *const *args, rlim_t fsize) {
         _exit(127);
     }
     close(fd[1]);
-    size_t n = 0;
-    for (ssize_t r; (r = read(fd[0], out + n, sizeof out - 1 - n)) > 0;) n += (size_t)r;
+    size_t n = 0; /* keep reading to the end (the child must never block), keeping the tail */
+    for (ssize_t r; (r = read(fd[0], out + n, sizeof out - 1 - n)) > 0;) {
+        n += (size_t)r;
+        if (n > sizeof out - 4096) memmove(out, out + n - 8192, 8192), n = 8192;
+    }
     out[n] = 0;
     close(fd[0]);
     int st;
@@ -128,7 +131,7 @@ int main(void) {
     snprintf(full, sizeof full, "%s/logfull", tmp);
     snprintf(ck, sizeof ck, "%s/ckfull", tmp);
 
-    const char *a_ref[] = {"qkt", "train", SMALL, "--steps", "600", "--ckpt-every", "50", "--out", ref, NULL};
+    const char *a_ref[] = {"qkt", "train", SMALL, "--steps", "1500", "--ckpt-every", "50", "--out", ref, NULL};
     int rc = run_limited(a_ref, 0);
     EXPECT(rc == 0, "reference run: exit %d:\n%s", rc, out);
     long long ck_size = file_size(ref, "ckpt.safetensors"), log_size = file_size(ref, "log.csv");
@@ -136,7 +139,7 @@ int main(void) {
            ck_size, log_size);
 
     /* 1. log.csv hits the limit (checkpoints, smaller, still fit) */
-    const char *a_full[] = {"qkt", "train", SMALL, "--steps", "600", "--ckpt-every", "50", "--out", full, NULL};
+    const char *a_full[] = {"qkt", "train", SMALL, "--steps", "1500", "--ckpt-every", "50", "--out", full, NULL};
     rc = run_limited(a_full, (rlim_t)(ck_size + 4096));
     const char *msg = strstr(out, "qkt train: ");
     EXPECT(rc == 1 && msg && one_line(msg) && strstr(msg, "log.csv: write failed") && strstr(msg, "Last checkpoint: ") &&
@@ -154,7 +157,7 @@ int main(void) {
     if (pid == 0) {
         dup2(fd[1], 1), dup2(fd[1], 2), close(fd[0]), close(fd[1]);
         signal(SIGXFSZ, SIG_IGN);
-        const char *a_ck[] = {"qkt", "train", SMALL, "--steps", "600", "--ckpt-every", "2", "--out", ck, NULL};
+        const char *a_ck[] = {"qkt", "train", SMALL, "--steps", "1500", "--ckpt-every", "2", "--log-every", "1", "--out", ck, NULL};
         execv(qkt_test_bin(), (char *const *)a_ck);
         _exit(127);
     }
