@@ -1,5 +1,6 @@
-/* Regressions from fuzzing the readers of user files (tests/fuzz/), checked directly:
- * each case failed, crashed or leaked before its fix. */
+/* Regressions from fuzzing the readers of user files (tests/fuzz/) and from the
+ * sanitizer build, checked directly: each case failed, crashed, leaked or was undefined
+ * behaviour before its fix. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,10 +119,24 @@ static void test_one_line_errors(void) {
     EXPECT(qkt_err_set(&err, "a\tb\nc\r%s", "\x1b[2J") == -1 && !strcmp(err.msg, "a?b?c??[2J"), "%s", err.msg);
 }
 
+/* `qkt plot` of a run whose cells/ is empty sorted a NULL list (qsort(NULL, 0) is
+ * undefined; UBSan stops there): the report of no results is written. */
+static void test_report_no_cells(void) {
+    const char *dir = qkt_test_tmpdir("emptyrun");
+    char cells[600];
+    snprintf(cells, sizeof cells, "%s/cells", dir);
+    qkt_ablate_cfg c;
+    qkt_err err;
+    EXPECT(qkt_ablate_preset("quick", &c, &err) == 0 && qkt_ablate_save_config(dir, &c, &err) == 0 && qkt_mkdirs(cells, &err) == 0,
+           "%s", err.msg);
+    EXPECT(qkt_ablate_report(dir, &err) == 0, "%s", err.msg);
+}
+
 int main(void) {
     test_ablate_config_nonfinite();
     test_metrics_csv();
     test_text_val_frac();
     test_one_line_errors();
+    test_report_no_cells();
     return qkt_test_finish();
 }
