@@ -46,7 +46,8 @@ _Noreturn void qkt_fatal(const char *file, int line, const char *cond, const cha
 typedef struct qkt_err {
     char msg[QKT_ERR_LEN];
 } qkt_err;
-/* Sets err->msg (if err is non-NULL) and returns -1, so: return qkt_err_set(err, ...). */
+/* Sets err->msg (if err is non-NULL; control characters become '?', so it is one line)
+ * and returns -1, so: return qkt_err_set(err, ...). */
 int qkt_err_set(qkt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---------------------------------------------------------------- threads */

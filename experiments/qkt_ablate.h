@@ -54,6 +54,9 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err);
 char *qkt_ablate_config_json(const qkt_ablate_cfg *c);
 int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
 int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err);
+/* The same from the JSON text (n bytes, need not be NUL-terminated); errors start
+ * with `label`. */
+int qkt_ablate_parse_config(const char *text, size_t n, const char *label, qkt_ablate_cfg *c, qkt_err *err);
 
 /* ---------------------------------------------------------------- cells */
 typedef enum { QKT_CELL_INIT = 0, QKT_CELL_TRAIN, QKT_CELL_LR, QKT_CELL_GROWTH, QKT_CELL_IID } qkt_cell_kind;

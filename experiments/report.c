@@ -32,7 +32,7 @@ static int gather(const char *run_dir, qkt_err *err) {
         names[n++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    if (n) qsort(names, (size_t)n, sizeof *names, cmp_str); /* qsort(NULL, 0) is undefined */
     qkt_buf b = {0};
     qkt_buf_printf(&b, "%s", qkt_metrics_header);
     int rc = 0;
