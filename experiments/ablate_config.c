@@ -44,13 +44,13 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     c->growth_steps = 5;
     c->growth_lr = 1e-3;
     if (!strcmp(name, "quick")) {
-        c->steps = 500, c->eval_every = 25, c->eval_batches = 4;
-        c->n_dk = 2, c->dks[0] = 8, c->dks[1] = 32;
+        c->steps = 600, c->eval_every = 25, c->eval_batches = 4;
+        c->n_dk = 2, c->dks[0] = 8, c->dks[1] = 16;
         c->seeds = 2;
         c->n_lr = 4;
         const double lrs[] = {3e-4, 3e-3, 3e-2, 3e-1};
         memcpy(c->lrs, lrs, sizeof lrs);
-        c->lr_steps = 250, c->lr_dk = 32;
+        c->lr_steps = 300, c->lr_dk = 16;
         c->n_init_dk = 8;
         for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i; /* 4 .. 512 */
         c->n_growth_dk = 4;
