@@ -1,18 +1,151 @@
-/* Causal multi-head attention as one op (see qkt_attention in qkt_autograd.h).
- * This version materialises P (B, H, T, T) for backward; per (b, h) it runs three
- * gemms forward and four backward through the one wrapper, reading q, k, v in place
- * with leading dimension C (no permute copies). */
+/* Causal multi-head attention as one fused op (see qkt_attention in qkt_autograd.h),
+ * FlashAttention-2 style (Dao 2023) on the CPU:
+ *   forward:  per (b, h, query tile) an online softmax over key tiles j <= the diagonal
+ *             (tiles wholly above it are skipped); only the row logsumexp
+ *             lse = m + log l (B, H, T) is saved, never P;
+ *   backward: per (b, h) P is recomputed tile by tile from lse.
+ * q, k, v, y stay in the (B, T, H, d) layout; tiles are copied into small padded
+ * buffers, and the tile products are the register-blocked kernels of kernels.h (the
+ * threaded sgemm is never called from inside the parallel regions). Memory is linear
+ * in T: lse plus per-thread scratch of a few (T, d) slabs. */
+#include "kernels.h"
 #include "ops_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Tile sizes: BK keys is the vector width of the S and dP tiles (a multiple of 32). */
+#define BQ 32
+#define BK 32
 
 typedef struct {
     int B, T, C, H, d;
-    qkt_real *P;      /* (B, H, T, T) probabilities */
+    qkt_real *lse;    /* (B, H, T) log sum_j exp(z_ij); -inf for a fully blocked row */
     qkt_real *s;      /* (H) per-head scale used */
     uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
 } attn_saved;
 
-static inline bool key_blocked(const attn_saved *a, int b, int i, int j) {
-    return j > i || (a->key_pad && a->key_pad[b * a->T + j]);
+static int n_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+static int thread_id(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* Key bias of one key tile: 0 for a visible key, -inf for padding (key_pad) and for
+ * slots past T. The causal limit is applied per row. */
+static void key_bias(const attn_saved *a, int b, int c0, int nk, qkt_real *kb) {
+    for (int j = 0; j < BK; j++)
+        kb[j] = (j < nk && !(a->key_pad && a->key_pad[(size_t)b * a->T + c0 + j])) ? 0 : -INFINITY;
+}
+
+/* (n, d) rows of a head (row stride C) -> dst (n, ld), columns d..ld zeroed; times f. */
+static void copy_rows(const qkt_real *src, int n, int d, int C, qkt_real f, qkt_real *dst, int ld) {
+    for (int r = 0; r < n; r++) {
+        const qkt_real *s = src + (size_t)r * C;
+        qkt_real *t = dst + (size_t)r * ld;
+        for (int c = 0; c < d; c++) t[c] = f * s[c];
+        for (int c = d; c < ld; c++) t[c] = 0;
+    }
+}
+/* (nk, d) rows of a head -> dst (d, BK) transposed, key slots nk..BK zeroed. */
+static void copy_transposed(const qkt_real *src, int nk, int d, int C, qkt_real *dst) {
+    for (int c = 0; c < d; c++) {
+        qkt_real *t = dst + (size_t)c * BK;
+        for (int j = 0; j < nk; j++) t[j] = src[(size_t)j * C + c];
+        for (int j = nk; j < BK; j++) t[j] = 0;
+    }
+}
+
+/* One query tile of one head: rows r0 .. r0+nq of y and lse. `w` is the thread's
+ * scratch (see fwd_scratch). z = s q.k + bias; online softmax, for each key tile:
+ *   m' = max(m, max_j z_j),  l = l e^{m - m'} + sum_j e^{z_j - m'},  O = O e^{m - m'} + P V. */
+#define FWD_SCRATCH(dp, d) ((size_t)BQ * (dp) * 2 + (size_t)(d) * BK + (size_t)BK * (dp) + BQ * BK + 2 * BQ + BK)
+static void fwd_tile(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v, int b, int h,
+                     int r0, qkt_real *y, qkt_real *w) {
+    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), nq = T - r0 < BQ ? T - r0 : BQ;
+    qkt_real *Q = w, *O = Q + BQ * dp, *KT = O + BQ * dp, *V = KT + d * BK, *S = V + BK * dp;
+    qkt_real *m = S + BQ * BK, *l = m + BQ, *kb = l + BQ;
+    size_t base = (size_t)b * T * C + (size_t)h * d;
+    copy_rows(q + base + (size_t)r0 * C, nq, d, C, a->s[h], Q, dp); /* Q pre-scaled by s_h */
+    memset(O, 0, (size_t)nq * dp * sizeof *O);
+    for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;
+    int last = r0 + nq - 1; /* the last key any row of the tile sees */
+    for (int c0 = 0; c0 <= last; c0 += BK) {
+        int nk = T - c0 < BK ? T - c0 : BK;
+        copy_transposed(k + base + (size_t)c0 * C, nk, d, C, KT);
+        copy_rows(v + base + (size_t)c0 * C, nk, d, C, 1, V, dp);
+        key_bias(a, b, c0, nk, kb);
+        qkt__mk_gemm(nq, BK, d, Q, dp, 1, KT, BK, S, BK, false); /* S = s Q K^T (nq, BK) */
+        for (int r = 0; r < nq; r++) {
+            qkt_real *z = S + r * BK, mx = m[r], sum = 0;
+            int jn = r0 + r - c0 + 1; /* causal: keys c0 + j <= r0 + r */
+#pragma omp simd reduction(max : mx)
+            for (int j = 0; j < BK; j++) {
+                z[j] = j < jn ? z[j] + kb[j] : -INFINITY;
+                mx = z[j] > mx ? z[j] : mx;
+            }
+            if (mx == -INFINITY) { /* every key so far blocked: P row 0 */
+                memset(z, 0, BK * sizeof *z);
+                continue;
+            }
+#pragma omp simd reduction(+ : sum)
+            for (int j = 0; j < BK; j++) {
+                z[j] = qkt__exp(z[j] - mx);
+                sum += z[j];
+            }
+            qkt_real alpha = qkt__exp(m[r] - mx);
+            l[r] = l[r] * alpha + sum;
+            m[r] = mx;
+            if (alpha != 1) {
+                qkt_real *o = O + (size_t)r * dp;
+#pragma omp simd
+                for (int c = 0; c < dp; c++) o[c] *= alpha;
+            }
+        }
+        qkt__mk_gemm(nq, dp, nk, S, BK, 1, V, dp, O, dp, true); /* O += P V */
+    }
+    qkt_real *lse = a->lse + ((size_t)b * a->H + h) * T + r0;
+    for (int r = 0; r < nq; r++) {
+        qkt_real *yr = y + base + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
+        qkt_real inv = l[r] > 0 ? 1 / l[r] : 0;
+        for (int c = 0; c < d; c++) yr[c] = o[c] * inv;
+        lse[r] = l[r] > 0 ? m[r] + log(l[r]) : -INFINITY;
+    }
+}
+
+/* The slow path for callers that asked for P or the logits (B, H, T, T): rebuilt
+ * row by row from lse after the fused forward. */
+static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
+    int T = a->T, C = a->C, d = a->d, H = a->H;
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    for (int b = 0; b < a->B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t base = (size_t)b * T * C + (size_t)h * d, poff = ((size_t)b * H + h) * T * T;
+            const qkt_real *lse = a->lse + ((size_t)b * H + h) * T;
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j < T; j++) {
+                    bool blocked = j > i || (a->key_pad && a->key_pad[(size_t)b * T + j]);
+                    qkt_real z = -INFINITY;
+                    if (!blocked) {
+                        double dot = 0;
+                        for (int c = 0; c < d; c++) dot += (double)q[base + (size_t)i * C + c] * k[base + (size_t)j * C + c];
+                        z = (qkt_real)(a->s[h] * dot);
+                    }
+                    size_t at = poff + (size_t)i * T + j;
+                    if (cap->logits) cap->logits[at] = z;
+                    if (cap->probs) cap->probs[at] = blocked || lse[i] == -INFINITY ? 0 : (qkt_real)exp(z - lse[i]);
+                }
+        }
 }
 
 qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head, const qkt_attn_opts *o) {
@@ -25,10 +158,10 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
     QKT_CHECK(H > 0 && C % H == 0, "attention: %d channels do not split into %d heads", C, H);
     QKT_CHECK(!o->log_scale || o->log_scale->size == H, "attention: log_scale has %lld values for %d heads",
               (long long)(o->log_scale ? o->log_scale->size : 0), H);
-    int d = C / H;
+    int d = C / H, dp = qkt__round_up(d, QKT_MK_PAD);
     attn_saved *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
     *a = (attn_saved){B, T, C, H, d, NULL, NULL, NULL};
-    a->P = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * T * sizeof(qkt_real));
+    a->lse = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
     a->s = qkt_arena_alloc(&ctx->arena, (size_t)H * sizeof(qkt_real));
     for (int h = 0; h < H; h++) a->s[h] = (qkt_real)(o->scale * (o->log_scale ? exp(o->log_scale->data[h]) : 1.0));
     if (o->key_pad) {
@@ -36,78 +169,117 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
         memcpy(a->key_pad, o->key_pad, (size_t)B * T);
     }
     qkt_tensor *y = qkt_op_output(ctx, 3, q->shape);
-    qkt_attn_capture *cap = o->capture;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t off = (size_t)b * T * C + (size_t)h * d, poff = ((size_t)b * H + h) * T * T;
-            qkt_real *P = a->P + poff, s = a->s[h];
-            /* S = s Q K^T (T, T) */
-            qkt_gemm(false, true, T, T, d, s, q->data + off, C, k->data + off, C, 0, P, T);
-            for (int i = 0; i < T; i++) {
-                qkt_real *row = P + (size_t)i * T, mx = -INFINITY;
-                for (int j = 0; j < T; j++) {
-                    if (key_blocked(a, b, i, j)) row[j] = -INFINITY;
-                    else if (row[j] > mx) mx = row[j];
-                }
-                if (cap && cap->logits) memcpy(cap->logits + poff + (size_t)i * T, row, (size_t)T * sizeof(qkt_real));
-                if (mx == -INFINITY) { /* every key blocked */
-                    memset(row, 0, (size_t)T * sizeof(qkt_real));
-                    continue;
-                }
-                double sum = 0;
-                for (int j = 0; j < T; j++) {
-                    row[j] = row[j] == -INFINITY ? 0 : (qkt_real)exp(row[j] - mx);
-                    sum += row[j];
-                }
-                qkt_real inv = (qkt_real)(1.0 / sum);
-                for (int j = 0; j < T; j++) row[j] *= inv;
-            }
-            if (cap && cap->probs) memcpy(cap->probs + poff, P, (size_t)T * T * sizeof(qkt_real));
-            /* Y_h = P V_h (T, d), written in place into (B, T, C) */
-            qkt_gemm(false, false, T, d, T, 1, P, T, v->data + off, C, 0, y->data + off, C);
-        }
+    int nqt = (T + BQ - 1) / BQ, ntask = B * H * nqt, nth = n_threads();
+    size_t wsz = FWD_SCRATCH(dp, d);
+    qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
+    const qkt_real *qd = q->data, *kd = k->data, *vd = v->data;
+    qkt_real *yd = y->data;
+    /* Tasks in decreasing cost (the last query tile sees the most keys) for the dynamic schedule. */
+#pragma omp parallel for schedule(dynamic, 1) if (ntask > 1)
+    for (int t = 0; t < ntask; t++) {
+        int qt = nqt - 1 - t / (B * H), bh = t % (B * H);
+        fwd_tile(a, qd, kd, vd, bh / H, bh % H, qt * BQ, yd, scratch + (size_t)thread_id() * wsz);
+    }
+    if (o->capture && (o->capture->probs || o->capture->logits)) capture(a, qd, kd, o->capture);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 4, (qkt_tensor *[]){q, k, v, o->log_scale});
     if (n) n->saved = a;
     qkt_op_done(ctx, QKT_OP_ATTENTION, y);
     return y;
 }
 
-/* With z = s_h Q K^T + mask, P = softmax(z), Y = P V:
- *   dV += P^T dY;  dP = dY V^T;  dZ = P * (dP - rowsum(P * dP));
- *   dQ += s_h dZ K;  dK += s_h dZ^T Q;  ds_h = sum(dZ * Q K^T) = sum(Q * (dZ K));
- *   dlog_scale[h] += s_h ds_h. Blocked entries have P = 0, hence dZ = 0. */
+/* One head (b, h), all of it, so the thread owns dQ, dK, dV of that head. With
+ * z = s_h q.k + mask, P = exp(z - lse), y = P V, D_i = sum_c dY_ic y_ic:
+ *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   dZ_ij = P_ij (dP_ij - D_i);
+ *   dQ_i += s_h sum_j dZ_ij k_j;   dK_j += s_h sum_i dZ_ij q_i;
+ *   ds_h = sum_ij dZ_ij q_i.k_j, so dlog_scale[h] = s_h ds_h = sum_ij dZ_ij z_ij (unmasked z).
+ * Blocked entries have P = 0, hence dZ = 0. Key tiles outer (dK_j, dV_j accumulate in
+ * registers-sized tiles), query tiles from the diagonal down inner. Returns sum dZ z. */
+#define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * BQ * BK + (T) + BK)
+static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
+                       const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, int b, int h,
+                       qkt_real *w) {
+    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD);
+    qkt_real *Q = w, *K = Q + (size_t)T * dp, *dY = K + (size_t)T * dp, *dQ = dY + (size_t)T * dp;
+    qkt_real *KT = dQ + (size_t)T * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
+    qkt_real *P = dVj + BK * dp, *dS = P + BQ * BK, *D = dS + BQ * BK, *kb = D + T;
+    size_t base = (size_t)b * T * C + (size_t)h * d;
+    const qkt_real *lse = a->lse + ((size_t)b * a->H + h) * T, s = a->s[h];
+    copy_rows(q + base, T, d, C, 1, Q, dp);
+    copy_rows(k + base, T, d, C, 1, K, dp);
+    copy_rows(dy + base, T, d, C, 1, dY, dp);
+    memset(dQ, 0, (size_t)T * dp * sizeof *dQ);
+    for (int i = 0; i < T; i++) {
+        double acc = 0;
+        for (int c = 0; c < d; c++) acc += (double)dy[base + (size_t)i * C + c] * y[base + (size_t)i * C + c];
+        D[i] = (qkt_real)acc;
+    }
+    double dlog = 0;
+    for (int c0 = 0; c0 < T; c0 += BK) {
+        int nk = T - c0 < BK ? T - c0 : BK;
+        copy_transposed(k + base + (size_t)c0 * C, nk, d, C, KT);
+        copy_transposed(v + base + (size_t)c0 * C, nk, d, C, VT);
+        key_bias(a, b, c0, nk, kb);
+        memset(dKj, 0, (size_t)BK * dp * sizeof *dKj);
+        memset(dVj, 0, (size_t)BK * dp * sizeof *dVj);
+        for (int r0 = c0 / BQ * BQ; r0 < T; r0 += BQ) {
+            int nq = T - r0 < BQ ? T - r0 : BQ;
+            qkt_real *Qi = Q + (size_t)r0 * dp, *dYi = dY + (size_t)r0 * dp;
+            qkt__mk_gemm(nq, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* q.k (nq, BK) */
+            qkt__mk_gemm(nq, BK, d, dYi, dp, 1, VT, BK, dS, BK, false); /* dP = dY V^T */
+            double part = 0;
+            for (int r = 0; r < nq; r++) {
+                qkt_real *p = P + r * BK, *g = dS + r * BK, li = lse[r0 + r], Di = D[r0 + r];
+                int jn = r0 + r - c0 + 1;
+                qkt_real rowpart = 0;
+                if (li == -INFINITY) jn = 0; /* fully blocked row */
+#pragma omp simd reduction(+ : rowpart)
+                for (int j = 0; j < BK; j++) {
+                    qkt_real z = s * p[j];
+                    qkt_real pj = j < jn && kb[j] == 0 ? qkt__exp(z - li) : 0;
+                    qkt_real gz = pj * (g[j] - Di);
+                    rowpart += gz * z;
+                    p[j] = pj;
+                    g[j] = s * gz;
+                }
+                part += rowpart;
+            }
+            dlog += part;
+            qkt__mk_gemm(nk, dp, nq, P, 1, BK, dYi, dp, dVj, dp, true);                 /* dV_j += P^T dY_i */
+            qkt__mk_gemm(nk, dp, nq, dS, 1, BK, Qi, dp, dKj, dp, true);                 /* dK_j += s dZ^T Q_i */
+            qkt__mk_gemm(nq, dp, nk, dS, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)r0 * dp, dp, true); /* dQ_i += s dZ K_j */
+        }
+        for (int j = 0; j < nk; j++) {
+            qkt_real *dkr = dk + base + (size_t)(c0 + j) * C, *dvr = dv + base + (size_t)(c0 + j) * C;
+            for (int c = 0; c < d; c++) dkr[c] += dKj[(size_t)j * dp + c], dvr[c] += dVj[(size_t)j * dp + c];
+        }
+    }
+    for (int i = 0; i < T; i++) {
+        qkt_real *dqr = dq + base + (size_t)i * C;
+        for (int c = 0; c < d; c++) dqr[c] += dQ[(size_t)i * dp + c];
+    }
+    return dlog;
+}
+
 void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     attn_saved *a = n->saved;
     qkt_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2], *ls = n->in[3];
-    int T = a->T, C = a->C, d = a->d;
-    const qkt_real *dY = n->out->grad;
-    qkt_real *dQ = qkt_grad(ctx, q), *dK = qkt_grad(ctx, k), *dV = qkt_grad(ctx, v);
-    qkt_real *dP = qkt_arena_alloc(&ctx->arena, (size_t)T * T * sizeof(qkt_real));
-    qkt_real *tmp = qkt_arena_alloc(&ctx->arena, (size_t)T * d * sizeof(qkt_real));
-    for (int b = 0; b < a->B; b++)
-        for (int h = 0; h < a->H; h++) {
-            size_t off = (size_t)b * T * C + (size_t)h * d;
-            const qkt_real *P = a->P + ((size_t)b * a->H + h) * T * T;
-            qkt_real s = a->s[h];
-            qkt_gemm(true, false, T, d, T, 1, P, T, dY + off, C, 1, dV + off, C);
-            qkt_gemm(false, true, T, T, d, 1, dY + off, C, v->data + off, C, 0, dP, T);
-            for (int i = 0; i < T; i++) {
-                const qkt_real *pr = P + (size_t)i * T;
-                qkt_real *gr = dP + (size_t)i * T;
-                double dot = 0;
-                for (int j = 0; j < T; j++) dot += (double)pr[j] * gr[j];
-                for (int j = 0; j < T; j++) gr[j] = pr[j] * (gr[j] - (qkt_real)dot);
-            }
-            /* tmp = dZ K (T, d); dQ += s tmp */
-            qkt_gemm(false, false, T, d, T, 1, dP, T, k->data + off, C, 0, tmp, d);
-            for (int i = 0; i < T; i++)
-                for (int c = 0; c < d; c++) dQ[off + (size_t)i * C + c] += s * tmp[(size_t)i * d + c];
-            qkt_gemm(true, false, T, d, T, s, dP, T, q->data + off, C, 1, dK + off, C);
-            if (qkt__needs_grad(ls)) {
-                double ds = 0;
-                for (int i = 0; i < T; i++)
-                    for (int c = 0; c < d; c++) ds += (double)q->data[off + (size_t)i * C + c] * tmp[(size_t)i * d + c];
-                qkt_grad(ctx, ls)[h] += s * (qkt_real)ds;
-            }
+    int B = a->B, H = a->H, dp = qkt__round_up(a->d, QKT_MK_PAD), nth = n_threads();
+    /* Every input's grad is produced (dQ, dK, dV come out of one pass); grads of
+     * inputs that do not require them are written to arena buffers nobody reads. */
+    qkt_real *dq = qkt_grad(ctx, q), *dk = qkt_grad(ctx, k), *dv = qkt_grad(ctx, v);
+    double *dlog = qkt_arena_alloc(&ctx->arena, (size_t)B * H * sizeof(double));
+    size_t wsz = BWD_SCRATCH(a->T, dp, a->d);
+    qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
+    const qkt_real *qd = q->data, *kd = k->data, *vd = v->data, *yd = n->out->data, *dy = n->out->grad;
+#pragma omp parallel for schedule(dynamic, 1) if (B * H > 1)
+    for (int t = 0; t < B * H; t++)
+        dlog[t] = bwd_head(a, qd, kd, vd, yd, dy, dq, dk, dv, t / H, t % H, scratch + (size_t)thread_id() * wsz);
+    if (qkt__needs_grad(ls)) {
+        qkt_real *g = qkt_grad(ctx, ls);
+        for (int h = 0; h < H; h++) {
+            double acc = 0;
+            for (int b = 0; b < B; b++) acc += dlog[b * H + h];
+            g[h] += (qkt_real)acc;
         }
+    }
 }

@@ -73,9 +73,22 @@ static qkt_tensor *f_layernorm(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
     return qkt_layernorm(ctx, x[0], x[1], x[2], 1e-5);
 }
 static const uint8_t attn_pad[2 * 5] = {0, 0, 1, 0, 0, 1, 0, 0, 0, 1}; /* b=1 row 0 fully blocked */
+/* key padding for the tiled cases: (2, 33) and (1, 70); blocked keys straddle the
+ * 32-key tile boundary, and key 0 blocked makes query row 0 fully blocked */
+static uint8_t attn_pad33[2 * 33], attn_pad70[70];
+static const uint8_t *attn_pad_tiled(int T) {
+    uint8_t *p = T == 33 ? attn_pad33 : attn_pad70;
+    int n = T == 33 ? 2 * 33 : 70;
+    for (int i = 0; i < n; i++) p[i] = (i % T == 0 && i < T) || (i % T >= 30 && i % T <= 34) || i % 7 == 3;
+    return p;
+}
+/* flags: 1 learned scale (x[3]), 2 key padding, bits 4.. the head count (0: 3 heads) */
 static qkt_tensor *f_attention(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
-    qkt_attn_opts o = {.scale = 0.45, .log_scale = (c->flags & 1) ? x[3] : NULL, .key_pad = (c->flags & 2) ? attn_pad : NULL};
-    return qkt_attention(ctx, x[0], x[1], x[2], 3, &o);
+    int H = c->flags >> 4 ? c->flags >> 4 : 3, T = x[0]->shape[1];
+    const uint8_t *pad = NULL;
+    if (c->flags & 2) pad = T == 5 ? attn_pad : attn_pad_tiled(T);
+    qkt_attn_opts o = {.scale = 0.45, .log_scale = (c->flags & 1) ? x[3] : NULL, .key_pad = pad};
+    return qkt_attention(ctx, x[0], x[1], x[2], H, &o);
 }
 /* an input used twice in one graph: y = x W + x * x (broadcast-free) */
 static qkt_tensor *f_twice(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
@@ -130,6 +143,17 @@ static const gc_case op_cases[] = {
          .shape = {{2, 5, 12}, {2, 5, 12}, {2, 5, 12}, {3}}),
     CASE("attention key padding", f_attention, TOL, 3, 4, .ndim = {3, 3, 3, 1},
          .shape = {{2, 5, 12}, {2, 5, 12}, {2, 5, 12}, {3}}),
+    /* the tiled kernel: T = 33 (tiles of 32 do not divide it), d = 1, one head and one
+     * batch, and T = 70 spanning three tiles with padding across a tile boundary */
+    CASE("attention T=33 learned+pad", f_attention, TOL, 3, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{2, 33, 12}, {2, 33, 12}, {2, 33, 12}, {3}}),
+    CASE("attention d=1", f_attention, TOL, 1, 4, .ndim = {3, 3, 3, 1}, .shape = {{2, 7, 3}, {2, 7, 3}, {2, 7, 3}, {3}}),
+    CASE("attention B=1 H=1", f_attention, TOL, 1 | 1 << 4, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{1, 9, 5}, {1, 9, 5}, {1, 9, 5}, {1}}),
+    CASE("attention T=70 > tile, pad", f_attention, TOL, 3 | 2 << 4, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{1, 70, 8}, {1, 70, 8}, {1, 70, 8}, {2}}),
+    CASE("attention T=70 d=40", f_attention, TOL, 1 | 1 << 4, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{1, 70, 40}, {1, 70, 40}, {1, 70, 40}, {1}}),
     CASE("input used twice", f_twice, TOL, 0, 2, .ndim = {2, 2}, .shape = {{3, 3}, {3, 3}}),
 };
 #define N_OP_CASES ((int)(sizeof op_cases / sizeof op_cases[0]))
