@@ -18,6 +18,7 @@
 /* Tile sizes: BK keys is the vector width of the S and dP tiles (a multiple of 32). */
 #define BQ 32
 #define BK 32
+_Static_assert(BK == 32, "row reductions use qkt__max32 / qkt__sum32");
 
 typedef struct {
     int B, T, C, H, d;
@@ -41,85 +42,105 @@ static int thread_id(void) {
 #endif
 }
 
-/* Key bias of one key tile: 0 for a visible key, -inf for padding (key_pad) and for
- * slots past T. The causal limit is applied per row. */
-static void key_bias(const attn_saved *a, int b, int c0, int nk, qkt_real *kb) {
-    for (int j = 0; j < BK; j++)
-        kb[j] = (j < nk && !(a->key_pad && a->key_pad[(size_t)b * a->T + c0 + j])) ? 0 : -INFINITY;
+/* Key bias of keys c0 .. c0+n (n a multiple of BK): 0 for a visible key, -inf for
+ * padding (key_pad) and for slots past T. The causal limit is applied per row. */
+static void key_bias(const attn_saved *a, int b, int c0, int n, qkt_real *kb) {
+    for (int j = 0; j < n; j++)
+        kb[j] = (c0 + j < a->T && !(a->key_pad && a->key_pad[(size_t)b * a->T + c0 + j])) ? 0 : -INFINITY;
 }
 
-/* (n, d) rows of a head (row stride C) -> dst (n, ld), columns d..ld zeroed; times f. */
+/* (n, d) rows of a head (row stride C) -> dst (n, ld), columns d..ld zeroed; times f.
+ * (`omp simd` because gcc's -O2 cost model leaves runtime-length loops scalar.) */
 static void copy_rows(const qkt_real *src, int n, int d, int C, qkt_real f, qkt_real *dst, int ld) {
     for (int r = 0; r < n; r++) {
         const qkt_real *s = src + (size_t)r * C;
         qkt_real *t = dst + (size_t)r * ld;
+#pragma omp simd
         for (int c = 0; c < d; c++) t[c] = f * s[c];
         for (int c = d; c < ld; c++) t[c] = 0;
     }
 }
-/* (nk, d) rows of a head -> dst (d, BK) transposed, key slots nk..BK zeroed. */
-static void copy_transposed(const qkt_real *src, int nk, int d, int C, qkt_real *dst) {
+/* (n, d) rows of a head -> dst (d, ld) transposed, key slots n..ld zeroed. In blocks
+ * of 16 keys, so each write is one contiguous 16-wide run and the 16 source rows stay
+ * in L1. Callers keep ld off powers of two (see kt_ld): a 1 KiB stride maps every row
+ * of a tile to the same few cache sets. */
+static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *dst, int ld) {
+    int j0 = 0;
+    for (; j0 + 16 <= n; j0 += 16)
+        for (int c = 0; c < d; c++) {
+            qkt_real *t = dst + (size_t)c * ld + j0;
+            const qkt_real *s = src + (size_t)j0 * C + c;
+#pragma omp simd
+            for (int j = 0; j < 16; j++) t[j] = s[(size_t)j * C];
+        }
     for (int c = 0; c < d; c++) {
-        qkt_real *t = dst + (size_t)c * BK;
-        for (int j = 0; j < nk; j++) t[j] = src[(size_t)j * C + c];
-        for (int j = nk; j < BK; j++) t[j] = 0;
+        qkt_real *t = dst + (size_t)c * ld;
+        for (int j = j0; j < n; j++) t[j] = src[(size_t)j * C + c];
+        for (int j = n; j < ld; j++) t[j] = 0;
     }
 }
+/* Leading dimension of a transposed K with n key slots: padded by 16 off a power of two. */
+static int kt_ld(int n) { return n + 16; }
 
-/* One query tile of one head: rows r0 .. r0+nq of y and lse. `w` is the thread's
- * scratch (see fwd_scratch). z = s q.k + bias; online softmax, for each key tile:
+/* Query tiles [qt0, qt1) of one head: rows of y and lse. `w` is the thread's scratch
+ * (FWD_SCRATCH); the keys the tiles see are copied once, K transposed. z = s q.k +
+ * bias; online softmax over key tiles, per row:
  *   m' = max(m, max_j z_j),  l = l e^{m - m'} + sum_j e^{z_j - m'},  O = O e^{m - m'} + P V. */
-#define FWD_SCRATCH(dp, d) ((size_t)BQ * (dp) * 2 + (size_t)(d) * BK + (size_t)BK * (dp) + BQ * BK + 2 * BQ + BK)
-static void fwd_tile(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v, int b, int h,
-                     int r0, qkt_real *y, qkt_real *w) {
-    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), nq = T - r0 < BQ ? T - r0 : BQ;
-    qkt_real *Q = w, *O = Q + BQ * dp, *KT = O + BQ * dp, *V = KT + d * BK, *S = V + BK * dp;
-    qkt_real *m = S + BQ * BK, *l = m + BQ, *kb = l + BQ;
+#define FWD_SCRATCH(Tp, dp, d) ((size_t)(d) * kt_ld(Tp) + (size_t)(Tp) * (dp) + (Tp) + (size_t)BQ * (dp) * 2 + BQ * BK + 2 * BQ)
+static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v, int b, int h,
+                      int qt0, int qt1, qkt_real *y, qkt_real *w) {
+    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), Tp = qkt__round_up(T, BK);
+    int nkeys = qt1 * BQ < T ? qt1 * BQ : T, nkp = qkt__round_up(nkeys, BK);
+    int ldk = kt_ld(nkp);
+    qkt_real *KT = w, *V = KT + (size_t)d * kt_ld(Tp), *kb = V + (size_t)Tp * dp, *Q = kb + Tp, *O = Q + BQ * dp;
+    qkt_real *S = O + BQ * dp, *m = S + BQ * BK, *l = m + BQ;
     size_t base = (size_t)b * T * C + (size_t)h * d;
-    copy_rows(q + base + (size_t)r0 * C, nq, d, C, a->s[h], Q, dp); /* Q pre-scaled by s_h */
-    memset(O, 0, (size_t)nq * dp * sizeof *O);
-    for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;
-    int last = r0 + nq - 1; /* the last key any row of the tile sees */
-    for (int c0 = 0; c0 <= last; c0 += BK) {
-        int nk = T - c0 < BK ? T - c0 : BK;
-        copy_transposed(k + base + (size_t)c0 * C, nk, d, C, KT);
-        copy_rows(v + base + (size_t)c0 * C, nk, d, C, 1, V, dp);
-        key_bias(a, b, c0, nk, kb);
-        qkt__mk_gemm(nq, BK, d, Q, dp, 1, KT, BK, S, BK, false); /* S = s Q K^T (nq, BK) */
-        for (int r = 0; r < nq; r++) {
-            qkt_real *z = S + r * BK, mx = m[r], sum = 0;
-            int jn = r0 + r - c0 + 1; /* causal: keys c0 + j <= r0 + r */
-#pragma omp simd reduction(max : mx)
-            for (int j = 0; j < BK; j++) {
-                z[j] = j < jn ? z[j] + kb[j] : -INFINITY;
-                mx = z[j] > mx ? z[j] : mx;
-            }
-            if (mx == -INFINITY) { /* every key so far blocked: P row 0 */
-                memset(z, 0, BK * sizeof *z);
-                continue;
-            }
-#pragma omp simd reduction(+ : sum)
-            for (int j = 0; j < BK; j++) {
-                z[j] = qkt__exp(z[j] - mx);
-                sum += z[j];
-            }
-            qkt_real alpha = qkt__exp(m[r] - mx);
-            l[r] = l[r] * alpha + sum;
-            m[r] = mx;
-            if (alpha != 1) {
-                qkt_real *o = O + (size_t)r * dp;
+    copy_transposed(k + base, nkeys, d, C, KT, ldk); /* K^T (d, nkp) */
+    copy_rows(v + base, nkeys, d, C, 1, V, dp);
+    memset(V + (size_t)nkeys * dp, 0, (size_t)(nkp - nkeys) * dp * sizeof *V);
+    key_bias(a, b, 0, nkp, kb);
+    qkt_real *lse = a->lse + ((size_t)b * a->H + h) * T;
+    for (int r0 = qt0 * BQ; r0 < qt1 * BQ && r0 < T; r0 += BQ) {
+        int nq = T - r0 < BQ ? T - r0 : BQ;
+        copy_rows(q + base + (size_t)r0 * C, nq, d, C, a->s[h], Q, dp); /* Q pre-scaled by s_h */
+        memset(O, 0, (size_t)nq * dp * sizeof *O);
+        for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;
+        for (int c0 = 0; c0 < r0 + nq; c0 += BK) { /* tiles above the diagonal skipped */
+            int nk = T - c0 < BK ? T - c0 : BK;
+            qkt__mk_gemm(nq, BK, d, Q, dp, 1, KT + c0, ldk, S, BK, false); /* S = s Q K^T (nq, BK) */
+            for (int r = 0; r < nq; r++) {
+                qkt_real *z = S + r * BK;
+                const qkt_real *kbj = kb + c0;
+                int jn = r0 + r - c0 + 1; /* causal: keys c0 + j <= r0 + r */
 #pragma omp simd
-                for (int c = 0; c < dp; c++) o[c] *= alpha;
+                for (int j = 0; j < BK; j++) z[j] = j < jn ? z[j] + kbj[j] : -INFINITY;
+                qkt_real mx = qkt__max32(z);
+                mx = mx > m[r] ? mx : m[r];
+                if (mx == -INFINITY) { /* every key so far blocked: P row 0 */
+                    memset(z, 0, BK * sizeof *z);
+                    continue;
+                }
+#pragma omp simd
+                for (int j = 0; j < BK; j++) z[j] = qkt__exp(z[j] - mx);
+                qkt_real sum = qkt__sum32(z);
+                qkt_real alpha = qkt__exp(m[r] - mx);
+                l[r] = l[r] * alpha + sum;
+                m[r] = mx;
+                if (alpha != 1) {
+                    qkt_real *o = O + (size_t)r * dp;
+#pragma omp simd
+                    for (int c = 0; c < dp; c++) o[c] *= alpha;
+                }
             }
+            qkt__mk_gemm(nq, dp, nk, S, BK, 1, V + (size_t)c0 * dp, dp, O, dp, true); /* O += P V */
         }
-        qkt__mk_gemm(nq, dp, nk, S, BK, 1, V, dp, O, dp, true); /* O += P V */
-    }
-    qkt_real *lse = a->lse + ((size_t)b * a->H + h) * T + r0;
-    for (int r = 0; r < nq; r++) {
-        qkt_real *yr = y + base + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
-        qkt_real inv = l[r] > 0 ? 1 / l[r] : 0;
-        for (int c = 0; c < d; c++) yr[c] = o[c] * inv;
-        lse[r] = l[r] > 0 ? m[r] + log(l[r]) : -INFINITY;
+        for (int r = 0; r < nq; r++) {
+            qkt_real *yr = y + base + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
+            qkt_real inv = l[r] > 0 ? 1 / l[r] : 0;
+#pragma omp simd
+            for (int c = 0; c < d; c++) yr[c] = o[c] * inv;
+            lse[r0 + r] = l[r] > 0 ? m[r] + log(l[r]) : -INFINITY;
+        }
     }
 }
 
@@ -169,16 +190,24 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
         memcpy(a->key_pad, o->key_pad, (size_t)B * T);
     }
     qkt_tensor *y = qkt_op_output(ctx, 3, q->shape);
-    int nqt = (T + BQ - 1) / BQ, ntask = B * H * nqt, nth = n_threads();
-    size_t wsz = FWD_SCRATCH(dp, d);
+    /* Tasks: (b, h, chunk of query tiles). One chunk per head when there are enough
+     * heads to keep the threads busy (K, V copied once per head); otherwise each head
+     * is cut into chunks of equal causal area (chunk c ends at tile nqt sqrt((c+1)/n)). */
+    int nqt = (T + BQ - 1) / BQ, nth = n_threads(), Tp = qkt__round_up(T, BK);
+    int nch = B * H >= 4 * nth ? 1 : (4 * nth + B * H - 1) / (B * H);
+    if (nch > nqt) nch = nqt;
+    int ntask = B * H * nch;
+    size_t wsz = FWD_SCRATCH(Tp, dp, d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
     const qkt_real *qd = q->data, *kd = k->data, *vd = v->data;
     qkt_real *yd = y->data;
-    /* Tasks in decreasing cost (the last query tile sees the most keys) for the dynamic schedule. */
+    /* Chunks in decreasing cost order (late query tiles see the most keys) for the dynamic schedule. */
 #pragma omp parallel for schedule(dynamic, 1) if (ntask > 1)
     for (int t = 0; t < ntask; t++) {
-        int qt = nqt - 1 - t / (B * H), bh = t % (B * H);
-        fwd_tile(a, qd, kd, vd, bh / H, bh % H, qt * BQ, yd, scratch + (size_t)thread_id() * wsz);
+        int c = nch - 1 - t / (B * H), bh = t % (B * H);
+        int qt0 = (int)(nqt * sqrt((double)c / nch) + 0.5), qt1 = (int)(nqt * sqrt((double)(c + 1) / nch) + 0.5);
+        if (c == nch - 1) qt1 = nqt;
+        if (qt1 > qt0) fwd_tiles(a, qd, kd, vd, bh / H, bh % H, qt0, qt1, yd, scratch + (size_t)thread_id() * wsz);
     }
     if (o->capture && (o->capture->probs || o->capture->logits)) capture(a, qd, kd, o->capture);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 4, (qkt_tensor *[]){q, k, v, o->log_scale});
@@ -209,16 +238,18 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
     copy_rows(dy + base, T, d, C, 1, dY, dp);
     memset(dQ, 0, (size_t)T * dp * sizeof *dQ);
     for (int i = 0; i < T; i++) {
-        double acc = 0;
-        for (int c = 0; c < d; c++) acc += (double)dy[base + (size_t)i * C + c] * y[base + (size_t)i * C + c];
-        D[i] = (qkt_real)acc;
+        const qkt_real *dyi = dY + (size_t)i * dp, *yi = y + base + (size_t)i * C;
+        qkt_real acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int c = 0; c < d; c++) acc += dyi[c] * yi[c];
+        D[i] = acc;
     }
     double dlog = 0;
     for (int c0 = 0; c0 < T; c0 += BK) {
         int nk = T - c0 < BK ? T - c0 : BK;
-        copy_transposed(k + base + (size_t)c0 * C, nk, d, C, KT);
-        copy_transposed(v + base + (size_t)c0 * C, nk, d, C, VT);
-        key_bias(a, b, c0, nk, kb);
+        copy_transposed(k + base + (size_t)c0 * C, nk, d, C, KT, BK);
+        copy_transposed(v + base + (size_t)c0 * C, nk, d, C, VT, BK);
+        key_bias(a, b, c0, BK, kb);
         memset(dKj, 0, (size_t)BK * dp * sizeof *dKj);
         memset(dVj, 0, (size_t)BK * dp * sizeof *dVj);
         for (int r0 = c0 / BQ * BQ; r0 < T; r0 += BQ) {
@@ -230,18 +261,18 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
             for (int r = 0; r < nq; r++) {
                 qkt_real *p = P + r * BK, *g = dS + r * BK, li = lse[r0 + r], Di = D[r0 + r];
                 int jn = r0 + r - c0 + 1;
-                qkt_real rowpart = 0;
+                qkt_real gzz[BK];
                 if (li == -INFINITY) jn = 0; /* fully blocked row */
-#pragma omp simd reduction(+ : rowpart)
+#pragma omp simd
                 for (int j = 0; j < BK; j++) {
                     qkt_real z = s * p[j];
                     qkt_real pj = j < jn && kb[j] == 0 ? qkt__exp(z - li) : 0;
                     qkt_real gz = pj * (g[j] - Di);
-                    rowpart += gz * z;
+                    gzz[j] = gz * z;
                     p[j] = pj;
                     g[j] = s * gz;
                 }
-                part += rowpart;
+                part += qkt__sum32(gzz);
             }
             dlog += part;
             qkt__mk_gemm(nk, dp, nq, P, 1, BK, dYi, dp, dVj, dp, true);                 /* dV_j += P^T dY_i */
@@ -250,12 +281,18 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
         }
         for (int j = 0; j < nk; j++) {
             qkt_real *dkr = dk + base + (size_t)(c0 + j) * C, *dvr = dv + base + (size_t)(c0 + j) * C;
-            for (int c = 0; c < d; c++) dkr[c] += dKj[(size_t)j * dp + c], dvr[c] += dVj[(size_t)j * dp + c];
+            const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
+#pragma omp simd
+            for (int c = 0; c < d; c++) dkr[c] += gk[c];
+#pragma omp simd
+            for (int c = 0; c < d; c++) dvr[c] += gv[c];
         }
     }
     for (int i = 0; i < T; i++) {
         qkt_real *dqr = dq + base + (size_t)i * C;
-        for (int c = 0; c < d; c++) dqr[c] += dQ[(size_t)i * dp + c];
+        const qkt_real *g = dQ + (size_t)i * dp;
+#pragma omp simd
+        for (int c = 0; c < d; c++) dqr[c] += g[c];
     }
     return dlog;
 }
