@@ -40,7 +40,7 @@ int main(void) {
         qkt_params_init(&p);
         qkt_tensor *x[GC_MAX_INPUTS];
         for (int k = 0; k < c->n_inputs; k++) {
-            char nm[8];
+            char nm[16];
             snprintf(nm, sizeof nm, "x%d", k);
             x[k] = qkt_params_add(&p, nm, c->ndim[k], c->shape[k], 0);
         }

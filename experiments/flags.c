@@ -1,0 +1,122 @@
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_flags.h"
+
+void qkt_flags_usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags) {
+    printf("usage: qkt %s [flags]\n%s\n\nflags:\n", cmd, summary ? summary : "");
+    for (int i = 0; i < n_flags; i++) {
+        const qkt_flag *f = &flags[i];
+        char def[64] = "";
+        switch (f->type) {
+        case QKT_FLAG_INT: snprintf(def, sizeof def, " (default %d)", *(int *)f->dst); break;
+        case QKT_FLAG_U64: snprintf(def, sizeof def, " (default %llu)", (unsigned long long)*(uint64_t *)f->dst); break;
+        case QKT_FLAG_DOUBLE: snprintf(def, sizeof def, " (default %g)", *(double *)f->dst); break;
+        case QKT_FLAG_STRING:
+            if (*(const char **)f->dst) snprintf(def, sizeof def, " (default %s)", *(const char **)f->dst);
+            break;
+        case QKT_FLAG_BOOL: break;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "--%s%s", f->name, f->type == QKT_FLAG_BOOL ? "" : " X");
+        printf("  %-24s %s%s\n", name, f->help, def);
+    }
+    printf("  %-24s %s\n", "--help", "show this help");
+}
+
+bool qkt_flag_seen(const qkt_flag *flags, int n_flags, const char *name) {
+    for (int i = 0; i < n_flags; i++)
+        if (!strcmp(flags[i].name, name)) return flags[i].seen;
+    return false;
+}
+
+static int bad(const char *cmd, const char *flag, const char *val, const char *want) {
+    fprintf(stderr, "qkt %s: --%s %s%s%s: expected %s\n", cmd, flag, val ? "'" : "", val ? val : "", val ? "'" : "", want);
+    return 2;
+}
+
+static int set_value(const char *cmd, qkt_flag *f, const char *v) {
+    char want[160];
+    bool ranged = f->min <= f->max;
+    char *end;
+    errno = 0;
+    if (f->type == QKT_FLAG_INT || f->type == QKT_FLAG_U64) {
+        if (f->positive) snprintf(want, sizeof want, "a positive integer");
+        else snprintf(want, sizeof want, "an integer");
+        if (ranged) snprintf(want + strlen(want), sizeof want - strlen(want), " in [%g, %g]", f->min, f->max);
+        if (!*v || (f->type == QKT_FLAG_U64 && *v == '-')) return bad(cmd, f->name, v, want);
+        long long x = f->type == QKT_FLAG_U64 ? (long long)strtoull(v, &end, 10) : strtoll(v, &end, 10);
+        if (*end || errno) return bad(cmd, f->name, v, want);
+        if (f->positive && x <= 0) return bad(cmd, f->name, v, want);
+        if (ranged && (x < f->min || x > f->max)) return bad(cmd, f->name, v, want);
+        if (f->type == QKT_FLAG_INT) {
+            if (x < -2147483647LL || x > 2147483647LL) return bad(cmd, f->name, v, want);
+            *(int *)f->dst = (int)x;
+        } else {
+            *(uint64_t *)f->dst = strtoull(v, NULL, 10);
+        }
+    } else if (f->type == QKT_FLAG_DOUBLE) {
+        snprintf(want, sizeof want, "%s", f->positive ? "a positive number" : "a number");
+        if (ranged) snprintf(want + strlen(want), sizeof want - strlen(want), " in [%g, %g]", f->min, f->max);
+        double x = strtod(v, &end);
+        if (!*v || *end || errno || !isfinite(x)) return bad(cmd, f->name, v, want);
+        if (f->positive && !(x > 0)) return bad(cmd, f->name, v, want);
+        if (ranged && (x < f->min || x > f->max)) return bad(cmd, f->name, v, want);
+        *(double *)f->dst = x;
+    } else {
+        if (!*v) return bad(cmd, f->name, v, "a non-empty value");
+        *(const char **)f->dst = v;
+    }
+    return 0;
+}
+
+int qkt_flags_parse(const char *cmd, const char *summary, qkt_flag *flags, int n_flags, int argc, char **argv,
+                    const char **positional, int max_positional, int *n_positional) {
+    if (n_positional) *n_positional = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            qkt_flags_usage(cmd, summary, flags, n_flags);
+            return 1;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            if (positional && n_positional && *n_positional < max_positional) {
+                positional[(*n_positional)++] = a;
+                continue;
+            }
+            fprintf(stderr, "qkt %s: unexpected argument '%s' (run 'qkt %s --help')\n", cmd, a, cmd);
+            return 2;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        qkt_flag *f = NULL;
+        for (int k = 0; k < n_flags; k++)
+            if (strlen(flags[k].name) == len && !strncmp(flags[k].name, name, len)) f = &flags[k];
+        if (!f) {
+            fprintf(stderr, "qkt %s: unknown flag '--%.*s' (run 'qkt %s --help')\n", cmd, (int)len, name, cmd);
+            return 2;
+        }
+        if (f->seen) {
+            fprintf(stderr, "qkt %s: --%s given twice\n", cmd, f->name);
+            return 2;
+        }
+        f->seen = true;
+        if (f->type == QKT_FLAG_BOOL) {
+            if (eq) {
+                if (!strcmp(eq + 1, "1") || !strcmp(eq + 1, "true")) *(bool *)f->dst = true;
+                else if (!strcmp(eq + 1, "0") || !strcmp(eq + 1, "false")) *(bool *)f->dst = false;
+                else return bad(cmd, f->name, eq + 1, "true or false");
+            } else {
+                *(bool *)f->dst = true;
+            }
+            continue;
+        }
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!v) return bad(cmd, f->name, NULL, "a value after it");
+        if (set_value(cmd, f, v) != 0) return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,29 @@
+/* Table-driven command-line flags: `--name value` or `--name=value`, validated
+ * before any work. Errors are one line naming the flag and what was expected. */
+#ifndef QKT_FLAGS_H
+#define QKT_FLAGS_H
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum { QKT_FLAG_INT, QKT_FLAG_U64, QKT_FLAG_DOUBLE, QKT_FLAG_STRING, QKT_FLAG_BOOL } qkt_flag_type;
+
+typedef struct {
+    const char *name; /* without the dashes: "n-layer" */
+    qkt_flag_type type;
+    void *dst;        /* int*, uint64_t*, double*, const char**, bool* */
+    const char *help;
+    double min, max;  /* numeric range, inclusive; min > max means unchecked */
+    bool positive;    /* numbers must be > 0 (e.g. sizes, learning rates) */
+    bool seen;        /* set by the parser */
+} qkt_flag;
+
+/* Returns 0 when parsed, 1 when --help was printed (exit 0), 2 on a bad flag (one
+ * line on stderr; exit 2). Positional arguments are refused unless `positional`
+ * is non-NULL: then they are collected there (up to max_positional). */
+int qkt_flags_parse(const char *cmd, const char *summary, qkt_flag *flags, int n_flags, int argc, char **argv,
+                    const char **positional, int max_positional, int *n_positional);
+void qkt_flags_usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags);
+/* Did the user give this flag? */
+bool qkt_flag_seen(const qkt_flag *flags, int n_flags, const char *name);
+
+#endif

@@ -1,0 +1,26 @@
+/* Small file helpers for experiments and the CLI: atomic writes, directories. */
+#ifndef QKT_IO_H
+#define QKT_IO_H
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "qkt_autograd.h"
+
+/* Writes buf to path atomically: temp file in the same directory, write, fsync,
+ * rename, fsync the directory. On failure the previous file is intact, the temp
+ * file removed, and err names the path and the OS error. */
+int qkt_write_atomic(const char *path, const void *buf, size_t n, qkt_err *err);
+/* mkdir -p; err names the first path that could not be made. */
+int qkt_mkdirs(const char *path, qkt_err *err);
+bool qkt_file_exists(const char *path);
+/* Reads a whole file (NUL-terminated copy; *n gets the size). NULL + err on failure. */
+char *qkt_read_file(const char *path, size_t *n, qkt_err *err);
+/* Growable string buffer for building files in memory before an atomic write. */
+typedef struct {
+    char *s;
+    size_t n, cap;
+} qkt_buf;
+void qkt_buf_printf(qkt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void qkt_buf_free(qkt_buf *b);
+
+#endif

@@ -1,0 +1,171 @@
+/* Runs independent sweep cells as separate processes, `workers` at a time, one
+ * thread each (small models are cheaper side by side than threaded). A cell is done
+ * when its result file cells/<id>.csv exists (written atomically by the cell), so an
+ * interrupted sweep resumes by skipping finished cells. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qkt_io.h"
+#include "qkt_sweep.h"
+
+extern char **environ;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void qkt_cell_paths(const char *run_dir, const char *id, char *csv, char *log, char *progress, size_t n) {
+    if (csv) snprintf(csv, n, "%s/cells/%s.csv", run_dir, id);
+    if (log) snprintf(log, n, "%s/cells/%s.log", run_dir, id);
+    if (progress) snprintf(progress, n, "%s/cells/%s.progress", run_dir, id);
+}
+
+static pid_t spawn_cell(const qkt_sweep *s, const char *id) {
+    char log[1024];
+    qkt_cell_paths(s->run_dir, id, NULL, log, NULL, sizeof log);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    /* One thread per cell: environment first so OpenMP and OpenBLAS read it at start. */
+    int n_env = 0;
+    while (environ[n_env]) n_env++;
+    char **env = calloc((size_t)n_env + 4, sizeof *env);
+    int k = 0;
+    for (int i = 0; i < n_env; i++)
+        if (strncmp(environ[i], "OMP_NUM_THREADS=", 16) && strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) &&
+            strncmp(environ[i], "QKT_THREADS=", 12))
+            env[k++] = environ[i];
+    env[k++] = "OMP_NUM_THREADS=1";
+    env[k++] = "OPENBLAS_NUM_THREADS=1";
+    env[k++] = "QKT_THREADS=1";
+    char *argv[] = {(char *)s->exe, "_cell", "--run", (char *)s->run_dir, "--cell", (char *)id, NULL};
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, s->exe, &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    return rc == 0 ? pid : -1;
+}
+
+/* Reads "step total loss" from a cell's progress file. */
+static bool read_progress(const qkt_sweep *s, const char *id, long *step, long *total, double *loss) {
+    char path[1024];
+    qkt_cell_paths(s->run_dir, id, NULL, NULL, path, sizeof path);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    bool ok = fscanf(f, "%ld %ld %lf", step, total, loss) == 3;
+    fclose(f);
+    return ok;
+}
+
+int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
+    char dir[1024], path[1024];
+    snprintf(dir, sizeof dir, "%s/cells", s->run_dir);
+    if (qkt_mkdirs(dir, err) != 0) return -1;
+    memset(res, 0, sizeof *res);
+    int n = s->n_cells, workers = s->workers > 0 ? s->workers : 1;
+    pid_t *pids = calloc((size_t)n, sizeof *pids);
+    bool *todo = calloc((size_t)n, sizeof *todo);
+    double *weight = calloc((size_t)n, sizeof *weight);
+    double total_w = 0, done_w = 0;
+    for (int i = 0; i < n; i++) {
+        qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
+        weight[i] = s->cell_weights ? s->cell_weights[i] : 1;
+        total_w += weight[i];
+        if (qkt_file_exists(path)) {
+            res->skipped++;
+            done_w += weight[i];
+        } else {
+            todo[i] = true;
+        }
+    }
+    if (s->verbose)
+        fprintf(stderr, "qkt: %d cells (%d already done, kept), %d at a time, one thread each\n", n, res->skipped, workers);
+    double t0 = now_s(), w_at_start = done_w, last_print = 0;
+    int next = 0, running = 0, finished = res->skipped;
+    bool tty = isatty(2);
+    for (;;) {
+        while (running < workers && next < n) {
+            if (!todo[next]) {
+                next++;
+                continue;
+            }
+            pids[next] = spawn_cell(s, s->cell_ids[next]);
+            if (pids[next] < 0) {
+                res->failed++;
+                fprintf(stderr, "\nqkt: cannot start cell %s: %s\n", s->cell_ids[next], strerror(errno));
+            } else {
+                running++;
+            }
+            next++;
+        }
+        if (running == 0) break;
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid == 0) {
+            double t = now_s();
+            if (tty && s->verbose && t - last_print > 0.5) {
+                /* Progress: finished cells plus the fraction of running ones. */
+                double partial = 0, shown_loss = NAN;
+                const char *shown = NULL;
+                for (int i = 0; i < n; i++) {
+                    long step, tot;
+                    double loss;
+                    if (pids[i] > 0 && read_progress(s, s->cell_ids[i], &step, &tot, &loss) && tot > 0) {
+                        partial += weight[i] * (double)step / tot;
+                        if (!shown) shown = s->cell_ids[i], shown_loss = loss;
+                    }
+                }
+                double frac = (done_w + partial - w_at_start) / (total_w - w_at_start);
+                double eta = frac > 0.01 ? (t - t0) * (1 - frac) / frac : NAN;
+                fprintf(stderr, "\r\033[K[%d/%d cells] %s loss %.3f | %.0f s elapsed, ETA %s%.0f s", finished, n,
+                        shown ? shown : "-", shown_loss, t - t0, isfinite(eta) ? "" : "~", isfinite(eta) ? eta : 0.0);
+                last_print = t;
+            }
+            usleep(100000);
+            continue;
+        }
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            if (pids[i] != pid) continue;
+            pids[i] = 0;
+            running--;
+            finished++;
+            done_w += weight[i];
+            qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
+            bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && qkt_file_exists(path);
+            if (ok) {
+                res->ran++;
+            } else {
+                res->failed++;
+                char log[1024];
+                qkt_cell_paths(s->run_dir, s->cell_ids[i], NULL, log, NULL, sizeof log);
+                fprintf(stderr, "%sqkt: cell %s failed (%s %d); see %s\n", tty ? "\r\033[K" : "", s->cell_ids[i],
+                        WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), log);
+            }
+            if (s->verbose && !tty)
+                fprintf(stderr, "[%d/%d cells] %s %s (%.0f s elapsed)\n", finished, n, s->cell_ids[i], ok ? "done" : "FAILED",
+                        now_s() - t0);
+        }
+    }
+    if (s->verbose && tty) fprintf(stderr, "\r\033[K[%d/%d cells] finished in %.0f s\n", finished, n, now_s() - t0);
+    free(pids);
+    free(todo);
+    free(weight);
+    return res->failed ? qkt_err_set(err, "%d of %d cells failed (logs in %s/cells)", res->failed, n, s->run_dir) : 0;
+}
