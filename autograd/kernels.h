@@ -101,6 +101,17 @@ static inline qkt_real qkt__exp(qkt_real x) {
 #endif
 }
 
+/* tanh(u) = 1 - 2 / (e^{2u} + 1) through qkt__exp: absolute error ~1e-7 (GELU needs
+ * absolute, not relative, accuracy near 0), saturates to +-1. libm's tanh in the
+ * float64 build. */
+static inline qkt_real qkt__tanh(qkt_real u) {
+#ifdef QKT_DOUBLE
+    return tanh(u);
+#else
+    return 1.0f - 2.0f / (qkt__exp(2.0f * u) + 1.0f);
+#endif
+}
+
 /* max and sum of 32 values as a vectorised tree. (gcc 12 lowers `omp simd reduction`
  * through a per-lane array reduced by a scalar loop: ~40 extra instructions a row.) */
 static inline qkt_real qkt__max32(const qkt_real *z) {

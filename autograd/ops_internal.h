@@ -22,6 +22,14 @@
         }                                                                                      \
     } while (0)
 
+/* Column sums of a (rows, cols) matrix, for bias and LayerNorm weight grads:
+ *   out[j] += sign * sum_r X[r, j] * f(r, j),  f = 1 if Y is NULL,
+ *                                              else (Y[r, j] - sub[r]) * mul[r] (sub, mul may be NULL: 0, 1).
+ * Rows go in fixed chunks with float64 partial sums added in chunk order, so the
+ * result does not depend on the thread count; rows are read contiguously. */
+void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
+                 const qkt_real *mul, qkt_real sign, qkt_real *out);
+
 static inline bool qkt__needs_grad(const qkt_tensor *t) { return t && t->requires_grad; }
 
 /* Rows/cols view of the last axis: rows = size / last dim. */

@@ -50,7 +50,8 @@ typedef struct qkt_err {
 int qkt_err_set(qkt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---------------------------------------------------------------- threads */
-/* One knob for OpenMP and OpenBLAS. n <= 0 means "all cores". */
+/* One knob for every thread qkt uses: the OpenMP team, which also runs the blocks of
+ * large gemms (OpenBLAS itself stays single-threaded). n <= 0 means "all cores". */
 void qkt_set_threads(int n);
 int qkt_get_threads(void);
 
