@@ -22,6 +22,8 @@ _Static_assert(BK == 32, "row reductions use qkt__max32 / qkt__sum32");
 
 typedef struct {
     int B, T, C, H, d;
+    int ld;           /* row stride of q, k, v and their grads: C, or 3C for packed qkv */
+    bool packed;      /* inputs are one (B, T, 3C) tensor [q | k | v] */
     qkt_real *lse;    /* (B, H, T) log sum_j exp(z_ij); -inf for a fully blocked row */
     qkt_real *s;      /* (H) per-head scale used */
     uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
@@ -94,15 +96,16 @@ static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k,
     int ldk = kt_ld(nkp);
     qkt_real *KT = w, *V = KT + (size_t)d * kt_ld(Tp), *kb = V + (size_t)Tp * dp, *Q = kb + Tp, *O = Q + BQ * dp;
     qkt_real *S = O + BQ * dp, *m = S + BQ * BK, *l = m + BQ;
-    size_t base = (size_t)b * T * C + (size_t)h * d;
-    copy_transposed(k + base, nkeys, d, C, KT, ldk); /* K^T (d, nkp) */
-    copy_rows(v + base, nkeys, d, C, 1, V, dp);
+    int ld = a->ld;
+    size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
+    copy_transposed(k + base, nkeys, d, ld, KT, ldk); /* K^T (d, nkp) */
+    copy_rows(v + base, nkeys, d, ld, 1, V, dp);
     memset(V + (size_t)nkeys * dp, 0, (size_t)(nkp - nkeys) * dp * sizeof *V);
     key_bias(a, b, 0, nkp, kb);
     qkt_real *lse = a->lse + ((size_t)b * a->H + h) * T;
     for (int r0 = qt0 * BQ; r0 < qt1 * BQ && r0 < T; r0 += BQ) {
         int nq = T - r0 < BQ ? T - r0 : BQ;
-        copy_rows(q + base + (size_t)r0 * C, nq, d, C, a->s[h], Q, dp); /* Q pre-scaled by s_h */
+        copy_rows(q + base + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
         memset(O, 0, (size_t)nq * dp * sizeof *O);
         for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;
         for (int c0 = 0; c0 < r0 + nq; c0 += BK) { /* tiles above the diagonal skipped */
@@ -135,7 +138,7 @@ static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k,
             qkt__mk_gemm(nq, dp, nk, S, BK, 1, V + (size_t)c0 * dp, dp, O, dp, true); /* O += P V */
         }
         for (int r = 0; r < nq; r++) {
-            qkt_real *yr = y + base + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
+            qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
             qkt_real inv = l[r] > 0 ? 1 / l[r] : 0;
 #pragma omp simd
             for (int c = 0; c < d; c++) yr[c] = o[c] * inv;
@@ -147,11 +150,11 @@ static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k,
 /* The slow path for callers that asked for P or the logits (B, H, T, T): rebuilt
  * row by row from lse after the fused forward. */
 static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
-    int T = a->T, C = a->C, d = a->d, H = a->H;
+    int T = a->T, ld = a->ld, d = a->d, H = a->H;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int b = 0; b < a->B; b++)
         for (int h = 0; h < H; h++) {
-            size_t base = (size_t)b * T * C + (size_t)h * d, poff = ((size_t)b * H + h) * T * T;
+            size_t base = (size_t)b * T * ld + (size_t)h * d, poff = ((size_t)b * H + h) * T * T;
             const qkt_real *lse = a->lse + ((size_t)b * H + h) * T;
             for (int i = 0; i < T; i++)
                 for (int j = 0; j < T; j++) {
@@ -159,7 +162,7 @@ static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, q
                     qkt_real z = -INFINITY;
                     if (!blocked) {
                         double dot = 0;
-                        for (int c = 0; c < d; c++) dot += (double)q[base + (size_t)i * C + c] * k[base + (size_t)j * C + c];
+                        for (int c = 0; c < d; c++) dot += (double)q[base + (size_t)i * ld + c] * k[base + (size_t)j * ld + c];
                         z = (qkt_real)(a->s[h] * dot);
                     }
                     size_t at = poff + (size_t)i * T + j;
@@ -169,19 +172,18 @@ static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, q
         }
 }
 
-qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head, const qkt_attn_opts *o) {
-    QKT_CHECK_SHAPES(q->ndim == 3 && k->ndim == 3 && v->ndim == 3, "attention (q, k)", q, k);
-    for (int d = 0; d < 3; d++) {
-        QKT_CHECK_SHAPES(q->shape[d] == k->shape[d], "attention (q, k)", q, k);
-        QKT_CHECK_SHAPES(q->shape[d] == v->shape[d], "attention (q, v)", q, v);
-    }
-    int B = q->shape[0], T = q->shape[1], C = q->shape[2], H = n_head;
+/* The op on q, k, v given as pointers with row stride ld (the tensors are recorded
+ * by the callers below). */
+static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt_real *qd, const qkt_real *kd,
+                             const qkt_real *vd, int ld, bool packed, int C, int n_head, const qkt_attn_opts *o,
+                             attn_saved **saved) {
+    int B = shape_of->shape[0], T = shape_of->shape[1], H = n_head;
     QKT_CHECK(H > 0 && C % H == 0, "attention: %d channels do not split into %d heads", C, H);
     QKT_CHECK(!o->log_scale || o->log_scale->size == H, "attention: log_scale has %lld values for %d heads",
               (long long)(o->log_scale ? o->log_scale->size : 0), H);
     int d = C / H, dp = qkt__round_up(d, QKT_MK_PAD);
     attn_saved *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
-    *a = (attn_saved){B, T, C, H, d, NULL, NULL, NULL};
+    *a = (attn_saved){B, T, C, H, d, ld, packed, NULL, NULL, NULL};
     a->lse = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
     a->s = qkt_arena_alloc(&ctx->arena, (size_t)H * sizeof(qkt_real));
     for (int h = 0; h < H; h++) a->s[h] = (qkt_real)(o->scale * (o->log_scale ? exp(o->log_scale->data[h]) : 1.0));
@@ -189,7 +191,7 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
         a->key_pad = qkt_arena_alloc(&ctx->arena, (size_t)B * T);
         memcpy(a->key_pad, o->key_pad, (size_t)B * T);
     }
-    qkt_tensor *y = qkt_op_output(ctx, 3, q->shape);
+    qkt_tensor *y = qkt_op_output(ctx, 3, (int[]){B, T, C});
     /* Tasks: (b, h, chunk of query tiles). One chunk per head when there are enough
      * heads to keep the threads busy (K, V copied once per head); otherwise each head
      * is cut into chunks of equal causal area (chunk c ends at tile nqt sqrt((c+1)/n)). */
@@ -199,7 +201,6 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
     int ntask = B * H * nch;
     size_t wsz = FWD_SCRATCH(Tp, dp, d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
-    const qkt_real *qd = q->data, *kd = k->data, *vd = v->data;
     qkt_real *yd = y->data;
     /* Chunks in decreasing cost order (late query tiles see the most keys) for the dynamic schedule. */
 #pragma omp parallel for schedule(dynamic, 1) if (ntask > 1)
@@ -210,7 +211,32 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
         if (qt1 > qt0) fwd_tiles(a, qd, kd, vd, bh / H, bh % H, qt0, qt1, yd, scratch + (size_t)thread_id() * wsz);
     }
     if (o->capture && (o->capture->probs || o->capture->logits)) capture(a, qd, kd, o->capture);
+    *saved = a;
+    return y;
+}
+
+qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head, const qkt_attn_opts *o) {
+    QKT_CHECK_SHAPES(q->ndim == 3 && k->ndim == 3 && v->ndim == 3, "attention (q, k)", q, k);
+    for (int d = 0; d < 3; d++) {
+        QKT_CHECK_SHAPES(q->shape[d] == k->shape[d], "attention (q, k)", q, k);
+        QKT_CHECK_SHAPES(q->shape[d] == v->shape[d], "attention (q, v)", q, v);
+    }
+    int C = q->shape[2];
+    attn_saved *a;
+    qkt_tensor *y = attention(ctx, q, q->data, k->data, v->data, C, false, C, n_head, o, &a);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 4, (qkt_tensor *[]){q, k, v, o->log_scale});
+    if (n) n->saved = a;
+    qkt_op_done(ctx, QKT_OP_ATTENTION, y);
+    return y;
+}
+
+qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const qkt_attn_opts *o) {
+    QKT_CHECK(qkv->ndim == 3 && qkv->shape[2] % 3 == 0, "attention_qkv: qkv must be (B, T, 3C), got %d dims, last %d",
+              qkv->ndim, qkv->shape[qkv->ndim - 1]);
+    int C = qkv->shape[2] / 3;
+    attn_saved *a;
+    qkt_tensor *y = attention(ctx, qkv, qkv->data, qkv->data + C, qkv->data + 2 * C, 3 * C, true, C, n_head, o, &a);
+    qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 2, (qkt_tensor *[]){qkv, o->log_scale});
     if (n) n->saved = a;
     qkt_op_done(ctx, QKT_OP_ATTENTION, y);
     return y;
@@ -231,14 +257,15 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
     qkt_real *Q = w, *K = Q + (size_t)T * dp, *dY = K + (size_t)T * dp, *dQ = dY + (size_t)T * dp;
     qkt_real *KT = dQ + (size_t)T * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
     qkt_real *P = dVj + BK * dp, *dS = P + BQ * BK, *D = dS + BQ * BK, *kb = D + T;
-    size_t base = (size_t)b * T * C + (size_t)h * d;
+    int ld = a->ld;
+    size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
     const qkt_real *lse = a->lse + ((size_t)b * a->H + h) * T, s = a->s[h];
-    copy_rows(q + base, T, d, C, 1, Q, dp);
-    copy_rows(k + base, T, d, C, 1, K, dp);
-    copy_rows(dy + base, T, d, C, 1, dY, dp);
+    copy_rows(q + base, T, d, ld, 1, Q, dp);
+    copy_rows(k + base, T, d, ld, 1, K, dp);
+    copy_rows(dy + obase, T, d, C, 1, dY, dp);
     memset(dQ, 0, (size_t)T * dp * sizeof *dQ);
     for (int i = 0; i < T; i++) {
-        const qkt_real *dyi = dY + (size_t)i * dp, *yi = y + base + (size_t)i * C;
+        const qkt_real *dyi = dY + (size_t)i * dp, *yi = y + obase + (size_t)i * C;
         qkt_real acc = 0;
 #pragma omp simd reduction(+ : acc)
         for (int c = 0; c < d; c++) acc += dyi[c] * yi[c];
@@ -247,8 +274,8 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
     double dlog = 0;
     for (int c0 = 0; c0 < T; c0 += BK) {
         int nk = T - c0 < BK ? T - c0 : BK;
-        copy_transposed(k + base + (size_t)c0 * C, nk, d, C, KT, BK);
-        copy_transposed(v + base + (size_t)c0 * C, nk, d, C, VT, BK);
+        copy_transposed(k + base + (size_t)c0 * ld, nk, d, ld, KT, BK);
+        copy_transposed(v + base + (size_t)c0 * ld, nk, d, ld, VT, BK);
         key_bias(a, b, c0, BK, kb);
         memset(dKj, 0, (size_t)BK * dp * sizeof *dKj);
         memset(dVj, 0, (size_t)BK * dp * sizeof *dVj);
@@ -280,7 +307,7 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
             qkt__mk_gemm(nq, dp, nk, dS, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)r0 * dp, dp, true); /* dQ_i += s dZ K_j */
         }
         for (int j = 0; j < nk; j++) {
-            qkt_real *dkr = dk + base + (size_t)(c0 + j) * C, *dvr = dv + base + (size_t)(c0 + j) * C;
+            qkt_real *dkr = dk + base + (size_t)(c0 + j) * ld, *dvr = dv + base + (size_t)(c0 + j) * ld;
             const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
 #pragma omp simd
             for (int c = 0; c < d; c++) dkr[c] += gk[c];
@@ -289,7 +316,7 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
         }
     }
     for (int i = 0; i < T; i++) {
-        qkt_real *dqr = dq + base + (size_t)i * C;
+        qkt_real *dqr = dq + base + (size_t)i * ld;
         const qkt_real *g = dQ + (size_t)i * dp;
 #pragma omp simd
         for (int c = 0; c < d; c++) dqr[c] += g[c];
@@ -299,15 +326,27 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
 
 void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     attn_saved *a = n->saved;
-    qkt_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2], *ls = n->in[3];
-    int B = a->B, H = a->H, dp = qkt__round_up(a->d, QKT_MK_PAD), nth = n_threads();
-    /* Every input's grad is produced (dQ, dK, dV come out of one pass); grads of
-     * inputs that do not require them are written to arena buffers nobody reads. */
-    qkt_real *dq = qkt_grad(ctx, q), *dk = qkt_grad(ctx, k), *dv = qkt_grad(ctx, v);
+    int B = a->B, H = a->H, C = a->C, dp = qkt__round_up(a->d, QKT_MK_PAD), nth = n_threads();
+    /* dQ, dK, dV come out of one pass, so every one is produced; the grads of inputs
+     * that do not require them go to pool buffers nobody reads. */
+    const qkt_real *qd, *kd, *vd;
+    qkt_real *dq, *dk, *dv;
+    qkt_tensor *ls;
+    if (a->packed) {
+        qkt_tensor *qkv = n->in[0];
+        qkt_real *g = qkt_grad(ctx, qkv);
+        qd = qkv->data, kd = qd + C, vd = qd + 2 * C;
+        dq = g, dk = g + C, dv = g + 2 * C;
+        ls = n->in[1];
+    } else {
+        qd = n->in[0]->data, kd = n->in[1]->data, vd = n->in[2]->data;
+        dq = qkt_grad(ctx, n->in[0]), dk = qkt_grad(ctx, n->in[1]), dv = qkt_grad(ctx, n->in[2]);
+        ls = n->in[3];
+    }
     double *dlog = qkt_arena_alloc(&ctx->arena, (size_t)B * H * sizeof(double));
     size_t wsz = BWD_SCRATCH(a->T, dp, a->d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
-    const qkt_real *qd = q->data, *kd = k->data, *vd = v->data, *yd = n->out->data, *dy = n->out->grad;
+    const qkt_real *yd = n->out->data, *dy = n->out->grad;
 #pragma omp parallel for schedule(dynamic, 1) if (B * H > 1)
     for (int t = 0; t < B * H; t++)
         dlog[t] = bwd_head(a, qd, kd, vd, yd, dy, dq, dk, dv, t / H, t % H, scratch + (size_t)thread_id() * wsz);

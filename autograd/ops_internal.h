@@ -30,6 +30,12 @@
 void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                  const qkt_real *mul, qkt_real sign, qkt_real *out);
 
+/* Grad pool (gradpool.c): give t's grad back (t->grad = NULL; params untouched);
+ * reset returns every buffer; free releases the memory. */
+void qkt__grad_release(qkt_ctx *ctx, qkt_tensor *t);
+void qkt__grad_pool_reset(qkt_ctx *ctx);
+void qkt__grad_pool_free(qkt_ctx *ctx);
+
 static inline bool qkt__needs_grad(const qkt_tensor *t) { return t && t->requires_grad; }
 
 /* Rows/cols view of the last axis: rows = size / last dim. */

@@ -14,6 +14,9 @@
 static qkt_tensor *f_matmul(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
     return qkt_matmul(ctx, x[0], x[1], c->flags & 1, c->flags & 2);
 }
+static qkt_tensor *f_linear(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+    return qkt_linear(ctx, x[0], x[1], c->flags ? NULL : x[2]);
+}
 static qkt_tensor *f_add(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_add(ctx, x[0], x[1]); }
 static qkt_tensor *f_sub(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_sub(ctx, x[0], x[1]); }
 static qkt_tensor *f_mul(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_mul(ctx, x[0], x[1]); }
@@ -82,13 +85,15 @@ static const uint8_t *attn_pad_tiled(int T) {
     for (int i = 0; i < n; i++) p[i] = (i % T == 0 && i < T) || (i % T >= 30 && i % T <= 34) || i % 7 == 3;
     return p;
 }
-/* flags: 1 learned scale (x[3]), 2 key padding, bits 4.. the head count (0: 3 heads) */
+/* flags: 1 learned scale (x[3], or x[1] when packed), 2 key padding, 8 packed qkv
+ * (x[0] is (B, T, 3C)), bits 4.. the head count (0: 3 heads) */
 static qkt_tensor *f_attention(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
-    int H = c->flags >> 4 ? c->flags >> 4 : 3, T = x[0]->shape[1];
+    int H = (c->flags >> 4) ? c->flags >> 4 : 3, T = x[0]->shape[1];
+    bool packed = c->flags & 8;
     const uint8_t *pad = NULL;
     if (c->flags & 2) pad = T == 5 ? attn_pad : attn_pad_tiled(T);
-    qkt_attn_opts o = {.scale = 0.45, .log_scale = (c->flags & 1) ? x[3] : NULL, .key_pad = pad};
-    return qkt_attention(ctx, x[0], x[1], x[2], H, &o);
+    qkt_attn_opts o = {.scale = 0.45, .log_scale = (c->flags & 1) ? x[packed ? 1 : 3] : NULL, .key_pad = pad};
+    return packed ? qkt_attention_qkv(ctx, x[0], H, &o) : qkt_attention(ctx, x[0], x[1], x[2], H, &o);
 }
 /* an input used twice in one graph: y = x W + x * x (broadcast-free) */
 static qkt_tensor *f_twice(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
@@ -110,6 +115,8 @@ static const gc_case op_cases[] = {
     CASE("matmul shared B", f_matmul, TOL, 0, 2, .ndim = {3, 2}, .shape = {{2, 7, 3}, {3, 33}}),
     CASE("matmul shared B^T (linear)", f_matmul, TOL, 2, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {5, 7}}),
     CASE("matmul shared B, ta", f_matmul, TOL, 1, 2, .ndim = {3, 2}, .shape = {{2, 3, 4}, {3, 5}}),
+    CASE("linear x W^T + b", f_linear, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 3, 7}, {5, 7}, {5}}),
+    CASE("linear no bias, 2d", f_linear, TOL, 1, 2, .ndim = {2, 2}, .shape = {{33, 4}, {3, 4}}),
     CASE("add same", f_add, TOL, 0, 2, .ndim = {3, 3}, .shape = {{2, 3, 7}, {2, 3, 7}}),
     CASE("add bias (C)", f_add, TOL, 0, 2, .ndim = {3, 1}, .shape = {{2, 3, 7}, {7}}),
     CASE("add (T, C) over B", f_add, TOL, 0, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {3, 7}}),
@@ -154,6 +161,9 @@ static const gc_case op_cases[] = {
          .shape = {{1, 70, 8}, {1, 70, 8}, {1, 70, 8}, {2}}),
     CASE("attention T=70 d=40", f_attention, TOL, 1 | 1 << 4, 4, .ndim = {3, 3, 3, 1},
          .shape = {{1, 70, 40}, {1, 70, 40}, {1, 70, 40}, {1}}),
+    CASE("attention packed qkv, learned+pad", f_attention, TOL, 1 | 2 | 8, 2, .ndim = {3, 1},
+         .shape = {{2, 33, 36}, {3}}),
+    CASE("attention packed qkv, T=70", f_attention, TOL, 8 | 2 << 4, 1, .ndim = {3}, .shape = {{1, 70, 24}}),
     CASE("input used twice", f_twice, TOL, 0, 2, .ndim = {2, 2}, .shape = {{3, 3}, {3, 3}}),
 };
 #define N_OP_CASES ((int)(sizeof op_cases / sizeof op_cases[0]))

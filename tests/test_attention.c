@@ -123,6 +123,28 @@ static void check_config(int B, int T, int C, int H, bool pad) {
         EXPECT(max_rel(ls->grad, dls, (size_t)H) < 1e-4, "%s: dlog_scale off by %.3g", what, max_rel(ls->grad, dls, (size_t)H));
         if (threads == 1) memcpy(y1, out->data, n * sizeof *y1);
         else EXPECT(memcmp(y1, out->data, n * sizeof *y1) == 0, "%s: y depends on the thread count", what);
+        /* The packed entry point on [q | k v] gives the same y and grads. */
+        qkt_real *gq = malloc(n * sizeof *gq);
+        memcpy(gq, q->grad, n * sizeof *gq);
+        qkt_tensor *qkv = qkt_tensor_new(&ctx, 3, (int[]){B, T, 3 * C});
+        qkv->requires_grad = true;
+        for (size_t r = 0; r < (size_t)B * T; r++) {
+            memcpy(qkv->data + r * 3 * C, q->data + r * C, C * sizeof(qkt_real));
+            memcpy(qkv->data + r * 3 * C + C, k->data + r * C, C * sizeof(qkt_real));
+            memcpy(qkv->data + r * 3 * C + 2 * C, v->data + r * C, C * sizeof(qkt_real));
+        }
+        o.capture = NULL;
+        qkt_tensor *out2 = qkt_attention_qkv(&ctx, qkv, H, &o);
+        qkt_backward(&ctx, out2, dy);
+        EXPECT(memcmp(out2->data, out->data, n * sizeof(qkt_real)) == 0, "%s: packed qkv gives another y", what);
+        size_t bad_g = 0;
+        for (size_t r = 0; r < (size_t)B * T; r++)
+            for (int c = 0; c < C; c++) {
+                bad_g += qkv->grad[r * 3 * C + c] != gq[r * C + c];
+                bad_g += fabs(qkv->grad[r * 3 * C + 2 * C + c] - dv[r * C + c]) > 1e-4 * (1 + fabs(dv[r * C + c]));
+            }
+        EXPECT(bad_g == 0, "%s: packed qkv grads differ in %zu places", what, bad_g);
+        free(gq);
         qkt_ctx_free(&ctx);
     }
     qkt_set_threads(0);
@@ -130,8 +152,8 @@ static void check_config(int B, int T, int C, int H, bool pad) {
     qkt_params_free(&p);
 }
 
-/* Arena bytes of one forward + backward, beyond the inputs and their grads (so y, dy,
- * lse and the kernels' scratch). */
+/* Arena and grad-pool bytes of one forward + backward, beyond the inputs and their
+ * grads (so y, dy, lse and the kernels' scratch). */
 static size_t attention_bytes(int T, int H) {
     int B = 1, C = 64;
     qkt_ctx ctx;
@@ -142,10 +164,10 @@ static size_t attention_bytes(int T, int H) {
         x[i]->requires_grad = true;
         qkt_grad(&ctx, x[i]);
     }
-    size_t before = ctx.arena.used_total;
+    size_t before = ctx.arena.used_total, grads_before = ctx.grads.live;
     qkt_tensor *y = qkt_attention(&ctx, x[0], x[1], x[2], H, &(qkt_attn_opts){.scale = 0.25});
     qkt_backward(&ctx, y, y->data);
-    size_t used = ctx.arena.peak - before;
+    size_t used = ctx.arena.peak - before + ctx.grads.peak - grads_before;
     qkt_ctx_free(&ctx);
     return used;
 }
