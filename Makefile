@@ -1,4 +1,6 @@
 # Thin wrapper over CMake. `make demo` runs the main job; `make test` builds and runs ctest.
+# Both first check the Debian packages (scripts/deps.sh): installed when run as root,
+# otherwise the exact apt-get line is printed.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -17,8 +19,9 @@ build: deps
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow
 
+# The sqrt(d_k) study on its embedded synthetic task: runs/quick/report.md and plots.
 demo: build
-	@$(BUILD)/qkt version
+	@$(BUILD)/qkt ablate --preset quick
 
 clean:
 	rm -rf $(BUILD)

@@ -12,9 +12,16 @@ void qkt_flags_usage(const char *cmd, const char *summary, const qkt_flag *flags
         const qkt_flag *f = &flags[i];
         char def[64] = "";
         switch (f->type) {
-        case QKT_FLAG_INT: snprintf(def, sizeof def, " (default %d)", *(int *)f->dst); break;
-        case QKT_FLAG_U64: snprintf(def, sizeof def, " (default %llu)", (unsigned long long)*(uint64_t *)f->dst); break;
-        case QKT_FLAG_DOUBLE: snprintf(def, sizeof def, " (default %g)", *(double *)f->dst); break;
+        /* A zero default is left unsaid: commands use 0 for "from the preset / automatic". */
+        case QKT_FLAG_INT:
+            if (*(int *)f->dst) snprintf(def, sizeof def, " (default %d)", *(int *)f->dst);
+            break;
+        case QKT_FLAG_U64:
+            if (*(uint64_t *)f->dst) snprintf(def, sizeof def, " (default %llu)", (unsigned long long)*(uint64_t *)f->dst);
+            break;
+        case QKT_FLAG_DOUBLE:
+            if (*(double *)f->dst != 0) snprintf(def, sizeof def, " (default %g)", *(double *)f->dst);
+            break;
         case QKT_FLAG_STRING:
             if (*(const char **)f->dst) snprintf(def, sizeof def, " (default %s)", *(const char **)f->dst);
             break;

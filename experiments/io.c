@@ -22,11 +22,16 @@ static int write_all(int fd, const char *p, size_t n) {
 }
 
 int qkt_write_atomic(const char *path, const void *buf, size_t n, qkt_err *err) {
+    struct stat st;
+    /* Never rename over a device, directory or pipe (as root that would replace /dev/full). */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return qkt_err_set(err, "%s: exists and is not a regular file", path);
     size_t len = strlen(path);
-    char *tmp = malloc(len + 32);
+    char *tmp = malloc(len + 48);
     if (!tmp) return qkt_err_set(err, "%s: out of memory", path);
-    snprintf(tmp, len + 32, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    static unsigned counter; /* unique temp names for concurrent writes from one process */
+    unsigned k = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(tmp, len + 48, "%s.tmp.%d.%u", path, (int)getpid(), k);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         qkt_err_set(err, "%s: cannot write: %s", path, strerror(errno));
         free(tmp);
@@ -52,8 +57,11 @@ int qkt_write_atomic(const char *path, const void *buf, size_t n, qkt_err *err) 
     if (dir) {
         if (slash) *slash = 0;
         int dfd = open(slash ? (*dir ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) fsync(dfd), close(dfd);
+        int bad = dfd < 0 || fsync(dfd) != 0;
+        int e = errno;
+        if (dfd >= 0) close(dfd);
         free(dir);
+        if (bad) return qkt_err_set(err, "%s: written, but syncing its directory failed: %s", path, strerror(e));
     }
     return 0;
 }

@@ -1,0 +1,118 @@
+/* qkt data: synthetic attention tasks and character-level text behind one batch
+ * interface, picked by a spec string ("mqar", "sort:len=6", "text:input.txt").
+ *
+ *     qkt_data *d;
+ *     qkt_data_opts o = {.seq_len = T, .seed = 1};
+ *     if (qkt_data_open(&d, "mqar:n_pairs=8", &o, &err)) -> err.msg
+ *     V = qkt_data_vocab_size(d);
+ *     qkt_data_batch(d, QKT_SPLIT_TRAIN, B, idx, targets, NULL);   // (B, T) each
+ *     ... eval: qkt_data_reset(d, QKT_SPLIT_VAL); then the same val batches every time
+ *     qkt_data_free(d);
+ *
+ * Every task is a sequence s[0..T] of T+1 tokens; the model reads idx[t] = s[t] and
+ * predicts targets[t] = s[t+1] where s[t+1] is an answer, else -1 (QKT_IGNORE): for
+ * synthetic tasks only answer positions count, for text every position does.
+ * All randomness comes from two qkt_rng streams (train, val) derived from the seed.
+ * Synthetic train and val streams never share a sequence: a sequence belongs to val
+ * iff the top 3 bits of a fixed 64-bit hash of its tokens are 0 (1/8 of all
+ * sequences), and each stream rejects sequences of the other class.
+ * docs/data.md describes every task, its parameters and its chance levels.
+ */
+#ifndef QKT_DATA_H
+#define QKT_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qkt_autograd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qkt_data qkt_data;
+typedef enum { QKT_SPLIT_TRAIN = 0, QKT_SPLIT_VAL = 1 } qkt_data_split;
+
+/* seq_len: the model's T (tokens per row of a batch). 0 = the source's natural
+ * length (64 for text, mqar, induction and bigram; 2*len for sort, copy, reverse).
+ * A task shorter than T is padded at the end (token 0, target -1); one longer than T
+ * is an error. mqar's seq_len and induction's len default to fill T. */
+typedef struct qkt_data_opts {
+    int seq_len;
+    uint64_t seed;
+} qkt_data_opts;
+
+#define QKT_DATA_DEFAULT_T 64
+#define QKT_DATA_MAX_T (1 << 22)
+
+/* spec: mqar | induction | sort | reverse | copy | bigram, optionally followed by
+ * ":name=value,name=value" task parameters, or text:PATH[,val_frac=F]. opts may be
+ * NULL (seq_len 0, seed 0). Returns 0, or -1 with a one-line message naming the
+ * parameter (or file) and what was expected; *out is then NULL. */
+int qkt_data_open(qkt_data **out, const char *spec, const qkt_data_opts *opts, qkt_err *err);
+/* A text encoder/decoder from an exported vocabulary (sorted unique bytes, e.g. read
+ * back from a checkpoint), without the file: encode/decode/vocab only, no batches. */
+int qkt_data_from_vocab(qkt_data **out, const uint8_t *bytes, int n, qkt_err *err);
+void qkt_data_free(qkt_data *d);
+
+const char *qkt_data_name(const qkt_data *d); /* "mqar", ..., "text" */
+/* Canonical spec with every parameter resolved, e.g.
+ * "mqar:vocab=64,seq_len=64,n_pairs=8,n_queries=8": reopening it gives the same task. */
+const char *qkt_data_spec(const qkt_data *d);
+int qkt_data_vocab_size(const qkt_data *d);
+int qkt_data_seq_len(const qkt_data *d); /* T */
+int qkt_data_is_text(const qkt_data *d);
+/* Tokens in a split (text: bytes of the split; synthetic: -1, unbounded). */
+int64_t qkt_data_split_tokens(const qkt_data *d, qkt_data_split split);
+
+/* Fill idx and targets, each (B, T) row-major, from the split's stream; if
+ * answer_mask is non-NULL it gets (B, T) with 1 where targets != -1. No allocation. */
+void qkt_data_batch(qkt_data *d, qkt_data_split split, int B, int32_t *idx, int32_t *targets, uint8_t *answer_mask);
+/* Restart a split's stream from the seed (evaluation sees the same val batches). */
+void qkt_data_reset(qkt_data *d, qkt_data_split split);
+/* The stream's exact state, for checkpoints: set(get()) resumes bit-identically. */
+void qkt_data_get_rng(const qkt_data *d, qkt_data_split split, qkt_rng *out);
+void qkt_data_set_rng(qkt_data *d, qkt_data_split split, const qkt_rng *in);
+
+/* Chance level: loss ln(K) and accuracy 1/K of a uniform guess over the K tokens
+ * that can appear at an answer position (text and bigram: K = vocab size). */
+void qkt_data_chance(const qkt_data *d, double *loss, double *acc);
+/* Best achievable expected loss and accuracy per answer position: 0 and 1 for the
+ * deterministic tasks, the chain's conditional entropy for bigram; text: -1, -1
+ * (unknown). */
+void qkt_data_best(const qkt_data *d, double *loss, double *acc);
+
+/* Text only. Vocabulary = the sorted unique bytes of the file; token i is byte
+ * vocab[i]. qkt_data_vocab returns NULL (and *n = 0) for a synthetic task. */
+const uint8_t *qkt_data_vocab(const qkt_data *d, int *n);
+/* bytes -> token ids (n of each); -1 with a message naming the first byte that is
+ * not in the vocabulary (or if d is not text). */
+int qkt_data_encode(const qkt_data *d, const uint8_t *bytes, size_t n, int32_t *ids, qkt_err *err);
+/* token ids -> bytes (n of each); an id outside [0, V) is a programmer error. */
+void qkt_data_decode(const qkt_data *d, const int32_t *ids, size_t n, uint8_t *bytes);
+
+/* A short readable name of one token into buf (at most 15 chars + NUL):
+ * mqar "k7"/"v40"/".", sort/copy/reverse digits and "|", text the byte ("\n" escaped). */
+const char *qkt_data_token_str(const qkt_data *d, int32_t tok, char buf[16]);
+/* Positions of the task inside T: the first `used` positions hold the task, the rest
+ * is padding. */
+int qkt_data_used_len(const qkt_data *d);
+
+/* Accuracy over counted rows (targets != -1): argmax of each logits row (V values,
+ * first max on ties) equals the target. Returns correct / counted (0 if none);
+ * *n_counted (may be NULL) gets the count, so callers can weight batches. */
+double qkt_data_accuracy(const qkt_real *logits, const int32_t *targets, int64_t n_rows, int V, int64_t *n_counted);
+/* The same from predicted tokens: pred[i] == targets[i] over targets[i] != -1. */
+double qkt_data_accuracy_tokens(const int32_t *pred, const int32_t *targets, int64_t n, int64_t *n_counted);
+/* Sequence-level exact match: fraction of the B rows (T positions each) whose every
+ * counted position is right (rows with nothing counted are skipped). */
+double qkt_data_seq_accuracy(const qkt_real *logits, const int32_t *targets, int B, int T, int V);
+
+/* Help text for every source and parameter (with defaults), generated from the task
+ * tables; written into buf (truncated to n), returns the full length like snprintf. */
+int qkt_data_help(char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

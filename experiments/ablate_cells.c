@@ -1,0 +1,273 @@
+/* The cells of the study: the plan, and running one cell (init, train, lr, growth). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_ablate.h"
+#include "qkt_io.h"
+#include "qkt_study.h"
+#include "qkt_sweep.h"
+#include "qkt_trainer.h"
+
+static const char *const init_variants[] = {"sqrt_dk", "none", "dk", "sqrt_dmodel"};
+static const char *const growth_variants[] = {"sqrt_dk", "dk"};
+#define INIT_BATCH 4 /* rows for the at-init model measurements: B x T queries per head */
+
+const char *qkt_cell_kind_name(qkt_cell_kind k) {
+    static const char *const n[] = {"init", "train", "lr", "growth", "iid"};
+    return k >= 0 && k <= QKT_CELL_IID ? n[k] : "?";
+}
+
+static qkt_cell *add(qkt_cell **v, int *n, int *cap) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *v = realloc(*v, (size_t)*cap * sizeof **v);
+        QKT_CHECK(*v, "out of memory");
+    }
+    qkt_cell *c = &(*v)[(*n)++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
+    qkt_cell *v = NULL;
+    int n = 0, cap = 0;
+    /* Longest first: the sweep finishes sooner when big cells do not come last. */
+    for (int s = 0; s < c->seeds; s++)
+        for (int di = c->n_dk - 1; di >= 0; di--)
+            for (int vi = 0; vi < c->n_variants; vi++) {
+                qkt_cell *x = add(&v, &n, &cap);
+                x->kind = QKT_CELL_TRAIN;
+                snprintf(x->variant, sizeof x->variant, "%s", c->variants[vi]);
+                x->d_k = c->dks[di], x->seed = s, x->lr = c->lr, x->steps = c->steps;
+                x->maps = s == 0 && di == c->n_dk - 1;
+                snprintf(x->id, sizeof x->id, "train_%s_dk%d_s%d", x->variant, x->d_k, s);
+            }
+    for (int li = 0; li < c->n_lr; li++)
+        for (int vi = 0; vi < c->n_lr_variants; vi++) {
+            qkt_cell *x = add(&v, &n, &cap);
+            x->kind = QKT_CELL_LR;
+            snprintf(x->variant, sizeof x->variant, "%s", c->lr_variants[vi]);
+            x->d_k = c->lr_dk, x->seed = 0, x->lr = c->lrs[li], x->steps = c->lr_steps;
+            snprintf(x->id, sizeof x->id, "lr_%s_dk%d_lr%g", x->variant, x->d_k, x->lr);
+        }
+    for (int di = c->n_init_dk - 1; di >= 0; di--)
+        for (int vi = 0; vi < 4; vi++) {
+            qkt_cell *x = add(&v, &n, &cap);
+            x->kind = QKT_CELL_INIT;
+            snprintf(x->variant, sizeof x->variant, "%s", init_variants[vi]);
+            x->d_k = c->init_dks[di], x->steps = 0;
+            snprintf(x->id, sizeof x->id, "init_%s_dk%d", x->variant, x->d_k);
+        }
+    for (int di = c->n_growth_dk - 1; di >= 0; di--)
+        for (int vi = 0; vi < 2; vi++) {
+            qkt_cell *x = add(&v, &n, &cap);
+            x->kind = QKT_CELL_GROWTH;
+            snprintf(x->variant, sizeof x->variant, "%s", growth_variants[vi]);
+            x->d_k = c->growth_dks[di], x->lr = c->growth_lr, x->steps = c->growth_steps;
+            snprintf(x->id, sizeof x->id, "growth_%s_dk%d", x->variant, x->d_k);
+        }
+    *out = v;
+    return n;
+}
+
+/* ---------------------------------------------------------------- tidy CSV rows */
+const char *const qkt_metrics_header = "run,experiment,variant,d_k,seed,lr,step,metric,layer,head,value\n";
+
+static void row(qkt_buf *b, const qkt_cell *c, long step, const char *metric, int layer, int head, double value) {
+    qkt_buf_printf(b, "%s,%s,%s,%d,%d,%.6g,%ld,%s,%d,%d,%.9g\n", c->id, qkt_cell_kind_name(c->kind), c->variant, c->d_k,
+                   c->seed, c->lr, step, metric, layer, head, value);
+}
+
+static void stats_rows(qkt_buf *b, const qkt_cell *c, long step, const qkt_attn_stats *st, int L, int H) {
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            const qkt_attn_stats *s = &st[l * H + h];
+            row(b, c, step, "entropy", l, h, s->entropy);
+            row(b, c, step, "norm_entropy", l, h, s->norm_entropy);
+            row(b, c, step, "max_weight", l, h, s->max_weight);
+            row(b, c, step, "frac_peaked", l, h, s->frac_peaked);
+            row(b, c, step, "jacobian", l, h, s->jacobian_norm);
+            row(b, c, step, "logit_max", l, h, s->logit_max);
+            row(b, c, step, "logit_std", l, h, s->logit_std);
+        }
+}
+
+static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_trainer *t, qkt_err *err) {
+    qkt_train_config tc = qkt_train_config_default();
+    tc.model.n_layer = c->n_layer;
+    tc.model.n_head = c->n_head;
+    tc.model.n_embd = c->n_head * cell->d_k;
+    tc.model.block_size = c->seq_len;
+    tc.model.dropout = 0;
+    tc.model.attn_temp = c->attn_temp;
+    tc.model.qk_init_mult = c->qk_init_mult;
+    if (qkt_attn_scale_parse(cell->variant, &tc.model.attn_scale, err) != 0) return -1;
+    tc.data = c->task;
+    tc.batch_size = cell->kind == QKT_CELL_INIT ? INIT_BATCH : c->batch_size;
+    tc.steps = cell->steps > 0 ? cell->steps : 1;
+    tc.lr = cell->lr > 0 ? cell->lr : c->lr;
+    tc.min_lr = tc.lr * c->min_lr_frac;
+    tc.weight_decay = c->weight_decay;
+    tc.grad_clip = c->grad_clip;
+    tc.beta2 = c->beta2;
+    tc.warmup_steps = c->warmup < tc.steps ? c->warmup : 0;
+    tc.seed = c->seed + (uint64_t)cell->seed; /* variants share data and init draws per seed */
+    if (cell->kind == QKT_CELL_GROWTH) { /* plain Adam steps at a fixed lr: the coordinate check */
+        tc.schedule = QKT_SCHED_CONSTANT, tc.warmup_steps = 0, tc.weight_decay = 0, tc.grad_clip = 0;
+    }
+    return qkt_trainer_init(t, &tc, err);
+}
+
+static int write_maps(const char *run_dir, const qkt_cell *cell, const qkt_real *init, const qkt_real *fin, int L, int H, int T,
+                      qkt_err *err) {
+    size_t n = (size_t)L * H * T * T;
+    size_t bytes = 16 + 2 * n * sizeof(float);
+    unsigned char *buf = malloc(bytes);
+    QKT_CHECK(buf, "out of memory");
+    int32_t hdr[4] = {0x4D544B51 /* "QKTM" */, L, H, T};
+    memcpy(buf, hdr, 16);
+    float *f = (float *)(buf + 16);
+    for (size_t i = 0; i < n; i++) f[i] = (float)init[i], f[n + i] = (float)fin[i];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cells/%s.maps", run_dir, cell->id);
+    int rc = qkt_write_atomic(path, buf, bytes, err);
+    free(buf);
+    return rc;
+}
+
+static void progress(const char *run_dir, const qkt_cell *cell, long step, long total, double loss) {
+    char path[1024];
+    qkt_cell_paths(run_dir, cell->id, NULL, NULL, path, sizeof path);
+    FILE *f = fopen(path, "w");
+    if (f) fprintf(f, "%ld %ld %.6g\n", step, total, loss), fclose(f);
+}
+
+/* Mean over layers of the rms change of the visible scaled logits between two captures. */
+static void logit_capture(qkt_trainer *t, qkt_real *out) {
+    const qkt_gpt_config *mc = &t->gpt.cfg;
+    int B = t->cfg.batch_size, T = t->T, H = mc->n_head, L = mc->n_layer;
+    qkt_data_reset(t->data, QKT_SPLIT_VAL);
+    qkt_data_batch(t->data, QKT_SPLIT_VAL, B, t->idx, t->tgt, NULL);
+    qkt_ctx_reset(&t->ctx);
+    t->ctx.no_grad = true;
+    qkt_attn_capture *cap = qkt_arena_calloc(&t->ctx.arena, (size_t)L * sizeof *cap);
+    for (int l = 0; l < L; l++) cap[l].logits = out + (size_t)l * B * H * T * T;
+    qkt_gpt_opts o = {.capture = cap};
+    qkt_gpt_forward(&t->ctx, &t->gpt, t->idx, NULL, B, T, NULL, &o);
+    t->ctx.no_grad = false;
+}
+
+int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err) {
+    qkt_trainer t;
+    if (cell_trainer(c, cell, &t, err) != 0) return -1;
+    const qkt_gpt_config *mc = &t.gpt.cfg;
+    int L = mc->n_layer, H = mc->n_head, T = t.T;
+    qkt_buf b = {0};
+    qkt_attn_stats *st = calloc((size_t)L * H, sizeof *st);
+    qkt_eval ev = {.heads = st};
+    qkt_step_stats ss;
+    if (cell->kind == QKT_CELL_INIT) {
+        qkt_trainer_eval(&t, 2, INIT_BATCH, &ev);
+        row(&b, cell, 0, "val_loss", -1, -1, ev.loss);
+        stats_rows(&b, cell, 0, st, L, H);
+        qkt_trainer_step(&t, &ss); /* gradients at init (the update itself is not used) */
+        row(&b, cell, 0, "grad_norm_wq", -1, -1, ss.grad_norm_wq);
+        row(&b, cell, 0, "grad_norm_wk", -1, -1, ss.grad_norm_wk);
+        row(&b, cell, 0, "grad_norm", -1, -1, ss.grad_norm);
+    } else if (cell->kind == QKT_CELL_GROWTH) {
+        size_t n = (size_t)L * t.cfg.batch_size * H * T * T;
+        qkt_real *z0 = malloc(n * sizeof *z0), *z1 = malloc(n * sizeof *z1);
+        QKT_CHECK(z0 && z1, "out of memory");
+        logit_capture(&t, z0);
+        for (int s = 0; s < cell->steps; s++) qkt_trainer_step(&t, &ss);
+        logit_capture(&t, z1);
+        for (int l = 0; l < L; l++) {
+            double d2 = 0, z2 = 0;
+            int64_t cnt = 0;
+            size_t off = (size_t)l * t.cfg.batch_size * H * T * T;
+            for (size_t i = 0; i < (size_t)t.cfg.batch_size * H * T * T; i++) {
+                double a = z0[off + i], bb = z1[off + i];
+                if (!isfinite(a) || !isfinite(bb)) continue;
+                d2 += (bb - a) * (bb - a), z2 += a * a, cnt++;
+            }
+            row(&b, cell, cell->steps, "logit_delta_rms", l, -1, sqrt(d2 / (double)cnt));
+            row(&b, cell, 0, "logit_rms", l, -1, sqrt(z2 / (double)cnt));
+        }
+        free(z0);
+        free(z1);
+    } else {
+        size_t nm = (size_t)L * H * T * T;
+        qkt_real *map0 = cell->maps ? malloc(nm * sizeof *map0) : NULL, *map1 = cell->maps ? malloc(nm * sizeof *map1) : NULL;
+        if (cell->maps) qkt_trainer_attention_map(&t, map0);
+        long diverged = -1;
+        double last = NAN;
+        for (long s = 0; s <= cell->steps; s++) {
+            if (s % c->eval_every == 0 || s == cell->steps) {
+                qkt_trainer_eval(&t, c->eval_batches, c->batch_size, &ev);
+                row(&b, cell, s, "val_loss", -1, -1, ev.loss);
+                row(&b, cell, s, "val_acc", -1, -1, ev.acc);
+                stats_rows(&b, cell, s, st, L, H);
+            }
+            if (s == cell->steps) break;
+            qkt_trainer_step(&t, &ss);
+            row(&b, cell, s, "train_loss", -1, -1, ss.loss);
+            row(&b, cell, s, "lr", -1, -1, ss.lr);
+            row(&b, cell, s, "grad_norm", -1, -1, ss.grad_norm);
+            row(&b, cell, s, "grad_norm_wq", -1, -1, ss.grad_norm_wq);
+            row(&b, cell, s, "grad_norm_wk", -1, -1, ss.grad_norm_wk);
+            last = ss.loss;
+            if (!ss.finite) { /* a result, not an error: record where it happened and stop */
+                diverged = s;
+                break;
+            }
+            if (s % 10 == 0) progress(run_dir, cell, s, cell->steps, last);
+        }
+        row(&b, cell, diverged >= 0 ? diverged : cell->steps, "diverged_step", -1, -1, (double)diverged);
+        if (cell->maps) {
+            qkt_trainer_attention_map(&t, map1);
+            if (write_maps(run_dir, cell, map0, map1, L, H, T, err) != 0) {
+                free(map0), free(map1), free(st), qkt_buf_free(&b), qkt_trainer_free(&t);
+                return -1;
+            }
+        }
+        free(map0);
+        free(map1);
+    }
+    char path[1024];
+    qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
+    int rc = qkt_write_atomic(path, b.s ? b.s : "", b.n, err);
+    free(st);
+    qkt_buf_free(&b);
+    qkt_trainer_free(&t);
+    return rc;
+}
+
+int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
+    qkt_init_opts o = {c->init_dks, c->n_init_dk, init_variants, 4, 8, c->seq_len, c->n_head, c->seed};
+    qkt_init_row *rows = calloc((size_t)c->n_init_dk * 4, sizeof *rows);
+    int n = qkt_init_study_iid(&o, rows);
+    qkt_buf b = {0};
+    for (int i = 0; i < n; i++) {
+        qkt_init_row *r = &rows[i];
+        qkt_cell cell = {.kind = QKT_CELL_IID, .d_k = r->d_k, .seed = 0, .lr = 0};
+        snprintf(cell.variant, sizeof cell.variant, "%s", r->variant);
+        snprintf(cell.id, sizeof cell.id, "iid_%s_dk%d", r->variant, r->d_k);
+        row(&b, &cell, 0, "iid_raw_logit_std", -1, -1, r->raw_logit_std);
+        row(&b, &cell, 0, "iid_logit_std", -1, -1, r->logit_std);
+        row(&b, &cell, 0, "iid_entropy", -1, -1, r->entropy);
+        row(&b, &cell, 0, "iid_norm_entropy", -1, -1, r->norm_entropy);
+        row(&b, &cell, 0, "iid_max_weight", -1, -1, r->max_weight);
+        row(&b, &cell, 0, "iid_frac_peaked", -1, -1, r->frac_peaked);
+        row(&b, &cell, 0, "iid_jacobian", -1, -1, r->jacobian_norm);
+        row(&b, &cell, 0, "iid_grad_q_rms", -1, -1, r->grad_q_rms);
+        row(&b, &cell, 0, "iid_rank_changed", -1, -1, r->rank_changed);
+    }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cells/init_iid.csv", run_dir);
+    int rc = qkt_write_atomic(path, b.s, b.n, err);
+    qkt_buf_free(&b);
+    free(rows);
+    return rc;
+}

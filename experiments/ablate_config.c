@@ -1,0 +1,255 @@
+/* `qkt ablate` configuration: presets, validation, config.json. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "qkt_ablate.h"
+#include "qkt_io.h"
+#include "qkt_study.h"
+
+static void set_list(char (*dst)[32], int *n, const char *const *src, int k) {
+    *n = k;
+    for (int i = 0; i < k; i++) snprintf(dst[i], 32, "%s", src[i]);
+}
+
+int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
+    static const char *const all[] = {"sqrt_dk", "none", "dk", "sqrt_dmodel", "learned", "qk_layernorm"};
+    memset(c, 0, sizeof *c);
+    snprintf(c->preset, sizeof c->preset, "%s", name);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    snprintf(c->task, sizeof c->task, "mqar");
+    c->seq_len = 64;
+    c->n_layer = 2;
+    c->n_head = 2;
+    c->batch_size = 32;
+    c->warmup = 20;
+    c->lr = 3e-3;
+    c->min_lr_frac = 0.1;
+    c->weight_decay = 0.1;
+    c->grad_clip = 1.0;
+    c->beta2 = 0.95;
+    c->attn_temp = 1;
+    c->qk_init_mult = 1;
+    c->seed = 1;
+    c->workers = 2;
+    set_list(c->variants, &c->n_variants, all, 6);
+    set_list(c->lr_variants, &c->n_lr_variants, all, 4); /* sqrt_dk, none, dk, sqrt_dmodel */
+    c->growth_steps = 5;
+    c->growth_lr = 1e-3;
+    if (!strcmp(name, "quick")) {
+        c->steps = 400, c->eval_every = 25, c->eval_batches = 4;
+        c->n_dk = 2, c->dks[0] = 16, c->dks[1] = 64;
+        c->seeds = 2;
+        c->n_lr = 4;
+        const double lrs[] = {3e-4, 3e-3, 3e-2, 3e-1};
+        memcpy(c->lrs, lrs, sizeof lrs);
+        c->lr_steps = 200, c->lr_dk = 64;
+        c->n_init_dk = 8;
+        for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i; /* 4 .. 512 */
+        c->n_growth_dk = 4;
+        for (int i = 0; i < 4; i++) c->growth_dks[i] = 8 << i; /* 8 .. 64 */
+    } else if (!strcmp(name, "full")) {
+        c->steps = 1500, c->eval_every = 50, c->eval_batches = 8;
+        c->n_dk = 5;
+        for (int i = 0; i < 5; i++) c->dks[i] = 16 << i; /* 16 .. 256 */
+        c->seeds = 3;
+        c->n_lr = 7;
+        const double lrs[] = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
+        memcpy(c->lrs, lrs, sizeof lrs);
+        c->lr_steps = 600, c->lr_dk = 64;
+        set_list(c->lr_variants, &c->n_lr_variants, all, 6);
+        c->n_init_dk = 8;
+        for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i;
+        c->n_growth_dk = 6;
+        for (int i = 0; i < 6; i++) c->growth_dks[i] = 8 << i; /* 8 .. 256 */
+    } else {
+        return qkt_err_set(err, "--preset '%s': expected quick or full", name);
+    }
+    return 0;
+}
+
+static int check_variants(const char *field, char (*v)[32], int n, qkt_err *err) {
+    if (n <= 0) return qkt_err_set(err, "%s: expected at least one variant", field);
+    for (int i = 0; i < n; i++)
+        if (isnan(qkt_study_scale(v[i], 16, 64)))
+            return qkt_err_set(err, "%s: unknown variant '%s' (expected sqrt_dk, none, dk, sqrt_dmodel, learned, qk_layernorm)", field, v[i]);
+    return 0;
+}
+
+static int check_ints(const char *field, const int *v, int n, int lo, int hi, qkt_err *err) {
+    if (n <= 0) return qkt_err_set(err, "%s: expected at least one value", field);
+    for (int i = 0; i < n; i++)
+        if (v[i] < lo || v[i] > hi) return qkt_err_set(err, "%s: value %d out of range [%d, %d]", field, v[i], lo, hi);
+    return 0;
+}
+
+int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
+    if (!c->name[0] || strchr(c->name, '/')) return qkt_err_set(err, "name '%s': expected a non-empty name without '/'", c->name);
+    if (c->seq_len < 2 || c->seq_len > 4096) return qkt_err_set(err, "seq_len %d: expected 2 .. 4096", c->seq_len);
+    if (c->n_layer < 1 || c->n_layer > 64) return qkt_err_set(err, "n_layer %d: expected 1 .. 64", c->n_layer);
+    if (c->n_head < 1 || c->n_head > 64) return qkt_err_set(err, "n_head %d: expected 1 .. 64", c->n_head);
+    if (c->batch_size < 1) return qkt_err_set(err, "batch_size %d: expected a positive integer", c->batch_size);
+    if (c->steps < 1 || c->lr_steps < 1) return qkt_err_set(err, "steps %d / lr_steps %d: expected positive integers", c->steps, c->lr_steps);
+    if (c->eval_every < 1 || c->eval_batches < 1) return qkt_err_set(err, "eval_every %d / eval_batches %d: expected positive integers", c->eval_every, c->eval_batches);
+    if (c->warmup < 0) return qkt_err_set(err, "warmup %d: expected >= 0", c->warmup);
+    if (!(c->lr > 0) || !isfinite(c->lr)) return qkt_err_set(err, "lr %g: expected a positive number", c->lr);
+    if (!(c->min_lr_frac >= 0 && c->min_lr_frac <= 1)) return qkt_err_set(err, "min_lr_frac %g: expected 0 .. 1", c->min_lr_frac);
+    if (!(c->weight_decay >= 0)) return qkt_err_set(err, "weight_decay %g: expected >= 0", c->weight_decay);
+    if (!(c->grad_clip >= 0)) return qkt_err_set(err, "grad_clip %g: expected >= 0 (0 = off)", c->grad_clip);
+    if (!(c->beta2 > 0 && c->beta2 < 1)) return qkt_err_set(err, "beta2 %g: expected a number in (0, 1)", c->beta2);
+    if (!(c->attn_temp > 0) || !isfinite(c->attn_temp)) return qkt_err_set(err, "attn_temp %g: expected a positive number", c->attn_temp);
+    if (!(c->qk_init_mult > 0) || !isfinite(c->qk_init_mult)) return qkt_err_set(err, "qk_init_mult %g: expected a positive number", c->qk_init_mult);
+    if (c->seeds < 1 || c->seeds > 100) return qkt_err_set(err, "seeds %d: expected 1 .. 100", c->seeds);
+    if (c->workers < 1 || c->workers > 256) return qkt_err_set(err, "workers %d: expected 1 .. 256", c->workers);
+    if (check_variants("variants", (char(*)[32])c->variants, c->n_variants, err)) return -1;
+    if (check_variants("lr_variants", (char(*)[32])c->lr_variants, c->n_lr_variants, err)) return -1;
+    if (check_ints("d_k", c->dks, c->n_dk, 1, 1024, err)) return -1;
+    if (check_ints("init_d_k", c->init_dks, c->n_init_dk, 1, 4096, err)) return -1;
+    if (check_ints("growth_d_k", c->growth_dks, c->n_growth_dk, 1, 1024, err)) return -1;
+    if (c->lr_dk < 1 || c->lr_dk > 1024) return qkt_err_set(err, "lr_d_k %d: expected 1 .. 1024", c->lr_dk);
+    if (c->growth_steps < 1 || !(c->growth_lr > 0)) return qkt_err_set(err, "growth_steps %d / growth_lr %g: expected positive values", c->growth_steps, c->growth_lr);
+    if (c->n_lr < 1) return qkt_err_set(err, "lr_grid: expected at least one learning rate");
+    for (int i = 0; i < c->n_lr; i++)
+        if (!(c->lrs[i] > 0) || !isfinite(c->lrs[i])) return qkt_err_set(err, "lr_grid: %g is not a positive number", c->lrs[i]);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- config.json */
+static cJSON *str_array(char (*v)[32], int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+    return a;
+}
+
+char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", c->name);
+    cJSON_AddStringToObject(j, "preset", c->preset);
+    cJSON_AddStringToObject(j, "task", c->task);
+    cJSON_AddStringToObject(j, "command", c->command);
+#define NUM(f) cJSON_AddNumberToObject(j, #f, (double)c->f)
+    NUM(seq_len), NUM(n_layer), NUM(n_head), NUM(batch_size), NUM(steps), NUM(eval_every), NUM(eval_batches);
+    NUM(warmup), NUM(lr), NUM(min_lr_frac), NUM(weight_decay), NUM(grad_clip), NUM(beta2), NUM(attn_temp);
+    NUM(qk_init_mult), NUM(seeds), NUM(lr_steps), NUM(lr_dk), NUM(growth_steps), NUM(growth_lr), NUM(workers);
+#undef NUM
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed); /* as a string: exact for 64 bits */
+    cJSON_AddStringToObject(j, "seed", seed);
+    cJSON_AddItemToObject(j, "variants", str_array((char(*)[32])c->variants, c->n_variants));
+    cJSON_AddItemToObject(j, "lr_variants", str_array((char(*)[32])c->lr_variants, c->n_lr_variants));
+    cJSON_AddItemToObject(j, "d_k", cJSON_CreateIntArray(c->dks, c->n_dk));
+    cJSON_AddItemToObject(j, "init_d_k", cJSON_CreateIntArray(c->init_dks, c->n_init_dk));
+    cJSON_AddItemToObject(j, "growth_d_k", cJSON_CreateIntArray(c->growth_dks, c->n_growth_dk));
+    cJSON_AddItemToObject(j, "lr_grid", cJSON_CreateDoubleArray(c->lrs, c->n_lr));
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    QKT_CHECK(text, "out of memory");
+    return text;
+}
+
+int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
+    char *text = qkt_ablate_config_json(c);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/config.json", run_dir);
+    size_t n = strlen(text);
+    text[n] = '\n'; /* cJSON's buffer has the NUL there; write it as a newline */
+    int rc = qkt_write_atomic(path, text, n + 1, err);
+    free(text);
+    return rc;
+}
+
+static int get_num(const char *path, cJSON *j, const char *key, double *out, qkt_err *err) {
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!cJSON_IsNumber(v)) return qkt_err_set(err, "%s: field '%s' missing or not a number", path, key);
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int get_int(const char *path, cJSON *j, const char *key, int *out, qkt_err *err) {
+    double d = 0;
+    if (get_num(path, j, key, &d, err)) return -1;
+    if (d != floor(d) || fabs(d) > 1e9) return qkt_err_set(err, "%s: field '%s' = %g is not an integer", path, key, d);
+    *out = (int)d;
+    return 0;
+}
+
+static int get_str(const char *path, cJSON *j, const char *key, char *out, size_t n, qkt_err *err) {
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!cJSON_IsString(v)) return qkt_err_set(err, "%s: field '%s' missing or not a string", path, key);
+    if (strlen(v->valuestring) >= n) return qkt_err_set(err, "%s: field '%s' is too long", path, key);
+    snprintf(out, n, "%s", v->valuestring);
+    return 0;
+}
+
+static int get_list(const char *path, cJSON *j, const char *key, int *ints, double *dbls, char (*strs)[32], int *n, qkt_err *err) {
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (!cJSON_IsArray(a)) return qkt_err_set(err, "%s: field '%s' missing or not an array", path, key);
+    int k = cJSON_GetArraySize(a);
+    if (k > QKT_AB_MAX_LIST) return qkt_err_set(err, "%s: field '%s' has %d values (at most %d)", path, key, k, QKT_AB_MAX_LIST);
+    for (int i = 0; i < k; i++) {
+        cJSON *v = cJSON_GetArrayItem(a, i);
+        if (strs) {
+            if (!cJSON_IsString(v) || strlen(v->valuestring) >= 32) return qkt_err_set(err, "%s: '%s'[%d] is not a short string", path, key, i);
+            snprintf(strs[i], 32, "%s", v->valuestring);
+        } else {
+            if (!cJSON_IsNumber(v)) return qkt_err_set(err, "%s: '%s'[%d] is not a number", path, key, i);
+            if (ints) {
+                if (v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 1e9)
+                    return qkt_err_set(err, "%s: '%s'[%d] is not an integer", path, key, i);
+                ints[i] = (int)v->valuedouble;
+            } else {
+                dbls[i] = v->valuedouble;
+            }
+        }
+    }
+    *n = k;
+    return 0;
+}
+
+int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/config.json", run_dir);
+    size_t n;
+    char *text = qkt_read_file(path, &n, err);
+    if (!text) return -1;
+    cJSON *j = cJSON_ParseWithLength(text, n);
+    free(text);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return qkt_err_set(err, "%s: not a JSON object (damaged? rerun into a new directory)", path);
+    }
+    memset(c, 0, sizeof *c);
+    char seed[32];
+    int rc = 0;
+#define INT(f) rc = rc ? rc : get_int(path, j, #f, &c->f, err)
+#define DBL(f) rc = rc ? rc : get_num(path, j, #f, &c->f, err)
+    rc = get_str(path, j, "name", c->name, sizeof c->name, err);
+    rc = rc ? rc : get_str(path, j, "preset", c->preset, sizeof c->preset, err);
+    rc = rc ? rc : get_str(path, j, "task", c->task, sizeof c->task, err);
+    rc = rc ? rc : get_str(path, j, "seed", seed, sizeof seed, err);
+    rc = rc ? rc : get_str(path, j, "command", c->command, sizeof c->command, err);
+    INT(seq_len), INT(n_layer), INT(n_head), INT(batch_size), INT(steps), INT(eval_every), INT(eval_batches), INT(warmup);
+    DBL(lr), DBL(min_lr_frac), DBL(weight_decay), DBL(grad_clip), DBL(beta2), DBL(attn_temp), DBL(qk_init_mult);
+    INT(seeds), INT(lr_steps), INT(lr_dk), INT(growth_steps), DBL(growth_lr), INT(workers);
+#undef INT
+#undef DBL
+    rc = rc ? rc : get_list(path, j, "variants", NULL, NULL, c->variants, &c->n_variants, err);
+    rc = rc ? rc : get_list(path, j, "lr_variants", NULL, NULL, c->lr_variants, &c->n_lr_variants, err);
+    rc = rc ? rc : get_list(path, j, "d_k", c->dks, NULL, NULL, &c->n_dk, err);
+    rc = rc ? rc : get_list(path, j, "init_d_k", c->init_dks, NULL, NULL, &c->n_init_dk, err);
+    rc = rc ? rc : get_list(path, j, "growth_d_k", c->growth_dks, NULL, NULL, &c->n_growth_dk, err);
+    rc = rc ? rc : get_list(path, j, "lr_grid", NULL, c->lrs, NULL, &c->n_lr, err);
+    cJSON_Delete(j);
+    if (rc) return -1;
+    char *end;
+    c->seed = strtoull(seed, &end, 10);
+    if (*end || !*seed) return qkt_err_set(err, "%s: field 'seed' = '%s' is not an unsigned integer", path, seed);
+    if (qkt_ablate_validate(c, err) != 0) {
+        qkt_err tmp = *err;
+        return qkt_err_set(err, "%s: %s", path, tmp.msg);
+    }
+    return 0;
+}

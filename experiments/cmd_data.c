@@ -1,0 +1,176 @@
+/* qkt data: show what a data source produces (one readable example, vocabulary,
+ * chance levels) or dump sequences as integers for other tools. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_cli.h"
+#include "qkt_data.h"
+
+static void data_usage(FILE *f) {
+    fprintf(f,
+            "usage: qkt data --show SPEC [--seed N] [--seq-len T] [--split train|val] [--count N]\n"
+            "       qkt data --dump SPEC [--seed N] [--seq-len T] [--split train|val] [--count N]\n"
+            "\n"
+            "  --show SPEC      print example sequences readably: tokens, answers in [brackets],\n"
+            "                   vocabulary size, chance-level and best loss/accuracy\n"
+            "  --dump SPEC      print sequences as integers, one per line: T inputs then T targets\n"
+            "                   (-1 = not counted), for cross-checks with other tools\n"
+            "  --seed N         seed of the streams (default 1)\n"
+            "  --seq-len T      the model's sequence length (default: the source's own)\n"
+            "  --split S        train (default) or val\n"
+            "  --count N        number of sequences (default 1)\n"
+            "\n");
+    char buf[4096];
+    qkt_data_help(buf, sizeof buf);
+    fputs(buf, f);
+}
+
+static int bad(const char *msg, const char *flag, const char *val) {
+    if (val)
+        fprintf(stderr, "qkt data: %s '%s': expected %s\n", flag, val, msg);
+    else
+        fprintf(stderr, "qkt data: %s needs a value (%s)\n", flag, msg);
+    return 2;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (!*s || *e || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Prints tokens space-separated, wrapped at ~88 columns, answers in [brackets]. */
+static void show_tokens(const qkt_data *d, const int32_t *s, const uint8_t *ans, int n) {
+    int col = 0;
+    char tok[16], item[24];
+    printf("  ");
+    for (int i = 0; i < n; i++) {
+        qkt_data_token_str(d, s[i], tok);
+        int w = snprintf(item, sizeof item, ans[i] ? "[%s]" : "%s", tok);
+        if (col && col + w + 1 > 86) printf("\n  "), col = 0;
+        printf("%s%s", col ? " " : "", item);
+        col += w + (col ? 1 : 0);
+    }
+    printf("\n");
+}
+
+static void show_text(const qkt_data *d, const int32_t *x, const int32_t *y, int T) {
+    int V;
+    const uint8_t *voc = qkt_data_vocab(d, &V);
+    printf("vocabulary (%d bytes): \"", V);
+    char tok[16];
+    for (int i = 0; i < V; i++) fputs(qkt_data_token_str(d, i, tok), stdout);
+    (void)voc;
+    printf("\"\nwindow of T+1 = %d bytes (every position counts: target[t] = byte t+1):\n  \"", T + 1);
+    for (int t = 0; t < T; t++) fputs(qkt_data_token_str(d, x[t], tok), stdout);
+    fputs(qkt_data_token_str(d, y[T - 1], tok), stdout);
+    printf("\"\n");
+}
+
+int qkt_cmd_data(int argc, char **argv) {
+    const char *spec = NULL;
+    int dump = 0;
+    long seed = 1, T = 0, count = 1;
+    qkt_data_split split = QKT_SPLIT_TRAIN;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            data_usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--show") || !strcmp(a, "--dump")) {
+            if (!v) return bad("a data spec such as mqar or text:PATH", a, NULL);
+            if (spec) {
+                fprintf(stderr, "qkt data: %s: only one of --show/--dump, once\n", a);
+                return 2;
+            }
+            spec = v, dump = a[2] == 'd', i++;
+        } else if (!strcmp(a, "--seed")) {
+            if (!v) return bad("an integer >= 0", a, NULL);
+            if (parse_int(v, 0, LONG_MAX, &seed)) return bad("an integer >= 0", a, v);
+            i++;
+        } else if (!strcmp(a, "--seq-len")) {
+            if (!v) return bad("an integer in [1, 4194304]", a, NULL);
+            if (parse_int(v, 1, QKT_DATA_MAX_T, &T)) return bad("an integer in [1, 4194304]", a, v);
+            i++;
+        } else if (!strcmp(a, "--count")) {
+            if (!v) return bad("an integer in [1, 1000000]", a, NULL);
+            if (parse_int(v, 1, 1000000, &count)) return bad("an integer in [1, 1000000]", a, v);
+            i++;
+        } else if (!strcmp(a, "--split")) {
+            if (!v) return bad("train or val", a, NULL);
+            if (!strcmp(v, "train")) split = QKT_SPLIT_TRAIN;
+            else if (!strcmp(v, "val")) split = QKT_SPLIT_VAL;
+            else return bad("train or val", a, v);
+            i++;
+        } else {
+            fprintf(stderr, "qkt data: unknown flag '%s' (run 'qkt data --help')\n", a);
+            return 2;
+        }
+    }
+    if (!spec) {
+        fprintf(stderr, "qkt data: expected --show SPEC or --dump SPEC (run 'qkt data --help')\n");
+        return 2;
+    }
+    qkt_err err;
+    qkt_data *d;
+    qkt_data_opts o = {.seq_len = (int)T, .seed = (uint64_t)seed};
+    if (qkt_data_open(&d, spec, &o, &err)) {
+        fprintf(stderr, "qkt data: %s\n", err.msg);
+        return 2;
+    }
+    int Tm = qkt_data_seq_len(d), U = qkt_data_used_len(d);
+    int32_t *x = malloc((size_t)Tm * sizeof *x), *y = malloc((size_t)Tm * sizeof *y);
+    int32_t *s = malloc((size_t)(Tm + 1) * sizeof *s);
+    uint8_t *ans = malloc((size_t)Tm + 1);
+    if (!x || !y || !s || !ans) {
+        fprintf(stderr, "qkt data: out of memory (seq_len %d)\n", Tm);
+        return 1;
+    }
+    if (!dump) {
+        double cl, ca, bl, ba;
+        qkt_data_chance(d, &cl, &ca);
+        qkt_data_best(d, &bl, &ba);
+        printf("%s  (seed %ld, %s split, T %d)\n", qkt_data_spec(d), seed, split == QKT_SPLIT_TRAIN ? "train" : "val",
+               Tm);
+        printf("vocab %d; chance: loss %.4f, accuracy %.4f", qkt_data_vocab_size(d), cl, ca);
+        if (bl >= 0) printf("; best: loss %.4f, accuracy %.4f", bl, ba);
+        printf("\n");
+        if (qkt_data_is_text(d))
+            printf("split: train %" PRId64 " bytes, val %" PRId64 " bytes\n", qkt_data_split_tokens(d, QKT_SPLIT_TRAIN),
+                   qkt_data_split_tokens(d, QKT_SPLIT_VAL));
+    }
+    for (long n = 0; n < count; n++) {
+        qkt_data_batch(d, split, 1, x, y, NULL);
+        if (dump) {
+            for (int t = 0; t < Tm; t++) printf("%d ", x[t]);
+            for (int t = 0; t < Tm; t++) printf("%d%c", y[t], t + 1 < Tm ? ' ' : '\n');
+            continue;
+        }
+        if (qkt_data_is_text(d)) {
+            show_text(d, x, y, Tm);
+            continue;
+        }
+        /* Rebuild s[0..U] from the row: s[t] = x[t], s[U] = the last target. */
+        int n_ans = 0;
+        for (int t = 0; t < U; t++) s[t] = x[t], ans[t] = t > 0 && y[t - 1] != QKT_IGNORE;
+        s[U] = y[U - 1] != QKT_IGNORE ? y[U - 1] : 0;
+        ans[U] = y[U - 1] != QKT_IGNORE;
+        for (int t = 0; t <= U; t++) n_ans += ans[t];
+        if (n == 0)
+            printf("sequence s[0..%d]: the model reads s[t] and predicts s[t+1]; [x] marks the %d answers\n"
+                   "(only they count in loss and accuracy):\n",
+                   U, n_ans);
+        if (U < Tm && n == 0) printf("  (then %d padding positions: token 0, not counted)\n", Tm - U);
+        show_tokens(d, s, ans, U + 1);
+    }
+    free(x), free(y), free(s), free(ans);
+    qkt_data_free(d);
+    return 0;
+}

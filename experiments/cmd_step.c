@@ -1,0 +1,128 @@
+/* qkt step: one forward and backward of a GPT checkpoint on a batch, gradients out.
+ * This is the hook for checking qkt against another framework (tests/torch/). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_cli.h"
+#include "qkt_flags.h"
+#include "qkt_gpt_io.h"
+
+/* idx and targets from the batch file: integer (B, T), same shape, T <= block_size,
+ * idx in [0, V), targets in [0, V) or -1. */
+static int read_batch(const char *path, const qkt_gpt_config *c, int32_t **idx, int32_t **tgt, int *B, int *T,
+                      qkt_err *err) {
+    qkt_safetensors st;
+    if (qkt_safetensors_read(path, &st, err)) return -1;
+    int rc = -1;
+    const qkt_st_tensor *ti = qkt_safetensors_find(&st, "idx"), *tt = qkt_safetensors_find(&st, "targets");
+    *idx = *tgt = NULL;
+    if (!ti || !tt) {
+        qkt_err_set(err, "batch %s has no tensor '%s' (expected idx and targets, int32 (B, T))", path, ti ? "targets" : "idx");
+        goto done;
+    }
+    if (ti->ndim != 2 || tt->ndim != 2 || ti->shape[0] != tt->shape[0] || ti->shape[1] != tt->shape[1] ||
+        ti->numel == 0) {
+        qkt_err_set(err, "batch %s: idx and targets must both be (B, T) with B, T > 0", path);
+        goto done;
+    }
+    if (ti->shape[1] > c->block_size || ti->shape[0] > (1 << 24)) {
+        qkt_err_set(err, "batch %s: sequence length %lld exceeds the model's block_size %d", path,
+                    (long long)ti->shape[1], c->block_size);
+        goto done;
+    }
+    *B = (int)ti->shape[0], *T = (int)ti->shape[1];
+    *idx = malloc((size_t)ti->numel * sizeof **idx);
+    *tgt = malloc((size_t)ti->numel * sizeof **tgt);
+    QKT_CHECK(*idx && *tgt, "out of memory");
+    if (qkt_st_tensor_to_i32(ti, *idx, ti->numel, path, err) || qkt_st_tensor_to_i32(tt, *tgt, tt->numel, path, err))
+        goto done;
+    for (int64_t i = 0; i < ti->numel; i++) {
+        if ((*idx)[i] < 0 || (*idx)[i] >= c->vocab_size) {
+            qkt_err_set(err, "batch %s: idx[%lld][%lld] = %d is outside the vocabulary [0, %d)", path, (long long)(i / *T),
+                        (long long)(i % *T), (*idx)[i], c->vocab_size);
+            goto done;
+        }
+        if ((*tgt)[i] < -1 || (*tgt)[i] >= c->vocab_size) {
+            qkt_err_set(err, "batch %s: targets[%lld][%lld] = %d is outside [0, %d) and not -1 (ignored)", path,
+                        (long long)(i / *T), (long long)(i % *T), (*tgt)[i], c->vocab_size);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    if (rc) free(*idx), free(*tgt), *idx = *tgt = NULL;
+    qkt_safetensors_free(&st);
+    return rc;
+}
+
+int qkt_cmd_step(int argc, char **argv) {
+    const char *ckpt = NULL, *batch = NULL, *out = NULL;
+    int threads = 0;
+    uint64_t seed = 0;
+    qkt_flag flags[] = {
+        {"ckpt", QKT_FLAG_STRING, &ckpt, "model checkpoint (.safetensors with the config in __metadata__)", 1, 0, false, false},
+        {"batch", QKT_FLAG_STRING, &batch, "batch file: idx and targets, integer (B, T); targets -1 are ignored", 1, 0, false, false},
+        {"out", QKT_FLAG_STRING, &out, "output: scalar 'loss' and every parameter's gradient under its name", 1, 0, false, false},
+        {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores)", 0, 4096, false, false},
+        {"seed", QKT_FLAG_U64, &seed, "seed of the dropout draws (only if the config has dropout)", 1, 0, false, false},
+    };
+    int n_flags = (int)(sizeof flags / sizeof flags[0]);
+    int rc = qkt_flags_parse("step", "One forward and backward of a GPT checkpoint on a batch; writes the loss and every\n"
+                                     "parameter's gradient (safetensors), for checks against other frameworks.",
+                             flags, n_flags, argc, argv, NULL, 0, NULL);
+    if (rc) return rc == 1 ? 0 : 2;
+    for (int i = 0; i < 3; i++)
+        if (!flags[i].seen) {
+            fprintf(stderr, "qkt step: --%s is required (run 'qkt step --help')\n", flags[i].name);
+            return 2;
+        }
+    qkt_set_threads(threads);
+
+    qkt_err err = {{0}};
+    qkt_gpt g;
+    if (qkt_gpt_open(ckpt, &g, &err)) {
+        fprintf(stderr, "qkt step: %s\n", err.msg);
+        return 1;
+    }
+    int32_t *idx, *tgt;
+    int B, T;
+    if (read_batch(batch, &g.cfg, &idx, &tgt, &B, &T, &err)) {
+        fprintf(stderr, "qkt step: %s\n", err.msg);
+        qkt_gpt_free(&g);
+        return 1;
+    }
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 1 << 20, seed);
+    int n_counted = 0;
+    qkt_tensor *logits;
+    qkt_tensor *loss = qkt_gpt_forward(&ctx, &g, idx, tgt, B, T, &logits, NULL);
+    for (int64_t i = 0; i < (int64_t)B * T; i++) n_counted += tgt[i] != QKT_IGNORE;
+    qkt_params_zero_grad(&g.params);
+    if (n_counted) qkt_backward(&ctx, loss, NULL); /* no counted target: loss 0, grads 0 */
+
+    /* loss, then the gradients in parameter order */
+    int n = g.params.n + 1;
+    qkt_st_write *w = calloc((size_t)n, sizeof *w);
+    QKT_CHECK(w, "out of memory");
+    w[0] = (qkt_st_write){.name = "loss", .dtype = QKT_ST_REAL, .ndim = 0, .data = loss->data};
+    for (int i = 0; i < g.params.n; i++) {
+        const qkt_tensor *t = g.params.t[i];
+        w[i + 1] = (qkt_st_write){.name = t->name, .dtype = QKT_ST_REAL, .ndim = t->ndim, .data = t->grad};
+        for (int d = 0; d < t->ndim; d++) w[i + 1].shape[d] = t->shape[d];
+    }
+    qkt_gpt_meta m;
+    qkt_gpt_meta_fill(&m, &g.cfg);
+    char counted[32];
+    snprintf(counted, sizeof counted, "%d", n_counted);
+    m.kv[m.n++] = (qkt_st_meta){"n_counted", counted};
+    rc = qkt_safetensors_write(out, w, n, m.kv, m.n, &err);
+    if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
+    else printf("loss %.9g over %d positions (B %d, T %d); %d gradients -> %s\n", (double)loss->data[0], n_counted, B, T,
+                g.params.n, out);
+    free(w);
+    free(idx), free(tgt);
+    qkt_ctx_free(&ctx);
+    qkt_gpt_free(&g);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,150 @@
+/* GPT checkpoints: config <-> safetensors metadata, save, checked load. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_gpt_io.h"
+
+void qkt_gpt_meta_fill(qkt_gpt_meta *m, const qkt_gpt_config *c) {
+    m->n = 0;
+#define PUT(key, ...)                                                            \
+    do {                                                                         \
+        snprintf(m->val[m->n], sizeof m->val[m->n], __VA_ARGS__);                \
+        m->kv[m->n] = (qkt_st_meta){key, m->val[m->n]};                          \
+        m->n++;                                                                  \
+    } while (0)
+    PUT("vocab_size", "%d", c->vocab_size);
+    PUT("block_size", "%d", c->block_size);
+    PUT("n_layer", "%d", c->n_layer);
+    PUT("n_head", "%d", c->n_head);
+    PUT("n_embd", "%d", c->n_embd);
+    PUT("attn_scale", "%s", qkt_attn_scale_name(c->attn_scale));
+    PUT("attn_temp", "%.17g", c->attn_temp);
+    PUT("bias", "%s", c->bias ? "true" : "false");
+    PUT("ln_eps", "%.17g", c->ln_eps);
+    PUT("dropout", "%.17g", c->dropout);
+    PUT("qk_init_mult", "%.17g", c->qk_init_mult);
+#undef PUT
+}
+
+int qkt_gpt_save(const char *path, const qkt_gpt *g, const qkt_st_meta *meta, int n_meta, const qkt_st_write *extra,
+                 int n_extra, qkt_err *err) {
+    qkt_gpt_meta m;
+    qkt_gpt_meta_fill(&m, &g->cfg);
+    qkt_st_meta *all = calloc((size_t)(m.n + n_meta), sizeof *all);
+    QKT_CHECK(all, "out of memory");
+    memcpy(all, m.kv, (size_t)m.n * sizeof *all);
+    for (int i = 0; i < n_meta; i++) {
+        for (int k = 0; k < m.n; k++)
+            QKT_CHECK(strcmp(meta[i].key, m.kv[k].key), "metadata key %s is reserved for the model config", meta[i].key);
+        all[m.n + i] = meta[i];
+    }
+    int rc = qkt_checkpoint_save(path, &g->params, all, m.n + n_meta, extra, n_extra, err);
+    free(all);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- reading the config */
+static int meta_real(const qkt_checkpoint *ck, const char *key, double dflt, bool required, double *out, qkt_err *err) {
+    const char *v = qkt_checkpoint_meta(ck, key);
+    if (!v) {
+        if (required) return qkt_err_set(err, "checkpoint %s has no metadata '%s' (not a qkt GPT checkpoint?)", ck->path, key);
+        *out = dflt;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x))
+        return qkt_err_set(err, "checkpoint %s: metadata %s='%.64s' is not a number", ck->path, key, v);
+    *out = x;
+    return 0;
+}
+
+static int meta_int(const qkt_checkpoint *ck, const char *key, int *out, qkt_err *err) {
+    long long v;
+    if (qkt_checkpoint_meta_int(ck, key, &v, err)) return -1;
+    if (v < -2147483647LL || v > 2147483647LL)
+        return qkt_err_set(err, "checkpoint %s: metadata %s=%lld is out of range", ck->path, key, v);
+    *out = (int)v;
+    return 0;
+}
+
+static int meta_bool(const qkt_checkpoint *ck, const char *key, bool dflt, bool *out, qkt_err *err) {
+    const char *v = qkt_checkpoint_meta(ck, key);
+    if (!v) *out = dflt;
+    else if (!strcmp(v, "true") || !strcmp(v, "True") || !strcmp(v, "1")) *out = true;
+    else if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "0")) *out = false;
+    else return qkt_err_set(err, "checkpoint %s: metadata %s='%.64s' is not true or false", ck->path, key, v);
+    return 0;
+}
+
+int qkt_gpt_config_from_checkpoint(const qkt_checkpoint *ck, qkt_gpt_config *cfg, qkt_err *err) {
+    qkt_gpt_config c = qkt_gpt_config_default();
+    if (meta_int(ck, "vocab_size", &c.vocab_size, err) || meta_int(ck, "block_size", &c.block_size, err) ||
+        meta_int(ck, "n_layer", &c.n_layer, err) || meta_int(ck, "n_head", &c.n_head, err) ||
+        meta_int(ck, "n_embd", &c.n_embd, err))
+        return -1;
+    const char *s = qkt_checkpoint_meta(ck, "attn_scale");
+    if (!s) return qkt_err_set(err, "checkpoint %s has no metadata 'attn_scale' (not a qkt GPT checkpoint?)", ck->path);
+    qkt_err e2;
+    if (qkt_attn_scale_parse(s, &c.attn_scale, &e2))
+        return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
+    if (meta_real(ck, "attn_temp", 1, true, &c.attn_temp, err) || meta_bool(ck, "bias", true, &c.bias, err) ||
+        meta_real(ck, "ln_eps", 1e-5, false, &c.ln_eps, err) || meta_real(ck, "dropout", 0, false, &c.dropout, err) ||
+        meta_real(ck, "qk_init_mult", 1, false, &c.qk_init_mult, err))
+        return -1;
+    if (qkt_gpt_config_validate(&c, &e2)) return qkt_err_set(err, "checkpoint %s: bad config: %s", ck->path, e2.msg);
+    *cfg = c;
+    return 0;
+}
+
+int qkt_gpt_check_checkpoint(const qkt_checkpoint *ck, const qkt_gpt *g, qkt_err *err) {
+    const qkt_gpt_config *c = &g->cfg;
+    if (qkt_checkpoint_expect_int(ck, "vocab_size", c->vocab_size, err) ||
+        qkt_checkpoint_expect_int(ck, "block_size", c->block_size, err) ||
+        qkt_checkpoint_expect_int(ck, "n_layer", c->n_layer, err) || qkt_checkpoint_expect_int(ck, "n_head", c->n_head, err) ||
+        qkt_checkpoint_expect_int(ck, "n_embd", c->n_embd, err) ||
+        qkt_checkpoint_expect_str(ck, "attn_scale", qkt_attn_scale_name(c->attn_scale), err) ||
+        qkt_checkpoint_expect_real(ck, "attn_temp", c->attn_temp, err))
+        return -1;
+    if (qkt_checkpoint_meta(ck, "bias")) {
+        bool b;
+        if (meta_bool(ck, "bias", true, &b, err)) return -1;
+        if (b != c->bias)
+            return qkt_err_set(err, "checkpoint %s was saved for bias=%s, this model has %s", ck->path, b ? "true" : "false",
+                               c->bias ? "true" : "false");
+    }
+    if (qkt_checkpoint_meta(ck, "ln_eps") && qkt_checkpoint_expect_real(ck, "ln_eps", c->ln_eps, err)) return -1;
+    return 0;
+}
+
+int qkt_gpt_restore(const qkt_checkpoint *ck, qkt_gpt *g, const qkt_ckpt_slot *slots, int n_slots, qkt_err *err) {
+    if (qkt_gpt_check_checkpoint(ck, g, err)) return -1;
+    return qkt_checkpoint_restore(ck, &g->params, slots, n_slots, 0, err);
+}
+
+int qkt_gpt_load(const char *path, qkt_gpt *g, const qkt_ckpt_slot *slots, int n_slots, qkt_err *err) {
+    qkt_checkpoint ck;
+    if (qkt_checkpoint_open(path, &ck, err)) return -1;
+    int rc = qkt_gpt_restore(&ck, g, slots, n_slots, err);
+    qkt_checkpoint_close(&ck);
+    return rc;
+}
+
+int qkt_gpt_open(const char *path, qkt_gpt *g, qkt_err *err) {
+    memset(g, 0, sizeof *g);
+    qkt_checkpoint ck;
+    if (qkt_checkpoint_open(path, &ck, err)) return -1;
+    qkt_gpt_config c;
+    int rc = qkt_gpt_config_from_checkpoint(&ck, &c, err);
+    if (!rc) rc = qkt_gpt_init(g, &c, err);
+    if (!rc) {
+        rc = qkt_checkpoint_restore(&ck, &g->params, NULL, 0, 0, err);
+        if (rc) qkt_gpt_free(g);
+    }
+    qkt_checkpoint_close(&ck);
+    return rc;
+}

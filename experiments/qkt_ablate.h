@@ -1,0 +1,82 @@
+/* `qkt ablate`: the sqrt(d_k) study. A run directory holds config.json (everything
+ * needed to rerun), cells/ (one result file per sweep cell, so sweeps resume),
+ * metrics.csv (tidy: one row per run, step, metric, layer, head), summary.csv, PNG
+ * plots and report.md. */
+#ifndef QKT_ABLATE_H
+#define QKT_ABLATE_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "qkt_autograd.h"
+
+#define QKT_AB_MAX_LIST 16
+
+typedef struct qkt_ablate_cfg {
+    char name[64];
+    char preset[16];
+    char task[256];           /* data spec (synthetic task) */
+    int seq_len;              /* T */
+    int n_layer, n_head;      /* d_model = n_head * d_k */
+    int batch_size;
+    int steps, eval_every, eval_batches;
+    int warmup;
+    double lr, min_lr_frac, weight_decay, grad_clip, beta2;
+    double attn_temp, qk_init_mult;
+    int n_variants;
+    char variants[QKT_AB_MAX_LIST][32];
+    int n_dk;
+    int dks[QKT_AB_MAX_LIST];
+    int seeds;                /* seeds 0 .. seeds-1 (offset by `seed`) */
+    uint64_t seed;
+    /* part 3: learning-rate sensitivity */
+    int n_lr;
+    double lrs[QKT_AB_MAX_LIST];
+    int lr_steps, lr_dk;
+    int n_lr_variants;
+    char lr_variants[QKT_AB_MAX_LIST][32];
+    /* part 1: init */
+    int n_init_dk;
+    int init_dks[QKT_AB_MAX_LIST];
+    /* part 4: logit growth under Adam */
+    int n_growth_dk;
+    int growth_dks[QKT_AB_MAX_LIST];
+    int growth_steps;
+    double growth_lr;
+    int workers;
+    char command[1024];       /* the command line that made the run (for the report) */
+} qkt_ablate_cfg;
+
+/* Presets: "quick" (the default, minutes on 2 cores) and "full". -1 if unknown. */
+int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err);
+/* Checks every field (names the field on error). */
+int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err);
+/* config.json <-> cfg; the JSON text (malloc'd) is what config.json holds. */
+char *qkt_ablate_config_json(const qkt_ablate_cfg *c);
+int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
+int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err);
+
+/* ---------------------------------------------------------------- cells */
+typedef enum { QKT_CELL_INIT = 0, QKT_CELL_TRAIN, QKT_CELL_LR, QKT_CELL_GROWTH, QKT_CELL_IID } qkt_cell_kind;
+typedef struct qkt_cell {
+    qkt_cell_kind kind;
+    char id[96];
+    char variant[32];
+    int d_k, seed;
+    double lr;
+    int steps;
+    bool maps; /* write attention maps (init and final) for the heatmaps */
+} qkt_cell;
+/* The plan, derived deterministically from the config. Returns the count; *out is malloc'd. */
+int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out);
+const char *qkt_cell_kind_name(qkt_cell_kind k);
+/* Runs one cell in this process and writes cells/<id>.csv atomically. */
+int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err);
+/* Part 1 with iid q and k (no model), written as rows of metrics.csv to cells/init_iid.csv. */
+int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
+
+/* ---------------------------------------------------------------- report */
+/* Gathers the cells' CSV files into metrics.csv, then writes summary.csv, the plots and
+ * report.md from metrics.csv (and the attention maps). `qkt plot` calls this. */
+int qkt_ablate_report(const char *run_dir, qkt_err *err);
+
+#endif

@@ -1,0 +1,165 @@
+/* The training loop shared by `qkt train` and the ablation cells. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_trainer.h"
+
+qkt_train_config qkt_train_config_default(void) {
+    qkt_train_config c;
+    memset(&c, 0, sizeof c);
+    c.model = qkt_gpt_config_default();
+    c.model.block_size = 64;
+    c.model.n_layer = 2;
+    c.model.n_head = 4;
+    c.model.n_embd = 64;
+    c.data = "mqar";
+    c.batch_size = 32;
+    c.steps = 500;
+    c.lr = 1e-3;
+    c.min_lr = 1e-4;
+    c.weight_decay = 0.1;
+    c.grad_clip = 1.0;
+    c.beta1 = 0.9;
+    c.beta2 = 0.95;
+    c.warmup_steps = 20;
+    c.schedule = QKT_SCHED_COSINE;
+    c.optim = QKT_OPTIM_ADAMW;
+    c.seed = 1;
+    return c;
+}
+
+int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
+    memset(t, 0, sizeof *t);
+    t->cfg = *c;
+    if (c->batch_size <= 0) return qkt_err_set(err, "batch_size %d: expected a positive integer", c->batch_size);
+    if (c->steps < 0) return qkt_err_set(err, "steps %lld: expected >= 0", (long long)c->steps);
+    if (!(c->lr > 0) || !isfinite(c->lr)) return qkt_err_set(err, "lr %g: expected a positive number", c->lr);
+    if (c->min_lr < 0 || c->min_lr > c->lr) return qkt_err_set(err, "min_lr %g: expected a number in [0, lr]", c->min_lr);
+    if (c->weight_decay < 0) return qkt_err_set(err, "weight_decay %g: expected >= 0", c->weight_decay);
+    if (c->warmup_steps < 0) return qkt_err_set(err, "warmup_steps %lld: expected >= 0", (long long)c->warmup_steps);
+    qkt_data_opts dopts = {.seq_len = c->model.block_size, .seed = c->seed};
+    if (qkt_data_open(&t->data, c->data, &dopts, err) != 0) return -1;
+    t->T = qkt_data_seq_len(t->data);
+    t->cfg.model.vocab_size = qkt_data_vocab_size(t->data);
+    if (qkt_gpt_init(&t->gpt, &t->cfg.model, err) != 0) {
+        qkt_data_free(t->data);
+        t->data = NULL;
+        return -1;
+    }
+    qkt_rng r;
+    qkt_rng_seed(&r, c->seed ^ 0x1417ull);
+    qkt_gpt_init_weights(&t->gpt, &r);
+    qkt_optim_config oc = qkt_optim_defaults(c->optim);
+    oc.beta1 = c->beta1, oc.beta2 = c->beta2, oc.weight_decay = c->weight_decay;
+    qkt_optim_init(&t->opt, &t->gpt.params, &oc);
+    t->sched = (qkt_schedule){c->schedule, c->lr, c->min_lr, c->warmup_steps, c->steps};
+    qkt_ctx_init(&t->ctx, 1 << 20, c->seed ^ 0xD50Full);
+    size_t n = (size_t)c->batch_size * t->T;
+    t->idx = malloc(n * sizeof *t->idx);
+    t->tgt = malloc(n * sizeof *t->tgt);
+    QKT_CHECK(t->idx && t->tgt, "out of memory");
+    return 0;
+}
+
+void qkt_trainer_free(qkt_trainer *t) {
+    if (t->data) qkt_data_free(t->data);
+    if (t->gpt.h) {
+        qkt_optim_free(&t->opt);
+        qkt_gpt_free(&t->gpt);
+        qkt_ctx_free(&t->ctx);
+    }
+    free(t->idx);
+    free(t->tgt);
+    memset(t, 0, sizeof *t);
+}
+
+/* sqrt of the sum of squares of the W_q (or W_k) row block of every layer's c_attn. */
+static double qk_grad_norm(const qkt_gpt *g, int which) {
+    int C = g->cfg.n_embd;
+    double s = 0;
+    for (int l = 0; l < g->cfg.n_layer; l++) {
+        double n = qkt_grad_norm_range(g->h[l].attn.c_attn.weight->grad + (size_t)which * C * C, (int64_t)C * C);
+        s += n * n;
+    }
+    return sqrt(s);
+}
+
+void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
+    int B = t->cfg.batch_size;
+    qkt_data_batch(t->data, QKT_SPLIT_TRAIN, B, t->idx, t->tgt, NULL);
+    qkt_ctx_reset(&t->ctx);
+    t->ctx.training = true;
+    qkt_tensor *loss = qkt_gpt_forward(&t->ctx, &t->gpt, t->idx, t->tgt, B, t->T, NULL, NULL);
+    qkt_params_zero_grad(&t->gpt.params);
+    qkt_backward(&t->ctx, loss, NULL);
+    st->loss = loss->data[0];
+    st->grad_norm_wq = qk_grad_norm(&t->gpt, 0);
+    st->grad_norm_wk = qk_grad_norm(&t->gpt, 1);
+    st->grad_norm = qkt_clip_grad_norm(&t->gpt.params, t->cfg.grad_clip);
+    st->lr = qkt_schedule_lr(&t->sched, t->step);
+    st->finite = isfinite(st->loss) && isfinite(st->grad_norm);
+    if (st->finite) qkt_optim_step(&t->opt, st->lr);
+    t->step++;
+}
+
+void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
+    const qkt_gpt_config *mc = &t->gpt.cfg;
+    int T = t->T, H = mc->n_head, L = mc->n_layer, V = mc->vocab_size;
+    int32_t *idx = malloc((size_t)B * T * sizeof *idx), *tgt = malloc((size_t)B * T * sizeof *tgt);
+    QKT_CHECK(idx && tgt, "out of memory");
+    qkt_data_reset(t->data, QKT_SPLIT_VAL);
+    double loss = 0, correct = 0;
+    int64_t counted = 0;
+    bool was_training = t->ctx.training;
+    for (int b = 0; b < n_batches; b++) {
+        qkt_data_batch(t->data, QKT_SPLIT_VAL, B, idx, tgt, NULL);
+        qkt_ctx_reset(&t->ctx);
+        t->ctx.no_grad = true;
+        t->ctx.training = false;
+        qkt_attn_capture *cap = NULL;
+        qkt_gpt_opts opts = {0};
+        if (b == 0 && ev->heads) {
+            cap = qkt_arena_calloc(&t->ctx.arena, (size_t)L * sizeof *cap);
+            opts.capture = cap, opts.capture_probs = true, opts.capture_logits = true;
+        }
+        qkt_tensor *logits = NULL;
+        qkt_tensor *l = qkt_gpt_forward(&t->ctx, &t->gpt, idx, tgt, B, T, &logits, &opts);
+        int64_t n = 0;
+        double acc = qkt_data_accuracy(logits->data, tgt, (int64_t)B * T, V, &n);
+        loss += l->data[0] * (double)n;
+        correct += acc * (double)n;
+        counted += n;
+        if (cap)
+            for (int layer = 0; layer < L; layer++)
+                qkt_attn_stats_compute(cap[layer].probs, cap[layer].logits, B, H, T, ev->heads + (size_t)layer * H);
+    }
+    t->ctx.no_grad = false;
+    t->ctx.training = was_training;
+    ev->loss = counted ? loss / (double)counted : NAN;
+    ev->acc = counted ? correct / (double)counted : NAN;
+    free(idx);
+    free(tgt);
+}
+
+void qkt_trainer_attention_map(qkt_trainer *t, qkt_real *out) {
+    const qkt_gpt_config *mc = &t->gpt.cfg;
+    int T = t->T, H = mc->n_head, L = mc->n_layer;
+    int32_t *idx = malloc((size_t)T * sizeof *idx), *tgt = malloc((size_t)T * sizeof *tgt);
+    QKT_CHECK(idx && tgt, "out of memory");
+    qkt_data_reset(t->data, QKT_SPLIT_VAL);
+    qkt_data_batch(t->data, QKT_SPLIT_VAL, 1, idx, tgt, NULL);
+    qkt_ctx_reset(&t->ctx);
+    t->ctx.no_grad = true;
+    bool was_training = t->ctx.training;
+    t->ctx.training = false;
+    qkt_attn_capture *cap = qkt_arena_calloc(&t->ctx.arena, (size_t)L * sizeof *cap);
+    for (int l = 0; l < L; l++) cap[l].probs = out + (size_t)l * H * T * T;
+    qkt_gpt_opts opts = {.capture = cap};
+    qkt_gpt_forward(&t->ctx, &t->gpt, idx, NULL, 1, T, NULL, &opts);
+    t->ctx.no_grad = false;
+    t->ctx.training = was_training;
+    free(idx);
+    free(tgt);
+}

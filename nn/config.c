@@ -1,0 +1,59 @@
+/* Model config: defaults, attention-scale names, validation. */
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "qkt_nn.h"
+
+static const char *const scale_names[QKT_ATTN_SCALE_COUNT] = {
+    [QKT_ATTN_SQRT_DK] = "sqrt_dk",         [QKT_ATTN_NONE] = "none",
+    [QKT_ATTN_DK] = "dk",                   [QKT_ATTN_SQRT_DMODEL] = "sqrt_dmodel",
+    [QKT_ATTN_LEARNED] = "learned",         [QKT_ATTN_QK_LAYERNORM] = "qk_layernorm",
+};
+
+const char *qkt_attn_scale_name(qkt_attn_scale s) {
+    return (int)s >= 0 && s < QKT_ATTN_SCALE_COUNT ? scale_names[s] : "?";
+}
+
+int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err) {
+    for (int i = 0; i < QKT_ATTN_SCALE_COUNT; i++)
+        if (name && !strcmp(name, scale_names[i])) {
+            *out = (qkt_attn_scale)i;
+            return 0;
+        }
+    return qkt_err_set(err, "attn_scale '%s' is not one of sqrt_dk, none, dk, sqrt_dmodel, learned, qk_layernorm",
+                       name ? name : "(null)");
+}
+
+qkt_gpt_config qkt_gpt_config_default(void) {
+    return (qkt_gpt_config){
+        .vocab_size = 50304, .block_size = 1024, .n_layer = 12, .n_head = 12, .n_embd = 768,
+        .dropout = 0.0, .bias = true, .attn_scale = QKT_ATTN_SQRT_DK, .attn_temp = 1.0,
+        .qk_init_mult = 1.0, .ln_eps = 1e-5,
+    };
+}
+
+int qkt_gpt_config_validate(const qkt_gpt_config *c, qkt_err *err) {
+    const struct {
+        const char *name;
+        int v;
+    } sizes[] = {{"vocab_size", c->vocab_size}, {"block_size", c->block_size}, {"n_layer", c->n_layer},
+                 {"n_head", c->n_head},         {"n_embd", c->n_embd}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i].v <= 0) return qkt_err_set(err, "%s must be positive, got %d", sizes[i].name, sizes[i].v);
+    /* The widest activation axis is 4 n_embd (MLP) and shapes are ints. */
+    if (c->n_embd > INT_MAX / 4) return qkt_err_set(err, "n_embd %d is too large (at most %d)", c->n_embd, INT_MAX / 4);
+    if ((int64_t)c->vocab_size * c->n_embd > INT64_MAX / 16 || (int64_t)c->block_size * c->block_size > INT_MAX)
+        return qkt_err_set(err, "block_size %d or vocab_size %d is too large", c->block_size, c->vocab_size);
+    if (c->n_embd % c->n_head)
+        return qkt_err_set(err, "n_embd %d is not divisible by n_head %d", c->n_embd, c->n_head);
+    if (!(c->dropout >= 0 && c->dropout < 1)) return qkt_err_set(err, "dropout must be in [0, 1), got %g", c->dropout);
+    if ((int)c->attn_scale < 0 || c->attn_scale >= QKT_ATTN_SCALE_COUNT)
+        return qkt_err_set(err, "attn_scale %d is not a known variant", (int)c->attn_scale);
+    if (!(isfinite(c->attn_temp) && c->attn_temp > 0))
+        return qkt_err_set(err, "attn_temp must be a positive number, got %g", c->attn_temp);
+    if (!(isfinite(c->qk_init_mult) && c->qk_init_mult >= 0))
+        return qkt_err_set(err, "qk_init_mult must be a number >= 0, got %g", c->qk_init_mult);
+    if (!(isfinite(c->ln_eps) && c->ln_eps > 0)) return qkt_err_set(err, "ln_eps must be positive, got %g", c->ln_eps);
+    return 0;
+}

@@ -1,0 +1,112 @@
+/* Pre-LN Transformer block and the GPT model: registration, forward, loss. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_nn.h"
+
+#define QKT_NAME_LEN 256
+
+/* ---------------------------------------------------------------- block */
+void qkt_block_add(qkt_block *b, qkt_params *p, const char *prefix, const qkt_gpt_config *c) {
+    char name[QKT_NAME_LEN];
+    snprintf(name, sizeof name, "%s.ln_1", prefix);
+    qkt_ln_add(&b->ln_1, p, name, c->n_embd, c->bias, c->ln_eps);
+    snprintf(name, sizeof name, "%s.attn", prefix);
+    qkt_attn_add(&b->attn, p, name, c);
+    snprintf(name, sizeof name, "%s.ln_2", prefix);
+    qkt_ln_add(&b->ln_2, p, name, c->n_embd, c->bias, c->ln_eps);
+    snprintf(name, sizeof name, "%s.mlp", prefix);
+    qkt_mlp_add(&b->mlp, p, name, c->n_embd, c->bias);
+    b->dropout = c->dropout;
+    b->scope[0] = 0;
+}
+
+/* x (B, T, C) -> x + drop(attn(ln_1(x))) -> x + drop(mlp(ln_2(x))) */
+qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const uint8_t *key_pad,
+                              qkt_attn_capture *capture) {
+    qkt_tensor *a = qkt_attn_forward(ctx, &b->attn, qkt_ln_forward(ctx, &b->ln_1, x), key_pad, capture);
+    x = qkt_add(ctx, x, qkt_dropout(ctx, a, b->dropout));
+    qkt_tensor *m = qkt_mlp_forward(ctx, &b->mlp, qkt_ln_forward(ctx, &b->ln_2, x));
+    return qkt_add(ctx, x, qkt_dropout(ctx, m, b->dropout));
+}
+
+/* ---------------------------------------------------------------- GPT */
+int qkt_gpt_init(qkt_gpt *g, const qkt_gpt_config *cfg, qkt_err *err) {
+    memset(g, 0, sizeof *g);
+    if (qkt_gpt_config_validate(cfg, err)) return -1;
+    g->cfg = *cfg;
+    const qkt_gpt_config *c = &g->cfg;
+    qkt_params_init(&g->params);
+    qkt_embed_add(&g->wte, &g->params, "transformer.wte.weight", c->vocab_size, c->n_embd);
+    qkt_embed_add(&g->wpe, &g->params, "transformer.wpe.weight", c->block_size, c->n_embd);
+    g->h = calloc((size_t)c->n_layer, sizeof *g->h);
+    QKT_CHECK(g->h, "out of memory");
+    for (int i = 0; i < c->n_layer; i++) {
+        char name[QKT_NAME_LEN];
+        snprintf(name, sizeof name, "transformer.h.%d", i);
+        qkt_block_add(&g->h[i], &g->params, name, c);
+        snprintf(g->h[i].scope, sizeof g->h[i].scope, "h.%d", i);
+    }
+    qkt_ln_add(&g->ln_f, &g->params, "transformer.ln_f", c->n_embd, c->bias, c->ln_eps);
+    qkt_params_finalize(&g->params);
+    return 0;
+}
+
+void qkt_gpt_free(qkt_gpt *g) {
+    qkt_params_free(&g->params);
+    free(g->h);
+    memset(g, 0, sizeof *g);
+}
+
+qkt_tensor *qkt_gpt_hidden(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, int B, int T, const qkt_gpt_opts *opts) {
+    const qkt_gpt_config *c = &g->cfg;
+    QKT_CHECK(B > 0 && T > 0, "gpt forward: batch %d x length %d", B, T);
+    QKT_CHECK(T <= c->block_size, "gpt forward: sequence length %d exceeds block_size %d", T, c->block_size);
+    for (int64_t i = 0; i < (int64_t)B * T; i++)
+        QKT_CHECK(idx[i] >= 0 && idx[i] < c->vocab_size, "gpt forward: token %d at (%lld, %lld) is outside [0, %d)",
+                  idx[i], (long long)(i / T), (long long)(i % T), c->vocab_size);
+    int32_t *pos = qkt_arena_alloc(&ctx->arena, (size_t)T * sizeof *pos);
+    for (int t = 0; t < T; t++) pos[t] = t;
+    const char *outer_scope = ctx->scope;
+    ctx->scope = "embeddings";
+    qkt_tensor *tok = qkt_embed_forward(ctx, &g->wte, idx, 2, (int[]){B, T}); /* (B, T, C) */
+    qkt_tensor *pe = qkt_embed_forward(ctx, &g->wpe, pos, 1, (int[]){T});    /* (T, C), broadcast over B */
+    qkt_tensor *x = qkt_dropout(ctx, qkt_add(ctx, tok, pe), c->dropout);
+    const uint8_t *key_pad = opts ? opts->key_pad : NULL;
+    for (int l = 0; l < c->n_layer; l++) {
+        qkt_attn_capture *cap = NULL;
+        if (opts && opts->capture) {
+            cap = &opts->capture[l];
+            size_t bytes = (size_t)B * c->n_head * T * T * sizeof(qkt_real);
+            if (!cap->probs && opts->capture_probs) cap->probs = qkt_arena_alloc(&ctx->arena, bytes);
+            if (!cap->logits && opts->capture_logits) cap->logits = qkt_arena_alloc(&ctx->arena, bytes);
+            if (!cap->probs && !cap->logits) cap = NULL;
+        }
+        ctx->scope = g->h[l].scope;
+        x = qkt_block_forward(ctx, &g->h[l], x, key_pad, cap);
+    }
+    ctx->scope = "ln_f";
+    x = qkt_ln_forward(ctx, &g->ln_f, x);
+    ctx->scope = outer_scope;
+    return x;
+}
+
+qkt_tensor *qkt_gpt_forward(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const int32_t *targets, int B, int T,
+                            qkt_tensor **logits_out, const qkt_gpt_opts *opts) {
+    qkt_tensor *x = qkt_gpt_hidden(ctx, g, idx, B, T, opts);
+    const char *outer_scope = ctx->scope;
+    ctx->scope = "lm_head";
+    qkt_tensor *logits = qkt_matmul(ctx, x, g->wte.weight, false, true); /* (B, T, V): tied head */
+    if (logits_out) *logits_out = logits;
+    qkt_tensor *loss = NULL;
+    if (targets) {
+        for (int64_t i = 0; i < (int64_t)B * T; i++)
+            QKT_CHECK(targets[i] == QKT_IGNORE || (targets[i] >= 0 && targets[i] < g->cfg.vocab_size),
+                      "gpt forward: target %d at (%lld, %lld) is outside [0, %d) and not -1", targets[i],
+                      (long long)(i / T), (long long)(i % T), g->cfg.vocab_size);
+        loss = qkt_cross_entropy(ctx, logits, targets, NULL);
+    }
+    ctx->scope = outer_scope;
+    return loss;
+}

@@ -1,0 +1,48 @@
+/* GPT-2 initialisation (as nanoGPT's _init_weights plus the c_proj rule), with the
+ * qk_init_mult and learned-scale extras. */
+#include <math.h>
+#include <string.h>
+
+#include "qkt_nn.h"
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static void fill_normal(qkt_real *x, int64_t n, double std, qkt_rng *r) {
+    for (int64_t i = 0; i < n; i++) x[i] = (qkt_real)(std * qkt_rng_normal(r));
+}
+
+static void fill_const(qkt_real *x, int64_t n, double v) {
+    for (int64_t i = 0; i < n; i++) x[i] = (qkt_real)v;
+}
+
+/* Parameters are recognised by name and rank (the names are fixed by the checkpoint
+ * format): 2-D = a Linear or embedding weight, 1-D "*.weight" = a LayerNorm weight. */
+void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng) {
+    const qkt_gpt_config *c = &g->cfg;
+    const double std = 0.02, std_resid = 0.02 / sqrt(2.0 * c->n_layer);
+    const int C = c->n_embd, d = C / c->n_head;
+    for (int i = 0; i < g->params.n; i++) {
+        qkt_tensor *t = g->params.t[i];
+        qkt_rng r;
+        qkt_rng_split(rng, (uint64_t)i, &r); /* one stream per tensor, independent of other sizes */
+        if (t->ndim == 2 && ends_with(t->name, "c_proj.weight")) {
+            fill_normal(t->data, t->size, std_resid, &r);
+        } else if (t->ndim == 2 && ends_with(t->name, "c_attn.weight")) {
+            /* rows [0, C) = W_q, [C, 2C) = W_k, [2C, 3C) = W_v; each row has C inputs */
+            fill_normal(t->data, (int64_t)2 * C * C, std * c->qk_init_mult, &r);
+            fill_normal(t->data + (int64_t)2 * C * C, (int64_t)C * C, std, &r);
+        } else if (t->ndim == 2) {
+            fill_normal(t->data, t->size, std, &r);
+        } else if (ends_with(t->name, "log_scale")) {
+            fill_const(t->data, t->size, log(1.0 / sqrt((double)d)));
+        } else if (ends_with(t->name, ".weight")) {
+            fill_const(t->data, t->size, 1.0);
+        } else {
+            QKT_CHECK(ends_with(t->name, ".bias"), "init: no rule for parameter %s", t->name);
+            fill_const(t->data, t->size, 0.0);
+        }
+    }
+}

@@ -1,0 +1,187 @@
+/* qkt nn: the layers of a GPT-2 style Transformer and the model itself.
+ *
+ * Every layer is a small struct of parameter pointers (into one qkt_params store)
+ * with an `_add` that registers its parameters under nanoGPT's names and a
+ * `_forward` that records autograd ops. Weights use PyTorch's Linear layout
+ * (out, in), so a qkt checkpoint loads into nanoGPT's GPT and back unchanged.
+ *
+ * A training step:
+ *     qkt_gpt g;  qkt_gpt_init(&g, &cfg, &err);          // registers, finalizes params
+ *     qkt_rng r;  qkt_rng_seed(&r, seed);  qkt_gpt_init_weights(&g, &r);
+ *     qkt_ctx_reset(ctx);
+ *     qkt_tensor *loss = qkt_gpt_forward(ctx, &g, idx, targets, B, T, NULL, NULL);
+ *     qkt_params_zero_grad(&g.params);  qkt_backward(ctx, loss, NULL);
+ */
+#ifndef QKT_NN_H
+#define QKT_NN_H
+
+#include "qkt_autograd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- config */
+/* How attention scales q.k before the softmax (s below; d_k = n_embd / n_head). */
+typedef enum qkt_attn_scale {
+    QKT_ATTN_SQRT_DK = 0,     /* "sqrt_dk":      s = 1/sqrt(d_k) (the standard) */
+    QKT_ATTN_NONE,            /* "none":         s = 1 */
+    QKT_ATTN_DK,              /* "dk":           s = 1/d_k (muP) */
+    QKT_ATTN_SQRT_DMODEL,     /* "sqrt_dmodel":  s = 1/sqrt(n_embd) (the common mistake) */
+    QKT_ATTN_LEARNED,         /* "learned":      s_h = exp(log_scale[h]), init 1/sqrt(d_k) */
+    QKT_ATTN_QK_LAYERNORM,    /* "qk_layernorm": LayerNorm(d_k) on q and k, then 1/sqrt(d_k) */
+    QKT_ATTN_SCALE_COUNT
+} qkt_attn_scale;
+/* "sqrt_dk", ... for a valid enum, "?" otherwise. */
+const char *qkt_attn_scale_name(qkt_attn_scale s);
+/* Name -> enum; returns -1 (and a one-line message listing the names) if unknown. */
+int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err);
+
+typedef struct qkt_gpt_config {
+    int vocab_size, block_size, n_layer, n_head, n_embd;
+    double dropout;            /* on embeddings and on attention / MLP outputs; 0 = off */
+    bool bias;                 /* biases in Linear and LayerNorm (nanoGPT's `bias`) */
+    qkt_attn_scale attn_scale;
+    double attn_temp;          /* fixed multiplier on the logits on top of any variant (1) */
+    double qk_init_mult;       /* multiplier on the W_q and W_k init std (1) */
+    double ln_eps;             /* LayerNorm epsilon (1e-5, as PyTorch) */
+} qkt_gpt_config;
+/* nanoGPT's GPT-2 small shape: V 50304, block 1024, 12 layers, 12 heads, C 768, no
+ * dropout, biases on, sqrt_dk, temp 1, qk_init_mult 1, eps 1e-5. */
+qkt_gpt_config qkt_gpt_config_default(void);
+/* 0 if usable; else -1 with one line naming the field (e.g. "n_embd 50 is not divisible
+ * by n_head 3"). */
+int qkt_gpt_config_validate(const qkt_gpt_config *c, qkt_err *err);
+
+/* ---------------------------------------------------------------- layers */
+/* y = x W^T + b. W: (out, in) (PyTorch layout), b: (out) or NULL. x: (..., in). */
+typedef struct qkt_linear {
+    qkt_tensor *weight, *bias;
+} qkt_linear;
+/* Registers `<prefix>.weight` (out, in) with QKT_PARAM_DECAY and, if bias, `<prefix>.bias`. */
+void qkt_linear_add(qkt_linear *l, qkt_params *p, const char *prefix, int in, int out, bool bias);
+qkt_tensor *qkt_linear_forward(qkt_ctx *ctx, const qkt_linear *l, qkt_tensor *x);
+
+/* y[..., :] = W[idx[...], :]. W: (n, C). */
+typedef struct qkt_embed {
+    qkt_tensor *weight;
+} qkt_embed;
+void qkt_embed_add(qkt_embed *e, qkt_params *p, const char *name, int n, int C); /* name is the full weight name */
+qkt_tensor *qkt_embed_forward(qkt_ctx *ctx, const qkt_embed *e, const int32_t *idx, int ndim, const int *shape);
+
+/* y = (x - mean) / sqrt(var + eps) * w + b over the last axis (biased var). w: (C), b: (C) or NULL. */
+typedef struct qkt_ln {
+    qkt_tensor *weight, *bias;
+    double eps;
+} qkt_ln;
+void qkt_ln_add(qkt_ln *ln, qkt_params *p, const char *prefix, int C, bool bias, double eps);
+qkt_tensor *qkt_ln_forward(qkt_ctx *ctx, const qkt_ln *ln, qkt_tensor *x);
+
+/* y = c_proj(gelu(c_fc(x))): C -> 4C -> C, GELU in GPT-2's tanh form. */
+typedef struct qkt_mlp {
+    qkt_linear c_fc, c_proj;
+} qkt_mlp;
+void qkt_mlp_add(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias);
+qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x);
+
+/* Causal multi-head self-attention, x (B, T, C) -> (B, T, C):
+ *   q, k, v = split(c_attn(x));  [qk_layernorm: q, k <- LayerNorm_dk(q), LayerNorm_dk(k) per head]
+ *   y = c_proj(softmax(s_h attn_temp q_h k_h^T + causal/pad mask) v_h, heads merged).
+ * Registered (in this order): c_attn (3C, C) with rows q, k, v, heads contiguous in
+ * each; c_proj (C, C); learned: log_scale (H); qk_layernorm: q_ln, k_ln (d_k). */
+typedef struct qkt_attn {
+    qkt_linear c_attn, c_proj;
+    qkt_tensor *log_scale; /* (H), learned only */
+    qkt_ln q_ln, k_ln;     /* (d_k), qk_layernorm only */
+    int n_embd, n_head;
+    qkt_attn_scale kind;
+    double scale;          /* the fixed part of s: variant's s times attn_temp */
+} qkt_attn;
+void qkt_attn_add(qkt_attn *a, qkt_params *p, const char *prefix, const qkt_gpt_config *c);
+/* key_pad: (B, T), nonzero = key blocked, or NULL. capture: filled when non-NULL
+ * (its probs / logits buffers (B, H, T, T) must be set by the caller). */
+qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const uint8_t *key_pad,
+                             qkt_attn_capture *capture);
+
+/* Pre-LN block: x = x + drop(attn(ln_1(x)));  x = x + drop(mlp(ln_2(x))). */
+typedef struct qkt_block {
+    qkt_ln ln_1, ln_2;
+    qkt_attn attn;
+    qkt_mlp mlp;
+    double dropout;
+    char scope[32]; /* "h.<i>", copied into tape nodes for error messages */
+} qkt_block;
+void qkt_block_add(qkt_block *b, qkt_params *p, const char *prefix, const qkt_gpt_config *c);
+qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const uint8_t *key_pad,
+                              qkt_attn_capture *capture);
+
+/* ---------------------------------------------------------------- GPT */
+/* Parameters, in registration (= checkpoint) order:
+ *   transformer.wte.weight (V, C), transformer.wpe.weight (block_size, C),
+ *   per layer i: transformer.h.i.ln_1.{weight,bias}, .attn.c_attn.{weight,bias},
+ *     .attn.c_proj.{weight,bias}, [.attn.log_scale | .attn.q_ln.{weight,bias}, .attn.k_ln.{weight,bias}],
+ *     .ln_2.{weight,bias}, .mlp.c_fc.{weight,bias}, .mlp.c_proj.{weight,bias},
+ *   transformer.ln_f.{weight,bias}.
+ * (No biases when cfg.bias is false.) The LM head is wte (tied), not a parameter.
+ * QKT_PARAM_DECAY is set on exactly the 2-D weights (embeddings and Linear weights). */
+typedef struct qkt_gpt {
+    qkt_gpt_config cfg;
+    qkt_params params;
+    qkt_embed wte, wpe;
+    qkt_block *h; /* n_layer */
+    qkt_ln ln_f;
+} qkt_gpt;
+
+/* Validates cfg (-1 with a one-line message if invalid), registers and finalizes the
+ * parameters (all zero: call qkt_gpt_init_weights next). */
+int qkt_gpt_init(qkt_gpt *g, const qkt_gpt_config *cfg, qkt_err *err);
+void qkt_gpt_free(qkt_gpt *g);
+
+/* GPT-2 init. Every parameter tensor, in registration order, gets its own stream
+ * qkt_rng_split(rng, i) (i = its index), and is filled in storage order, so one
+ * tensor's values do not depend on the sizes of the others:
+ *   Linear and embedding weights N(0, 0.02^2); attn.c_proj and mlp.c_proj weights
+ *   N(0, (0.02/sqrt(2 n_layer))^2); the q and k row blocks of c_attn N(0, (0.02 qk_init_mult)^2);
+ *   biases 0; LayerNorm weights 1, biases 0; log_scale log(1/sqrt(d_k)).
+ * rng advances by one draw per parameter tensor. */
+void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng);
+
+/* Per-forward options (all off when the pointer is NULL or zeroed). */
+typedef struct qkt_gpt_opts {
+    const uint8_t *key_pad;     /* (B, T), nonzero = this key is padding; or NULL */
+    /* Attention capture: NULL = none (no cost). Otherwise n_layer entries; each entry's
+     * probs / logits (B, H, T, T) is filled when non-NULL, and when NULL but the matching
+     * flag below is set, it is pointed at a fresh arena buffer (valid until ctx reset). */
+    qkt_attn_capture *capture;
+    bool capture_probs, capture_logits;
+} qkt_gpt_opts;
+
+/* Forward on idx (B, T) tokens in [0, V), T <= block_size (checked: programmer error;
+ * user-facing callers validate first). Returns the mean cross-entropy over the
+ * positions whose target is not -1 (0 if none), or NULL if targets is NULL.
+ * *logits_out (if non-NULL) receives the logits (B, T, V) = ln_f(x) wte^T. */
+qkt_tensor *qkt_gpt_forward(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const int32_t *targets, int B, int T,
+                            qkt_tensor **logits_out, const qkt_gpt_opts *opts);
+/* The final hidden states ln_f(x) (B, T, C), without the LM head (for generation and probes). */
+qkt_tensor *qkt_gpt_hidden(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, int B, int T, const qkt_gpt_opts *opts);
+
+/* Sampling. temperature <= 0 means greedy (argmax); top_k <= 0 or >= V means no top-k. */
+typedef struct qkt_sample_opts {
+    double temperature;
+    int top_k;
+    void (*on_token)(int32_t tok, void *user); /* called per new token, or NULL */
+    void *user;
+} qkt_sample_opts;
+/* Autoregressive generation (batch 1): out (n_prompt + n_new) = prompt, then n_new tokens
+ * drawn from softmax(logits_last / temperature) restricted to the top_k, context cropped to
+ * the last block_size tokens. Runs in no_grad eval mode (restored after), resets ctx
+ * before every token (so ctx must hold nothing the caller needs), draws from rng only. */
+void qkt_gpt_generate(qkt_ctx *ctx, qkt_gpt *g, const int32_t *prompt, int n_prompt, int n_new,
+                      const qkt_sample_opts *o, qkt_rng *rng, int32_t *out);
+/* One draw from logits (V) as qkt_gpt_generate does (scratch: V reals). */
+int32_t qkt_sample_logits(const qkt_real *logits, int V, const qkt_sample_opts *o, qkt_rng *rng, qkt_real *scratch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

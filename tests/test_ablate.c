@@ -1,0 +1,81 @@
+/* qkt ablate end to end on a tiny configuration: the files it writes, the tidy CSV
+ * schema, resume (finished cells are not rerun), qkt plot, and bad flags. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "qkt_io.h"
+#include "qkt_report.h"
+#include "qkt_test.h"
+
+static char out[1 << 16];
+
+int main(void) {
+    const char *tmp = qkt_test_tmpdir("ablate");
+    char cmd[2048], path[1024];
+    const char *tiny = "--variants sqrt_dk,none --d-k 8 --seeds 2 --steps 12 --eval-every 6 --lr-grid 1e-3,1e-1 "
+                       "--lr-variants sqrt_dk,none --lr-steps 6 --lr-d-k 8 --init-d-k 4,16 --growth-d-k 4,8 --batch-size 8 --workers 2";
+    snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s", qkt_test_bin(), tmp, tiny);
+    int rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0, "qkt ablate exited %d:\n%s", rc, out);
+    const char *files[] = {"config.json", "metrics.csv", "summary.csv", "report.md", "init_logit_std.png", "init_entropy.png",
+                           "init_jacobian.png", "loss_dk8.png", "acc_dk8.png", "entropy_dk8_L0.png", "lr_sensitivity.png",
+                           "logit_growth.png", "attn_sqrt_dk.png", "attn_none.png"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/t/%s", tmp, files[i]);
+        EXPECT(qkt_file_exists(path), "missing %s", path);
+    }
+    /* Tidy schema: header, 11 fields per row, known experiments, every planned run present. */
+    snprintf(path, sizeof path, "%s/t/metrics.csv", tmp);
+    qkt_table t;
+    qkt_err err;
+    EXPECT(qkt_table_load(path, &t, &err) == 0, "%s", err.msg);
+    const char *runs[] = {"train_sqrt_dk_dk8_s0", "train_none_dk8_s1", "lr_none_dk8_lr0.1", "init_dk_dk16",
+                          "growth_dk_dk4", "iid_sqrt_dmodel_dk16"};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        int found = 0;
+        for (int k = 0; k < t.n_runs; k++) found |= !strcmp(t.runs[k].id, runs[i]);
+        EXPECT(found, "run %s missing from metrics.csv", runs[i]);
+    }
+    int r0 = qkt_table_find_run(&t, "train", "sqrt_dk", 8, 0, 0);
+    EXPECT(r0 >= 0, "train run not found");
+    EXPECT(qkt_table_last_step(&t, r0, "train_loss") == 11, "train_loss should be logged at steps 0..11");
+    EXPECT(qkt_table_last_step(&t, r0, "val_loss") == 12, "val_loss should be logged after the last step");
+    EXPECT(isfinite(qkt_table_value(&t, r0, "entropy", 0, 1)), "per-layer entropy missing");
+    qkt_table_free(&t);
+    size_t n;
+    char *rep = qkt_read_file(strcat(strcpy(path, tmp), "/t/report.md"), &n, &err);
+    EXPECT(rep && strstr(rep, "## 1. At initialisation") && strstr(rep, "## 4. Logit growth") && strstr(rep, "What the numbers say"),
+           "report sections missing");
+    free(rep);
+
+    /* Resume: remove one finished cell; a rerun recomputes only it. */
+    snprintf(path, sizeof path, "%s/t/cells/train_none_dk8_s1.csv", tmp);
+    EXPECT(remove(path) == 0, "cannot remove %s", path);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0 && strstr(out, "resuming") && strstr(out, "already done, kept"), "resume failed (%d):\n%s", rc, out);
+    EXPECT(qkt_file_exists(path), "the removed cell was not rerun");
+    EXPECT(strstr(out, "1/") || strstr(out, "done"), "%s", out);
+
+    /* A different configuration in the same directory is refused. */
+    snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s --seed 5", qkt_test_bin(), tmp, tiny);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 2 && strstr(out, "different configuration"), "(%d) %s", rc, out);
+
+    /* qkt plot redraws from the CSV files. */
+    snprintf(path, sizeof path, "%s/t/loss_dk8.png", tmp);
+    remove(path);
+    snprintf(cmd, sizeof cmd, "%s plot %s/t", qkt_test_bin(), tmp);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0 && qkt_file_exists(path), "qkt plot (%d): %s", rc, out);
+
+    /* Bad flags: one line, exit 2. */
+    const char *bad[] = {"--variants sqrt_dk,bogus", "--d-k 0", "--seeds -1", "--lr -3", "--lr-grid 1e-3,x", "--preset huge",
+                         "--steps", "--frobnicate 1", "--task nosuchtask"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(cmd, sizeof cmd, "%s ablate --out %s/bad %s", qkt_test_bin(), tmp, bad[i]);
+        rc = qkt_test_run(cmd, out, sizeof out);
+        EXPECT(rc == 2 && strchr(out, '\n') == out + strlen(out) - 1, "'%s': exit %d, output:\n%s", bad[i], rc, out);
+    }
+    return qkt_test_finish();
+}

@@ -1,0 +1,88 @@
+/* `qkt data`: --show for every source, --dump against the API, --help, bad flags. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_data.h"
+#include "qkt_test.h"
+
+static char out[1 << 16];
+
+static int run(const char *args) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s data %s", qkt_test_bin(), args);
+    return qkt_test_run(cmd, out, sizeof out);
+}
+
+static void expect_ok(const char *args, const char *want1, const char *want2) {
+    int rc = run(args);
+    EXPECT(rc == 0, "qkt data %s: exit %d\n%s", args, rc, out);
+    EXPECT(strstr(out, want1) != NULL, "qkt data %s: output lacks '%s':\n%s", args, want1, out);
+    if (want2) EXPECT(strstr(out, want2) != NULL, "qkt data %s: output lacks '%s':\n%s", args, want2, out);
+}
+
+static void expect_bad(const char *args, const char *want) {
+    int rc = run(args);
+    EXPECT(rc == 2, "qkt data %s: exit %d, expected 2\n%s", args, rc, out);
+    EXPECT(strstr(out, want) != NULL, "qkt data %s: message lacks '%s': %s", args, want, out);
+    int lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    EXPECT(lines == 1, "qkt data %s: %d lines of error, expected 1: %s", args, lines, out);
+}
+
+int main(void) {
+    expect_ok("--help", "--show SPEC", "n_queries");
+    expect_ok("--show mqar", "mqar:vocab=64,seq_len=64,n_pairs=8,n_queries=8", "chance: loss 3.4657, accuracy 0.0312");
+    expect_ok("--show mqar --seed 3 --split val", "val split", "[v");
+    expect_ok("--show induction --seq-len 32", "induction:vocab=64,len=16", "16 answers");
+    expect_ok("--show sort", "sort:len=8,digits=10", " | [");
+    expect_ok("--show reverse --count 3", "reverse:len=12", "12 answers");
+    expect_ok("--show copy --seq-len 30", "6 padding positions", "copy:len=12");
+    expect_ok("--show bigram", "best: loss 1.23", "64 answers");
+    const char *dir = qkt_test_tmpdir("datacli");
+    char path[512], args[1024];
+    snprintf(path, sizeof path, "%s/t.txt", dir);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 100; i++) fprintf(f, "line %d of the text\n", i);
+    fclose(f);
+    snprintf(args, sizeof args, "--show text:%s --seq-len 16", path);
+    expect_ok(args, "split: train 1791 bytes, val 199 bytes", "vocabulary (21 bytes): \"\\n 0123456789efhilnotx\"");
+
+    /* --dump equals the API's batches, row by row. */
+    EXPECT(run("--dump sort:len=5 --seed 9 --split val --count 3") == 0, "dump: %s", out);
+    qkt_data *d;
+    qkt_err err;
+    qkt_data_opts o = {.seq_len = 0, .seed = 9};
+    EXPECT(qkt_data_open(&d, "sort:len=5", &o, &err) == 0, "%s", err.msg);
+    int32_t x[10], y[10];
+    char *p = out;
+    int mismatches = 0;
+    for (int r = 0; r < 3; r++) {
+        qkt_data_batch(d, QKT_SPLIT_VAL, 1, x, y, NULL);
+        for (int t = 0; t < 20; t++) {
+            long v = strtol(p, &p, 10);
+            mismatches += v != (t < 10 ? x[t] : y[t - 10]);
+        }
+    }
+    EXPECT(mismatches == 0, "dump differs from the API in %d values:\n%s", mismatches, out);
+    qkt_data_free(d);
+
+    expect_bad("", "expected --show SPEC or --dump SPEC");
+    expect_bad("--frobnicate", "unknown flag '--frobnicate'");
+    expect_bad("--show", "--show needs a value");
+    expect_bad("--show nope", "unknown data source 'nope'");
+    expect_bad("--show mqar:n_pairs=x", "n_pairs=x: expected an integer");
+    expect_bad("--show mqar --seed -1", "--seed '-1': expected an integer >= 0");
+    expect_bad("--show mqar --seed", "--seed needs a value");
+    expect_bad("--show mqar --seq-len 0", "--seq-len '0'");
+    expect_bad("--show mqar --seq-len 12abc", "--seq-len '12abc'");
+    expect_bad("--show sort --seq-len 10", "needs seq_len >= 16, got 10");
+    expect_bad("--show mqar --split test", "--split 'test': expected train or val");
+    expect_bad("--show mqar --count 0", "--count '0'");
+    expect_bad("--show mqar --dump sort", "only one of --show/--dump");
+    expect_bad("--show text:/nonexistent/x.txt", "'/nonexistent/x.txt': no such file");
+    snprintf(args, sizeof args, "--show text:%s", dir);
+    expect_bad(args, "is a directory");
+    snprintf(args, sizeof args, "--show text:%s --seq-len 900", path);
+    expect_bad(args, "too short for seq_len 900");
+    return qkt_test_finish();
+}

@@ -1,0 +1,275 @@
+/* Float64 gradient checks of nn's composites: the LayerNorm wrapper (shared harness),
+ * attention for every scale variant (incl. learned's log_scale and qk_layernorm's
+ * q_ln / k_ln), an MLP, a block with dropout, and the whole GPT for every variant.
+ *
+ * The layers' parameters live in a qkt_params store, so the composites are checked by
+ * a store-wide loop with the harness's method and metric (gradcheck.h): central
+ * differences (h = 1e-6) of L = sum(r * f) for a random projection r, and per tensor
+ * err = max |analytic - numeric| / max(max |numeric|, max |analytic|, 1e-6). The layer
+ * input x is a tensor of the same store, so dL/dx is checked too. A planted wrong
+ * backward proves the loop can fail. (Named test_gc_* so CMake builds it in float64.) */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gradcheck.h"
+#include "qkt_nn.h"
+#include "qkt_test.h"
+
+#define H_STEP 1e-6
+#define TOL 1e-6
+#define MAX_POINTS 40 /* per tensor: all elements up to this many, else a random sample */
+#define DROPOUT_SEED 0xD0D0ull
+
+/* ---------------------------------------------------------------- store-wide checker */
+typedef struct nn_case nn_case;
+typedef qkt_tensor *(*nn_fn)(qkt_ctx *ctx, const nn_case *c);
+struct nn_case {
+    const char *name;
+    qkt_params p;
+    nn_fn fn;
+    qkt_gpt_config cfg;
+    /* The layer under test (one of them is used, per fn) and its input. */
+    qkt_tensor *x;
+    qkt_ln ln;
+    qkt_attn attn;
+    qkt_mlp mlp;
+    qkt_block block;
+    qkt_gpt *gpt;
+    const int32_t *idx, *targets;
+    const uint8_t *key_pad;
+    int B, T;
+    bool plant; /* insert the planted wrong backward before the layer */
+};
+
+static double project(qkt_ctx *ctx, const nn_case *c, const qkt_real *r) {
+    qkt_ctx_reset(ctx);
+    qkt_rng_seed(&ctx->rng, DROPOUT_SEED);
+    ctx->no_grad = true;
+    qkt_tensor *y = c->fn(ctx, c);
+    ctx->no_grad = false;
+    double L = 0;
+    for (int64_t i = 0; i < y->size; i++) L += (double)r[i] * y->data[i];
+    return L;
+}
+
+/* Returns the worst per-tensor error; prints the worst tensor. */
+static double check_store(const nn_case *c, uint64_t seed) {
+    const qkt_params *p = &c->p;
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 1 << 20, seed);
+    qkt_rng_seed(&ctx.rng, DROPOUT_SEED);
+    qkt_tensor *y = c->fn(&ctx, c);
+    qkt_real *r = malloc((size_t)y->size * sizeof *r);
+    qkt_rng rr;
+    qkt_rng_seed(&rr, seed ^ 0x5EEDull);
+    for (int64_t i = 0; i < y->size; i++) r[i] = y->size == 1 ? 1 : (qkt_real)qkt_rng_normal(&rr);
+    qkt_params_zero_grad((qkt_params *)p);
+    qkt_backward(&ctx, y, r);
+    qkt_real *analytic = malloc((size_t)p->size * sizeof *analytic);
+    memcpy(analytic, p->grad, (size_t)p->size * sizeof *analytic);
+    double worst = 0, gmax = 0;
+    const char *worst_name = "";
+    for (int64_t j = 0; j < p->size; j++) gmax = fmax(gmax, fabs(analytic[j]));
+    for (int i = 0; i < p->n; i++) {
+        qkt_tensor *t = p->t[i];
+        int64_t base = qkt_params_offset(p, t), n = t->size, npts = n <= MAX_POINTS ? n : MAX_POINTS;
+        double maxdiff = 0, scale = 1e-6, maxabs = 0;
+        for (int64_t k = 0; k < npts; k++) {
+            int64_t j = n <= MAX_POINTS ? k : (int64_t)qkt_rng_below(&rr, (uint32_t)n);
+            qkt_real old = t->data[j];
+            t->data[j] = old + (qkt_real)H_STEP;
+            double lp = project(&ctx, c, r);
+            t->data[j] = old - (qkt_real)H_STEP;
+            double lm = project(&ctx, c, r);
+            t->data[j] = old;
+            double num = (lp - lm) / (2 * H_STEP), an = analytic[base + j];
+            maxdiff = fmax(maxdiff, fabs(num - an));
+            maxabs = fmax(maxabs, fmax(fabs(num), fabs(an)));
+        }
+        scale = fmax(scale, maxabs);
+        /* qk_layernorm's k_ln.bias has a gradient of exactly zero (adding one vector to every
+         * key adds a constant to each softmax row); both sides are rounding noise, so it is
+         * checked for vanishing against the store's largest gradient instead. */
+        if (strstr(t->name, "k_ln.bias")) maxdiff = maxabs, scale = fmax(gmax, 1e-6);
+        double err = maxdiff / scale;
+        if (!(err <= worst)) worst = err, worst_name = t->name; /* NaN propagates */
+    }
+    printf("%-44s err %.2e (worst: %s) %s\n", c->name, worst, worst_name,
+           c->plant ? (worst > 0.1 ? "caught" : "NOT CAUGHT") : worst <= TOL ? "ok" : "FAIL");
+    free(r);
+    free(analytic);
+    qkt_ctx_free(&ctx);
+    return worst;
+}
+
+/* Fills every tensor of the store N(0, 1) scaled by 1/sqrt(fan-in) for 2-D weights. */
+static void randomize(qkt_params *p, uint64_t seed, double x_scale) {
+    qkt_rng r;
+    qkt_rng_seed(&r, seed);
+    for (int i = 0; i < p->n; i++) {
+        qkt_tensor *t = p->t[i];
+        double s = t->ndim == 2 ? 1 / sqrt((double)t->shape[1]) : 1;
+        if (!strcmp(t->name, "x")) s = x_scale;
+        if (strstr(t->name, "log_scale")) s = 0.3;
+        for (int64_t j = 0; j < t->size; j++) t->data[j] = (qkt_real)(s * qkt_rng_normal(&r));
+        if (t->ndim == 1 && strstr(t->name, "ln") && strstr(t->name, ".weight")) /* LayerNorm gains near 1 */
+            for (int64_t j = 0; j < t->size; j++) t->data[j] += 1;
+    }
+}
+
+/* A planted bug: y = 2x whose backward forgets the factor 2. */
+static void bad_double_backward(qkt_ctx *ctx, qkt_node *n) {
+    qkt_real *dx = qkt_grad(ctx, n->in[0]);
+    for (int64_t i = 0; i < n->out->size; i++) dx[i] += n->out->grad[i];
+}
+static qkt_tensor *input(qkt_ctx *ctx, const nn_case *c) {
+    if (!c->plant) return c->x;
+    qkt_tensor *y = qkt_op_output(ctx, c->x->ndim, c->x->shape);
+    for (int64_t i = 0; i < y->size; i++) y->data[i] = 2 * c->x->data[i];
+    qkt_op_record_custom(ctx, "planted_double", bad_double_backward, y, 1, (qkt_tensor *[]){c->x});
+    return y;
+}
+
+static qkt_tensor *f_attn(qkt_ctx *ctx, const nn_case *c) {
+    return qkt_attn_forward(ctx, &c->attn, input(ctx, c), c->key_pad, NULL);
+}
+static qkt_tensor *f_mlp(qkt_ctx *ctx, const nn_case *c) { return qkt_mlp_forward(ctx, &c->mlp, input(ctx, c)); }
+static qkt_tensor *f_block(qkt_ctx *ctx, const nn_case *c) {
+    return qkt_block_forward(ctx, &c->block, input(ctx, c), c->key_pad, NULL);
+}
+static qkt_tensor *f_gpt(qkt_ctx *ctx, const nn_case *c) {
+    qkt_gpt_opts o = {.key_pad = c->key_pad};
+    return qkt_gpt_forward(ctx, c->gpt, c->idx, c->targets, c->B, c->T, NULL, &o);
+}
+
+static qkt_gpt_config cfg_of(qkt_attn_scale s) {
+    qkt_gpt_config c = qkt_gpt_config_default();
+    c.vocab_size = 11, c.block_size = 6, c.n_layer = 2, c.n_head = 3, c.n_embd = 12, c.attn_scale = s;
+    return c;
+}
+
+/* Layer case: registers the layer's params under its prefix, then x (B, T, C). */
+static void layer_case(nn_case *c, const char *name, nn_fn fn, qkt_gpt_config cfg, int B, int T, uint64_t seed) {
+    memset(c, 0, sizeof *c);
+    c->name = name, c->fn = fn, c->cfg = cfg, c->B = B, c->T = T;
+    qkt_params_init(&c->p);
+    if (fn == f_attn) qkt_attn_add(&c->attn, &c->p, "attn", &c->cfg);
+    if (fn == f_mlp) qkt_mlp_add(&c->mlp, &c->p, "mlp", cfg.n_embd, cfg.bias);
+    if (fn == f_block) qkt_block_add(&c->block, &c->p, "h.0", &c->cfg);
+    c->x = qkt_params_add(&c->p, "x", 3, (int[]){B, T, cfg.n_embd}, 0);
+    qkt_params_finalize(&c->p);
+    randomize(&c->p, seed, 1.0);
+}
+
+/* ---------------------------------------------------------------- LayerNorm (shared harness) */
+static qkt_tensor *f_ln(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+    qkt_ln ln = {.weight = x[1], .bias = c->n_inputs > 2 ? x[2] : NULL, .eps = 1e-5};
+    return qkt_ln_forward(ctx, &ln, x[0]);
+}
+
+static void test_layernorm(void) {
+    gc_case cases[] = {
+        {.name = "nn LayerNorm (B,T,C) affine", .n_inputs = 3, .ndim = {3, 1, 1}, .shape = {{2, 5, 12}, {12}, {12}},
+         .tol = TOL, .fn = f_ln},
+        {.name = "nn LayerNorm (B,T,H,d) no bias", .n_inputs = 2, .ndim = {4, 1}, .shape = {{2, 5, 3, 4}, {4}},
+         .tol = TOL, .fn = f_ln},
+    };
+    for (int i = 0; i < 2; i++) {
+        gc_result r;
+        bool ok = gc_check(&cases[i], 100 + (uint64_t)i, &r);
+        printf("%-44s err %.2e %s\n", cases[i].name, r.worst, ok ? "ok" : "FAIL");
+        EXPECT(ok, "%s: err %g", cases[i].name, r.worst);
+    }
+}
+
+/* ---------------------------------------------------------------- attention, MLP, block */
+static void test_attention(void) {
+    uint8_t pad[10] = {0, 0, 1, 0, 0, /* batch 1: key 0 padded (query 0 sees nothing) */ 1, 0, 0, 0, 0};
+    char name[96];
+    for (int s = 0; s < QKT_ATTN_SCALE_COUNT; s++)
+        for (int variant = 0; variant < 2; variant++) {
+            qkt_gpt_config cfg = cfg_of((qkt_attn_scale)s);
+            if (variant) cfg.attn_temp = 0.7, cfg.bias = s % 2;
+            snprintf(name, sizeof name, "attention %s%s", qkt_attn_scale_name(s),
+                     variant ? (cfg.bias ? " temp 0.7 key_pad" : " temp 0.7 key_pad no bias") : "");
+            nn_case c;
+            layer_case(&c, name, f_attn, cfg, 2, 5, 200 + (uint64_t)s);
+            if (variant) c.key_pad = pad;
+            double err = check_store(&c, 300 + (uint64_t)s);
+            EXPECT(err <= TOL, "%s: err %g", name, err);
+            /* Every parameter received a real gradient (log_scale, q_ln, ...), except k_ln.bias,
+             * whose gradient is zero in exact arithmetic (softmax shift invariance). */
+            double gmax = 0;
+            for (int64_t j = 0; j < c.p.size; j++) gmax = fmax(gmax, fabs(c.p.grad[j]));
+            for (int i = 0; i < c.p.n; i++) {
+                double g = 0;
+                for (int64_t j = 0; j < c.p.t[i]->size; j++)
+                    g = fmax(g, fabs(c.p.grad[qkt_params_offset(&c.p, c.p.t[i]) + j]));
+                if (strstr(c.p.t[i]->name, "k_ln.bias"))
+                    EXPECT(g < 1e-9 * gmax, "%s: k_ln.bias gradient %g should vanish", name, g);
+                else
+                    EXPECT(g > 1e-3 * gmax, "%s: no gradient reached %s (%g)", name, c.p.t[i]->name, g);
+            }
+            qkt_params_free(&c.p);
+        }
+}
+
+static void test_mlp_block(void) {
+    nn_case c;
+    layer_case(&c, "mlp", f_mlp, cfg_of(QKT_ATTN_SQRT_DK), 2, 5, 400);
+    double err = check_store(&c, 401);
+    EXPECT(err <= TOL, "mlp: err %g", err);
+    qkt_params_free(&c.p);
+    qkt_gpt_config cfg = cfg_of(QKT_ATTN_SQRT_DK);
+    layer_case(&c, "block sqrt_dk", f_block, cfg, 2, 5, 410);
+    err = check_store(&c, 411);
+    EXPECT(err <= TOL, "block: err %g", err);
+    qkt_params_free(&c.p);
+    cfg.dropout = 0.2, cfg.attn_scale = QKT_ATTN_LEARNED;
+    layer_case(&c, "block learned, dropout 0.2", f_block, cfg, 2, 5, 420);
+    err = check_store(&c, 421);
+    EXPECT(err <= TOL, "block with dropout: err %g", err);
+    /* The planted bug must be caught. */
+    c.plant = true;
+    c.name = "block with a planted wrong backward";
+    err = check_store(&c, 421);
+    EXPECT(err > 0.1, "planted wrong backward not caught (err %g)", err);
+    qkt_params_free(&c.p);
+}
+
+/* ---------------------------------------------------------------- whole model */
+static void test_gpt(void) {
+    int B = 2, T = 5;
+    int32_t idx[10] = {1, 4, 7, 10, 0, 3, 3, 9, 2, 5};
+    int32_t tgt[10] = {4, -1, 10, 0, 6, -1, 9, 2, -1, 8};
+    uint8_t pad[10] = {0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+    char name[96];
+    for (int s = 0; s < QKT_ATTN_SCALE_COUNT; s++) {
+        qkt_gpt_config cfg = cfg_of((qkt_attn_scale)s);
+        cfg.attn_temp = s == QKT_ATTN_NONE ? 0.5 : 1.3;
+        qkt_gpt g;
+        qkt_err err = {{0}};
+        EXPECT(qkt_gpt_init(&g, &cfg, &err) == 0, "%s", err.msg);
+        /* Large-ish random weights (not the 0.02 init) so every path carries gradient. */
+        randomize(&g.params, 500 + (uint64_t)s, 1.0);
+        nn_case c = {.fn = f_gpt, .gpt = &g, .idx = idx, .targets = tgt, .B = B, .T = T, .cfg = cfg};
+        snprintf(name, sizeof name, "gpt loss %s", qkt_attn_scale_name(s));
+        c.name = name;
+        c.p = g.params; /* a view of the model's store */
+        if (s == QKT_ATTN_QK_LAYERNORM) c.key_pad = pad;
+        double e = check_store(&c, 600 + (uint64_t)s);
+        EXPECT(e <= TOL, "%s: err %g", name, e);
+        qkt_gpt_free(&g);
+    }
+}
+
+int main(void) {
+    QKT_CHECK(sizeof(qkt_real) == 8, "test_gc_nn must be built with QKT_DOUBLE");
+    qkt_set_threads(1);
+    test_layernorm();
+    test_attention();
+    test_mlp_block();
+    test_gpt();
+    return qkt_test_finish();
+}
