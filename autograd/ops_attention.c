@@ -3,7 +3,7 @@
  *   forward:  per (b, h, query tile) an online softmax over key tiles j <= the diagonal
  *             (tiles wholly above it are skipped); only the row logsumexp
  *             lse = m + log l (B, H, T) is saved, never P;
- *   backward: per (b, h) P is recomputed tile by tile from lse.
+ *   backward: per (b, h) P is recomputed from lse, a strip of query rows at a time.
  * q, k, v, y stay in the (B, T, H, d) layout; tiles are copied into small padded
  * buffers, and the tile products are the register-blocked kernels of kernels.h (the
  * threaded sgemm is never called from inside the parallel regions). Memory is linear
@@ -243,83 +243,80 @@ qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const q
 }
 
 /* One head (b, h), all of it, so the thread owns dQ, dK, dV of that head. With
- * z = s_h q.k + mask, P = exp(z - lse), y = P V, D_i = sum_c dY_ic y_ic:
- *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   dZ_ij = P_ij (dP_ij - D_i);
- *   dQ_i += s_h sum_j dZ_ij k_j;   dK_j += s_h sum_i dZ_ij q_i;
- *   ds_h = sum_ij dZ_ij q_i.k_j, so dlog_scale[h] = s_h ds_h = sum_ij dZ_ij z_ij (unmasked z).
- * Blocked entries have P = 0, hence dZ = 0. Key tiles outer (dK_j, dV_j accumulate in
- * registers-sized tiles), query tiles from the diagonal down inner. Returns sum dZ z. */
-#define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * BQ * BK + (T) + BK)
+ * z = s_h q.k + mask and P = exp(z - lse):
+ *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   D_i = sum_j P_ij dP_ij;
+ *   dZ_ij = P_ij (dP_ij - D_i);   dQ_i += s_h sum_j dZ_ij k_j;   dK_j += s_h sum_i dZ_ij q_i;
+ *   ds_h = sum_ij dZ_ij q_i.k_j, so dlog_scale[h] = s_h ds_h = sum_i q_i . dQ_i (this head's dQ).
+ * Blocked entries have P = 0, hence dZ = 0. Per query tile, P and dP are rebuilt for
+ * every key up to the diagonal into a (BQ, T) strip: z from s q rounded exactly as in
+ * the forward, P renormalised over the row, and D_i summed over the very P used here. (FlashAttention's D_i = dY_i . y_i is cheaper but not consistent with the
+ * recomputed P to float32 rounding; when a row is nearly one-hot, dZ is a small
+ * difference and that inconsistency shows as 1e-4 relative errors, measured against
+ * PyTorch. Summing dZ z for dlog_scale tile by tile loses accuracy the same way.)
+ * The strip is linear in T; dK, dV accumulate in (T, d) buffers. Returns dlog_scale[h]'s
+ * share from batch b. */
+#define BWD_SCRATCH(Tp, dp, d) ((size_t)(Tp) * (dp) * 6 + ((size_t)(d) + BQ) * kt_ld(Tp) * 2 + (Tp))
 static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
-                       const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, int b, int h,
-                       qkt_real *w) {
-    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD);
-    qkt_real *Q = w, *K = Q + (size_t)T * dp, *dY = K + (size_t)T * dp, *dQ = dY + (size_t)T * dp;
-    qkt_real *KT = dQ + (size_t)T * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
-    qkt_real *P = dVj + BK * dp, *dS = P + BQ * BK, *D = dS + BQ * BK, *kb = D + T;
+                       const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, int b, int h, qkt_real *w) {
+    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), Tp = qkt__round_up(T, BK), ldk = kt_ld(Tp);
+    size_t slab = (size_t)Tp * dp;
+    qkt_real *Q = w, *K = Q + slab, *dY = K + slab, *dQ = dY + slab, *dK = dQ + slab, *dV = dK + slab;
+    qkt_real *KT = dV + slab, *VT = KT + (size_t)d * ldk, *Ps = VT + (size_t)d * ldk, *Gs = Ps + (size_t)BQ * ldk;
+    qkt_real *kb = Gs + (size_t)BQ * ldk;
     int ld = a->ld;
     size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
     const qkt_real *lse = a->lse + ((size_t)b * a->H + h) * T, s = a->s[h];
-    copy_rows(q + base, T, d, ld, 1, Q, dp);
+    copy_rows(q + base, T, d, ld, s, Q, dp); /* s q, rounded as in the forward: the same z bits */
     copy_rows(k + base, T, d, ld, 1, K, dp);
     copy_rows(dy + obase, T, d, C, 1, dY, dp);
-    memset(dQ, 0, (size_t)T * dp * sizeof *dQ);
-    for (int i = 0; i < T; i++) {
-        const qkt_real *dyi = dY + (size_t)i * dp, *yi = y + obase + (size_t)i * C;
-        qkt_real acc = 0;
-#pragma omp simd reduction(+ : acc)
-        for (int c = 0; c < d; c++) acc += dyi[c] * yi[c];
-        D[i] = acc;
-    }
-    double dlog = 0;
-    for (int c0 = 0; c0 < T; c0 += BK) {
-        int nk = T - c0 < BK ? T - c0 : BK;
-        copy_transposed(k + base + (size_t)c0 * ld, nk, d, ld, KT, BK);
-        copy_transposed(v + base + (size_t)c0 * ld, nk, d, ld, VT, BK);
-        key_bias(a, b, c0, BK, kb);
-        memset(dKj, 0, (size_t)BK * dp * sizeof *dKj);
-        memset(dVj, 0, (size_t)BK * dp * sizeof *dVj);
-        for (int r0 = c0 / BQ * BQ; r0 < T; r0 += BQ) {
-            int nq = T - r0 < BQ ? T - r0 : BQ;
-            qkt_real *Qi = Q + (size_t)r0 * dp, *dYi = dY + (size_t)r0 * dp;
-            qkt__mk_gemm(nq, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* q.k (nq, BK) */
-            qkt__mk_gemm(nq, BK, d, dYi, dp, 1, VT, BK, dS, BK, false); /* dP = dY V^T */
-            double part = 0;
-            for (int r = 0; r < nq; r++) {
-                qkt_real *p = P + r * BK, *g = dS + r * BK, li = lse[r0 + r], Di = D[r0 + r];
-                int jn = r0 + r - c0 + 1;
-                qkt_real gzz[BK];
-                if (li == -INFINITY) jn = 0; /* fully blocked row */
-#pragma omp simd
-                for (int j = 0; j < BK; j++) {
-                    qkt_real z = s * p[j];
-                    qkt_real pj = j < jn && kb[j] == 0 ? qkt__exp(z - li) : 0;
-                    qkt_real gz = pj * (g[j] - Di);
-                    gzz[j] = gz * z;
-                    p[j] = pj;
-                    g[j] = s * gz;
-                }
-                part += qkt__sum32(gzz);
+    copy_transposed(k + base, T, d, ld, KT, ldk); /* K^T (d, Tp) */
+    copy_transposed(v + base, T, d, ld, VT, ldk); /* V^T (d, Tp) */
+    key_bias(a, b, 0, Tp, kb);
+    memset(dQ, 0, 3 * slab * sizeof *dQ); /* dQ, dK, dV */
+    for (int r0 = 0; r0 < T; r0 += BQ) {
+        int nq = T - r0 < BQ ? T - r0 : BQ, kend = r0 + nq; /* keys < kend, tiles above the diagonal skipped */
+        int ncols = qkt__round_up(kend, BK);
+        qkt_real *Qi = Q + (size_t)r0 * dp, *dYi = dY + (size_t)r0 * dp;
+        qkt__mk_gemm(nq, ncols, d, Qi, dp, 1, KT, ldk, Ps, ldk, false);  /* z = s q.k (nq, ncols) */
+        qkt__mk_gemm(nq, ncols, d, dYi, dp, 1, VT, ldk, Gs, ldk, false); /* dP = dY V^T */
+        for (int r = 0; r < nq; r++) {
+            qkt_real *p = Ps + (size_t)r * ldk, *g = Gs + (size_t)r * ldk, li = lse[r0 + r];
+            int jn = li == -INFINITY ? 0 : r0 + r + 1; /* causal; a fully blocked row has no P */
+            double sum = 0, Di = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int j = 0; j < ncols; j++) {
+                qkt_real e = j < jn && kb[j] == 0 ? qkt__exp(p[j] - li) : 0;
+                p[j] = e;
+                sum += e;
             }
-            dlog += part;
-            qkt__mk_gemm(nk, dp, nq, P, 1, BK, dYi, dp, dVj, dp, true);                 /* dV_j += P^T dY_i */
-            qkt__mk_gemm(nk, dp, nq, dS, 1, BK, Qi, dp, dKj, dp, true);                 /* dK_j += s dZ^T Q_i */
-            qkt__mk_gemm(nq, dp, nk, dS, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)r0 * dp, dp, true); /* dQ_i += s dZ K_j */
-        }
-        for (int j = 0; j < nk; j++) {
-            qkt_real *dkr = dk + base + (size_t)(c0 + j) * ld, *dvr = dv + base + (size_t)(c0 + j) * ld;
-            const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
+            /* Renormalised over the whole row, so sum_j P_ij = 1 to rounding here too. */
+            qkt_real inv = sum > 0 ? (qkt_real)(1 / sum) : 0;
+#pragma omp simd reduction(+ : Di)
+            for (int j = 0; j < ncols; j++) {
+                p[j] *= inv;
+                Di += (double)p[j] * g[j];
+            }
+            qkt_real Df = (qkt_real)Di;
 #pragma omp simd
-            for (int c = 0; c < d; c++) dkr[c] += gk[c];
-#pragma omp simd
-            for (int c = 0; c < d; c++) dvr[c] += gv[c];
+            for (int j = 0; j < ncols; j++) g[j] = p[j] * (g[j] - Df); /* dZ */
         }
+        qkt__mk_gemm(kend, dp, nq, Ps, 1, ldk, dYi, dp, dV, dp, true);            /* dV += P^T dY_i */
+        qkt__mk_gemm(kend, dp, nq, Gs, 1, ldk, Qi, dp, dK, dp, true);             /* dK += dZ^T (s Q_i) */
+        qkt__mk_gemm(nq, dp, kend, Gs, ldk, 1, K, dp, dQ + (size_t)r0 * dp, dp, true); /* dQ_i / s += dZ K */
     }
+    double dlog = 0; /* sum_i q_i . dQ_i = sum_i (s q_i) . (dQ_i / s) */
     for (int i = 0; i < T; i++) {
-        qkt_real *dqr = dq + base + (size_t)i * ld;
-        const qkt_real *g = dQ + (size_t)i * dp;
-#pragma omp simd
-        for (int c = 0; c < d; c++) dqr[c] += g[c];
+        qkt_real *dqr = dq + base + (size_t)i * ld, *dkr = dk + base + (size_t)i * ld, *dvr = dv + base + (size_t)i * ld;
+        const qkt_real *gq = dQ + (size_t)i * dp, *gk = dK + (size_t)i * dp, *gv = dV + (size_t)i * dp, *qi = Q + (size_t)i * dp;
+        double acc = 0;
+#pragma omp simd reduction(+ : acc)
+        for (int c = 0; c < d; c++) {
+            dqr[c] += s * gq[c];
+            dkr[c] += gk[c];
+            dvr[c] += gv[c];
+            acc += (double)qi[c] * gq[c];
+        }
+        dlog += acc;
     }
     return dlog;
 }
@@ -344,12 +341,12 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
         ls = n->in[3];
     }
     double *dlog = qkt_arena_alloc(&ctx->arena, (size_t)B * H * sizeof(double));
-    size_t wsz = BWD_SCRATCH(a->T, dp, a->d);
+    size_t wsz = BWD_SCRATCH(qkt__round_up(a->T, BK), dp, a->d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
-    const qkt_real *yd = n->out->data, *dy = n->out->grad;
+    const qkt_real *dy = n->out->grad;
 #pragma omp parallel for schedule(dynamic, 1) if (B * H > 1)
     for (int t = 0; t < B * H; t++)
-        dlog[t] = bwd_head(a, qd, kd, vd, yd, dy, dq, dk, dv, t / H, t % H, scratch + (size_t)thread_id() * wsz);
+        dlog[t] = bwd_head(a, qd, kd, vd, dy, dq, dk, dv, t / H, t % H, scratch + (size_t)thread_id() * wsz);
     if (qkt__needs_grad(ls)) {
         qkt_real *g = qkt_grad(ctx, ls);
         for (int h = 0; h < H; h++) {

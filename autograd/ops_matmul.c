@@ -100,14 +100,14 @@ void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
     }
 }
 
-/* ---------------------------------------------------------------- linear */
+/* ---------------------------------------------------------------- affine (Linear) */
 /* y = x W^T + b in one node: the bias is written into y first and the gemm adds onto
  * it (beta = 1), so no separate (rows, out) tensor exists for x W^T, and backward
  * takes db from dy directly. */
-qkt_tensor *qkt_linear(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
-    QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "linear (x, W)", x, w);
+qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
+    QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "affine (x, W)", x, w);
     int in = w->shape[1], out = w->shape[0];
-    if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, "linear (W, b)", w, b);
+    if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, "affine (W, b)", w, b);
     int64_t rows = x->size / in;
     int shape[QKT_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
@@ -119,13 +119,13 @@ qkt_tensor *qkt_linear(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b
         for (int64_t r = 0; r < rows; r++) memcpy(y->data + r * out, bd, (size_t)out * sizeof(qkt_real));
     }
     qkt_gemm(false, true, (int)rows, out, in, 1, x->data, in, w->data, in, b ? 1 : 0, y->data, out);
-    qkt_op_record(ctx, QKT_OP_LINEAR, y, 3, (qkt_tensor *[]){x, w, b});
-    qkt_op_done(ctx, QKT_OP_LINEAR, y);
+    qkt_op_record(ctx, QKT_OP_AFFINE, y, 3, (qkt_tensor *[]){x, w, b});
+    qkt_op_done(ctx, QKT_OP_AFFINE, y);
     return y;
 }
 
 /* dx += dy W;  dW += dy^T x;  db += sum_rows dy */
-void qkt__linear_backward(qkt_ctx *ctx, qkt_node *n) {
+void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int in = w->shape[1], out = w->shape[0];
     int rows = (int)(x->size / in);

@@ -219,7 +219,7 @@ qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool
 
 /* y = x W^T + b, PyTorch's Linear: W (out, in), b (out) or NULL, x (..., in) -> (..., out).
  * One node (the bias is added inside the gemm), so x W^T is never a separate tensor. */
-qkt_tensor *qkt_linear(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b);
+qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b);
 
 /* y = a + b, a - b, a * b. b has a's shape or a's trailing dims (broadcast over
  * a's leading dims, e.g. a bias (C) on (B, T, C)); db sums over those dims. */

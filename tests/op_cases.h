@@ -14,8 +14,8 @@
 static qkt_tensor *f_matmul(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
     return qkt_matmul(ctx, x[0], x[1], c->flags & 1, c->flags & 2);
 }
-static qkt_tensor *f_linear(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
-    return qkt_linear(ctx, x[0], x[1], c->flags ? NULL : x[2]);
+static qkt_tensor *f_affine(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+    return qkt_affine(ctx, x[0], x[1], c->flags ? NULL : x[2]);
 }
 static qkt_tensor *f_add(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_add(ctx, x[0], x[1]); }
 static qkt_tensor *f_sub(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_sub(ctx, x[0], x[1]); }
@@ -115,8 +115,8 @@ static const gc_case op_cases[] = {
     CASE("matmul shared B", f_matmul, TOL, 0, 2, .ndim = {3, 2}, .shape = {{2, 7, 3}, {3, 33}}),
     CASE("matmul shared B^T (linear)", f_matmul, TOL, 2, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {5, 7}}),
     CASE("matmul shared B, ta", f_matmul, TOL, 1, 2, .ndim = {3, 2}, .shape = {{2, 3, 4}, {3, 5}}),
-    CASE("linear x W^T + b", f_linear, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 3, 7}, {5, 7}, {5}}),
-    CASE("linear no bias, 2d", f_linear, TOL, 1, 2, .ndim = {2, 2}, .shape = {{33, 4}, {3, 4}}),
+    CASE("affine x W^T + b", f_affine, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 3, 7}, {5, 7}, {5}}),
+    CASE("affine no bias, 2d", f_affine, TOL, 1, 2, .ndim = {2, 2}, .shape = {{33, 4}, {3, 4}}),
     CASE("add same", f_add, TOL, 0, 2, .ndim = {3, 3}, .shape = {{2, 3, 7}, {2, 3, 7}}),
     CASE("add bias (C)", f_add, TOL, 0, 2, .ndim = {3, 1}, .shape = {{2, 3, 7}, {7}}),
     CASE("add (T, C) over B", f_add, TOL, 0, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {3, 7}}),
