@@ -112,6 +112,25 @@ static inline qkt_real qkt__tanh(qkt_real u) {
 #endif
 }
 
+/* sum_j a_j b_j (b NULL: sum_j a_j) for n a multiple of 16: 16 running lanes in
+ * qkt_real (one vector; each lane sums n/16 terms), the lanes added in double. (gcc 12
+ * does not vectorise an `omp simd` double reduction over float data.) */
+static inline double qkt__dot16(const qkt_real *a, const qkt_real *b, int n) {
+    qkt_real lane[16] = {0};
+    for (int j0 = 0; j0 < n; j0 += 16) {
+        if (b) {
+#pragma omp simd
+            for (int l = 0; l < 16; l++) lane[l] += a[j0 + l] * b[j0 + l];
+        } else {
+#pragma omp simd
+            for (int l = 0; l < 16; l++) lane[l] += a[j0 + l];
+        }
+    }
+    double s = 0;
+    for (int l = 0; l < 16; l++) s += lane[l];
+    return s;
+}
+
 /* max and sum of 32 values as a vectorised tree. (gcc 12 lowers `omp simd reduction`
  * through a per-lane array reduced by a scalar loop: ~40 extra instructions a row.) */
 static inline qkt_real qkt__max32(const qkt_real *z) {

@@ -282,21 +282,14 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
         for (int r = 0; r < nq; r++) {
             qkt_real *p = Ps + (size_t)r * ldk, *g = Gs + (size_t)r * ldk, li = lse[r0 + r];
             int jn = li == -INFINITY ? 0 : r0 + r + 1; /* causal; a fully blocked row has no P */
-            double sum = 0, Di = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int j = 0; j < ncols; j++) {
-                qkt_real e = j < jn && kb[j] == 0 ? qkt__exp(p[j] - li) : 0;
-                p[j] = e;
-                sum += e;
-            }
+#pragma omp simd
+            for (int j = 0; j < ncols; j++) p[j] = qkt__exp(j < jn ? p[j] - li + kb[j] : -INFINITY); /* kb: 0 or -inf */
             /* Renormalised over the whole row, so sum_j P_ij = 1 to rounding here too. */
+            double sum = qkt__dot16(p, NULL, ncols);
             qkt_real inv = sum > 0 ? (qkt_real)(1 / sum) : 0;
-#pragma omp simd reduction(+ : Di)
-            for (int j = 0; j < ncols; j++) {
-                p[j] *= inv;
-                Di += (double)p[j] * g[j];
-            }
-            qkt_real Df = (qkt_real)Di;
+#pragma omp simd
+            for (int j = 0; j < ncols; j++) p[j] *= inv;
+            qkt_real Df = (qkt_real)qkt__dot16(p, g, ncols);
 #pragma omp simd
             for (int j = 0; j < ncols; j++) g[j] = p[j] * (g[j] - Df); /* dZ */
         }
@@ -308,15 +301,13 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
     for (int i = 0; i < T; i++) {
         qkt_real *dqr = dq + base + (size_t)i * ld, *dkr = dk + base + (size_t)i * ld, *dvr = dv + base + (size_t)i * ld;
         const qkt_real *gq = dQ + (size_t)i * dp, *gk = dK + (size_t)i * dp, *gv = dV + (size_t)i * dp, *qi = Q + (size_t)i * dp;
-        double acc = 0;
-#pragma omp simd reduction(+ : acc)
+#pragma omp simd
         for (int c = 0; c < d; c++) {
             dqr[c] += s * gq[c];
             dkr[c] += gk[c];
             dvr[c] += gv[c];
-            acc += (double)qi[c] * gq[c];
         }
-        dlog += acc;
+        dlog += qkt__dot16(qi, gq, dp); /* columns d..dp of Q are 0 */
     }
     return dlog;
 }

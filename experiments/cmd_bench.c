@@ -38,11 +38,12 @@ static const bench_config configs[] = {
     {"medium", 65, 256, 8, 384, 6, 6},
 };
 
-static double now_s(void) {
+static double clock_s(clockid_t id) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(id, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 
 /* Best-of-reps GFLOP/s of C = A B on n x n matrices through qkt_gemm (threads as set). */
 static double sgemm_peak(int n, int reps) {
@@ -70,6 +71,11 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 static double peak_rss_mb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -81,8 +87,11 @@ static double bench_flops(const bench_config *c) {
     return 6 * B * T * (12 * L * C * C + V * C) + 6 * B * L * T * T * C;
 }
 
-/* Times the training steps; fills the median step time (s). Returns 0, or -1 with a message. */
-static int run_model(const bench_config *bc, int warmup, int steps, double *median_s, qkt_err *err) {
+/* Times the training steps; fills the median step time (s) and the median CPU time of
+ * the process per step (all threads: on a loaded machine, wall time minus waiting).
+ * Returns 0, or -1 with a message. */
+static int run_model(const bench_config *bc, int warmup, int steps, double *median_s, double *median_cpu_s,
+                     qkt_err *err) {
     qkt_gpt_config cfg = qkt_gpt_config_default();
     cfg.vocab_size = bc->V, cfg.block_size = bc->T, cfg.n_layer = bc->L, cfg.n_head = bc->NH, cfg.n_embd = bc->C;
     cfg.dropout = 0, cfg.bias = true;
@@ -99,28 +108,28 @@ static int run_model(const bench_config *bc, int warmup, int steps, double *medi
     qkt_ctx_init(&ctx, 0, 1);
     size_t n = (size_t)bc->B * bc->T;
     int32_t *idx = malloc(n * sizeof *idx), *tgt = malloc(n * sizeof *tgt);
-    double *times = malloc((size_t)steps * sizeof *times);
-    QKT_CHECK(idx && tgt && times, "out of memory");
+    double *times = malloc((size_t)steps * sizeof *times), *cpu = malloc((size_t)steps * sizeof *cpu);
+    QKT_CHECK(idx && tgt && times && cpu, "out of memory");
     for (int s = 0; s < warmup + steps; s++) {
         /* A fresh random batch each step (drawn outside the timed region). */
         for (size_t i = 0; i < n; i++) idx[i] = (int32_t)qkt_rng_below(&rng, (uint32_t)bc->V);
         for (size_t i = 0; i < n; i++) tgt[i] = (int32_t)qkt_rng_below(&rng, (uint32_t)bc->V);
-        double t0 = now_s();
+        double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         qkt_ctx_reset(&ctx);
         qkt_tensor *loss = qkt_gpt_forward(&ctx, &g, idx, tgt, bc->B, bc->T, NULL, NULL);
         qkt_params_zero_grad(&g.params);
         qkt_backward(&ctx, loss, NULL);
         qkt_optim_step(&opt, 1e-3);
-        double t = now_s() - t0;
+        double t = now_s() - t0, c = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
         if (!isfinite(loss->data[0])) {
             qkt_err_set(err, "loss is %g at step %d", (double)loss->data[0], s);
             break;
         }
-        if (s >= warmup) times[s - warmup] = t;
+        if (s >= warmup) times[s - warmup] = t, cpu[s - warmup] = c;
     }
-    qsort(times, (size_t)steps, sizeof *times, cmp_double);
-    *median_s = steps % 2 ? times[steps / 2] : 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
-    free(times), free(idx), free(tgt);
+    *median_s = median(times, steps);
+    *median_cpu_s = median(cpu, steps);
+    free(times), free(cpu), free(idx), free(tgt);
     qkt_ctx_free(&ctx);
     qkt_optim_free(&opt);
     qkt_gpt_free(&g);
@@ -188,16 +197,16 @@ int qkt_cmd_bench(int argc, char **argv) {
 #ifdef QKT_BENCH_HAVE_MODEL
     if (peak <= 0) peak = sgemm_peak(peak_n, 3);
     qkt_err err = {{0}};
-    double t;
-    if (run_model(&bc, warmup, steps, &t, &err)) {
+    double t, cpu;
+    if (run_model(&bc, warmup, steps, &t, &cpu, &err)) {
         fprintf(stderr, "qkt bench: %s\n", err.msg);
         return 1;
     }
     double flops = bench_flops(&bc);
     printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f\n", bc.name, threads, t * 1e3,
            (double)bc.B * bc.T / t, peak_rss_mb(), flops / t / (peak * 1e9));
-    fprintf(stderr, "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s\n", bc.V,
-            bc.T, bc.B, bc.C, bc.L, bc.NH, flops * 1e-9, peak);
+    fprintf(stderr, "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, cpu_ms_per_step=%.2f\n",
+            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, flops * 1e-9, peak, cpu * 1e3);
     return 0;
 #else
     (void)peak;
