@@ -28,9 +28,14 @@
         int m = 0;                                                                                     \
         for (; m + (R) <= M; m += (R)) {                                                               \
             qkt_real c[R][W];                                                                          \
-            _Pragma("GCC unroll 8") for (int i = 0; i < (R); i++) {                                    \
-                const qkt_real *ci = C + (m + i) * ldc;                                                \
-                _Pragma("omp simd") for (int n = 0; n < (W); n++) c[i][n] = accumulate ? ci[n] : 0;  \
+            if (accumulate) { /* hoisted: a select per element does not vectorise */                  \
+                _Pragma("GCC unroll 8") for (int i = 0; i < (R); i++) {                                \
+                    const qkt_real *ci = C + (m + i) * ldc;                                            \
+                    _Pragma("omp simd") for (int n = 0; n < (W); n++) c[i][n] = ci[n];                \
+                }                                                                                      \
+            } else {                                                                                   \
+                _Pragma("GCC unroll 8") for (int i = 0; i < (R); i++)                                  \
+                    _Pragma("omp simd") for (int n = 0; n < (W); n++) c[i][n] = 0;                    \
             }                                                                                          \
             for (int k = 0; k < K; k++) {                                                              \
                 const qkt_real *b = B + k * ldb;                                                       \
@@ -47,7 +52,11 @@
         for (; m < M; m++) { /* leftover rows, one at a time */                                       \
             qkt_real c[W];                                                                             \
             qkt_real *cm = C + m * ldc;                                                                \
-            _Pragma("omp simd") for (int n = 0; n < (W); n++) c[n] = accumulate ? cm[n] : 0;          \
+            if (accumulate) {                                                                          \
+                _Pragma("omp simd") for (int n = 0; n < (W); n++) c[n] = cm[n];                       \
+            } else {                                                                                   \
+                _Pragma("omp simd") for (int n = 0; n < (W); n++) c[n] = 0;                           \
+            }                                                                                          \
             for (int k = 0; k < K; k++) {                                                              \
                 qkt_real a = A[m * sam + k * sak];                                                     \
                 const qkt_real *b = B + k * ldb;                                                       \

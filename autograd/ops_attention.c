@@ -2,12 +2,12 @@
  * FlashAttention-2 style (Dao 2023) on the CPU:
  *   forward:  per (b, h, query tile) an online softmax over key tiles j <= the diagonal
  *             (tiles wholly above it are skipped); only the row logsumexp
- *             lse = m + log l (B, H, T) is saved, never P;
- *   backward: per (b, h) P is recomputed from lse, a strip of query rows at a time.
+ *             row max m and 1 / l (B, H, T each) are saved, never P;
+ *   backward: per (b, h) P is recomputed tile by tile as exp(z - m) / l.
  * q, k, v, y stay in the (B, T, H, d) layout; tiles are copied into small padded
  * buffers, and the tile products are the register-blocked kernels of kernels.h (the
  * threaded sgemm is never called from inside the parallel regions). Memory is linear
- * in T: lse plus per-thread scratch of a few (T, d) slabs. */
+ * in T: m and 1/l plus per-thread scratch of a few (T, d) slabs. */
 #include "kernels.h"
 #include "ops_internal.h"
 
@@ -24,7 +24,8 @@ typedef struct {
     int B, T, C, H, d;
     int ld;           /* row stride of q, k, v and their grads: C, or 3C for packed qkv */
     bool packed;      /* inputs are one (B, T, 3C) tensor [q | k | v] */
-    qkt_real *lse;    /* (B, H, T) log sum_j exp(z_ij); -inf for a fully blocked row */
+    qkt_real *rmax;   /* (B, H, T) m_i = max_j z_ij; -inf for a fully blocked row */
+    qkt_real *rinv;   /* (B, H, T) 1 / sum_j exp(z_ij - m_i); 0 for a fully blocked row */
     qkt_real *s;      /* (H) per-head scale used */
     uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
 } attn_saved;
@@ -84,25 +85,28 @@ static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *
 /* Leading dimension of a transposed K with n key slots: padded by 16 off a power of two. */
 static int kt_ld(int n) { return n + 16; }
 
-/* Query tiles [qt0, qt1) of one head: rows of y and lse. `w` is the thread's scratch
+/* Query tiles [qt0, qt1) of one head: rows of y, m and 1/l. `w` is the thread's scratch
  * (FWD_SCRATCH); the keys the tiles see are copied once, K transposed. z = s q.k +
  * bias; online softmax over key tiles, per row:
- *   m' = max(m, max_j z_j),  l = l e^{m - m'} + sum_j e^{z_j - m'},  O = O e^{m - m'} + P V. */
-#define FWD_SCRATCH(Tp, dp, d) ((size_t)(d) * kt_ld(Tp) + (size_t)(Tp) * (dp) + (Tp) + (size_t)BQ * (dp) * 2 + BQ * BK + 2 * BQ)
+ *   m' = max(m, max_j z_j),  l = l e^{m - m'} + sum_j e^{z_j - m'},  O = O e^{m - m'} + P V.
+ * l is kept in float64 and m and 1/l are saved (not lse = m + log l, whose float32
+ * rounding at |lse| ~ 100 would already be a 1e-5 relative error in P). */
+#define FWD_SCRATCH(Tp, dp, d) ((size_t)(d) * kt_ld(Tp) + (size_t)(Tp) * (dp) + (Tp) + (size_t)BQ * (dp) * 2 + BQ * BK)
 static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v, int b, int h,
                       int qt0, int qt1, qkt_real *y, qkt_real *w) {
     int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), Tp = qkt__round_up(T, BK);
     int nkeys = qt1 * BQ < T ? qt1 * BQ : T, nkp = qkt__round_up(nkeys, BK);
     int ldk = kt_ld(nkp);
     qkt_real *KT = w, *V = KT + (size_t)d * kt_ld(Tp), *kb = V + (size_t)Tp * dp, *Q = kb + Tp, *O = Q + BQ * dp;
-    qkt_real *S = O + BQ * dp, *m = S + BQ * BK, *l = m + BQ;
+    qkt_real *S = O + BQ * dp, m[BQ];
+    double l[BQ];
     int ld = a->ld;
     size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
     copy_transposed(k + base, nkeys, d, ld, KT, ldk); /* K^T (d, nkp) */
     copy_rows(v + base, nkeys, d, ld, 1, V, dp);
     memset(V + (size_t)nkeys * dp, 0, (size_t)(nkp - nkeys) * dp * sizeof *V);
     key_bias(a, b, 0, nkp, kb);
-    qkt_real *lse = a->lse + ((size_t)b * a->H + h) * T;
+    size_t row0 = ((size_t)b * a->H + h) * T;
     for (int r0 = qt0 * BQ; r0 < qt1 * BQ && r0 < T; r0 += BQ) {
         int nq = T - r0 < BQ ? T - r0 : BQ;
         copy_rows(q + base + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
@@ -125,9 +129,8 @@ static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k,
                 }
 #pragma omp simd
                 for (int j = 0; j < BK; j++) z[j] = qkt__exp(z[j] - mx);
-                qkt_real sum = qkt__sum32(z);
                 qkt_real alpha = qkt__exp(m[r] - mx);
-                l[r] = l[r] * alpha + sum;
+                l[r] = l[r] * alpha + qkt__dot16(z, NULL, BK);
                 m[r] = mx;
                 if (alpha != 1) {
                     qkt_real *o = O + (size_t)r * dp;
@@ -139,23 +142,24 @@ static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k,
         }
         for (int r = 0; r < nq; r++) {
             qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
-            qkt_real inv = l[r] > 0 ? 1 / l[r] : 0;
+            qkt_real inv = l[r] > 0 ? (qkt_real)(1 / l[r]) : 0;
 #pragma omp simd
             for (int c = 0; c < d; c++) yr[c] = o[c] * inv;
-            lse[r0 + r] = l[r] > 0 ? m[r] + log(l[r]) : -INFINITY;
+            a->rmax[row0 + r0 + r] = m[r];
+            a->rinv[row0 + r0 + r] = inv;
         }
     }
 }
 
 /* The slow path for callers that asked for P or the logits (B, H, T, T): rebuilt
- * row by row from lse after the fused forward. */
+ * row by row from m and 1/l after the fused forward. */
 static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
     int T = a->T, ld = a->ld, d = a->d, H = a->H;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int b = 0; b < a->B; b++)
         for (int h = 0; h < H; h++) {
             size_t base = (size_t)b * T * ld + (size_t)h * d, poff = ((size_t)b * H + h) * T * T;
-            const qkt_real *lse = a->lse + ((size_t)b * H + h) * T;
+            const qkt_real *rm = a->rmax + ((size_t)b * H + h) * T, *ri = a->rinv + ((size_t)b * H + h) * T;
             for (int i = 0; i < T; i++)
                 for (int j = 0; j < T; j++) {
                     bool blocked = j > i || (a->key_pad && a->key_pad[(size_t)b * T + j]);
@@ -167,7 +171,7 @@ static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, q
                     }
                     size_t at = poff + (size_t)i * T + j;
                     if (cap->logits) cap->logits[at] = z;
-                    if (cap->probs) cap->probs[at] = blocked || lse[i] == -INFINITY ? 0 : (qkt_real)exp(z - lse[i]);
+                    if (cap->probs) cap->probs[at] = blocked || ri[i] == 0 ? 0 : (qkt_real)(exp((double)z - rm[i]) * ri[i]);
                 }
         }
 }
@@ -183,8 +187,9 @@ static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt
               (long long)(o->log_scale ? o->log_scale->size : 0), H);
     int d = C / H, dp = qkt__round_up(d, QKT_MK_PAD);
     attn_saved *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
-    *a = (attn_saved){B, T, C, H, d, ld, packed, NULL, NULL, NULL};
-    a->lse = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
+    *a = (attn_saved){B, T, C, H, d, ld, packed, NULL, NULL, NULL, NULL};
+    a->rmax = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
+    a->rinv = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
     a->s = qkt_arena_alloc(&ctx->arena, (size_t)H * sizeof(qkt_real));
     for (int h = 0; h < H; h++) a->s[h] = (qkt_real)(o->scale * (o->log_scale ? exp(o->log_scale->data[h]) : 1.0));
     if (o->key_pad) {
@@ -243,71 +248,81 @@ qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const q
 }
 
 /* One head (b, h), all of it, so the thread owns dQ, dK, dV of that head. With
- * z = s_h q.k + mask and P = exp(z - lse):
- *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   D_i = sum_j P_ij dP_ij;
- *   dZ_ij = P_ij (dP_ij - D_i);   dQ_i += s_h sum_j dZ_ij k_j;   dK_j += s_h sum_i dZ_ij q_i;
- *   ds_h = sum_ij dZ_ij q_i.k_j, so dlog_scale[h] = s_h ds_h = sum_i q_i . dQ_i (this head's dQ).
- * Blocked entries have P = 0, hence dZ = 0. Per query tile, P and dP are rebuilt for
- * every key up to the diagonal into a (BQ, T) strip: z from s q rounded exactly as in
- * the forward, P renormalised over the row, and D_i summed over the very P used here. (FlashAttention's D_i = dY_i . y_i is cheaper but not consistent with the
- * recomputed P to float32 rounding; when a row is nearly one-hot, dZ is a small
- * difference and that inconsistency shows as 1e-4 relative errors, measured against
- * PyTorch. Summing dZ z for dlog_scale tile by tile loses accuracy the same way.)
- * The strip is linear in T; dK, dV accumulate in (T, d) buffers. Returns dlog_scale[h]'s
- * share from batch b. */
-#define BWD_SCRATCH(Tp, dp, d) ((size_t)(Tp) * (dp) * 6 + ((size_t)(d) + BQ) * kt_ld(Tp) * 2 + (Tp))
+ * z = s_h q.k + mask, P = exp(z - m) / l and D_i = sum_c dY_ic y_ic (= sum_j P_ij dP_ij):
+ *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   dZ_ij = P_ij (dP_ij - D_i);
+ *   dQ_i += s_h sum_j dZ_ij k_j;   dK_j += s_h sum_i dZ_ij q_i = sum_i dZ_ij (s_h q_i);
+ *   ds_h = sum_ij dZ_ij q_i.k_j, so dlog_scale[h] = s_h ds_h = sum_i q_i . dQ_i.
+ * Blocked entries have P = 0, hence dZ = 0. Key tiles outer (dK_j, dV_j accumulate in
+ * small tiles), query tiles from the diagonal down inner. The float32 details matter
+ * when a row is nearly one-hot (dZ is then a small difference): z is recomputed from
+ * s q rounded exactly as in the forward (the same bits), P from the saved m and 1/l
+ * (see fwd_tiles), and D_i in float64, so P here and the P behind y agree to rounding.
+ * dlog_scale uses q . dQ once at the end (summing dZ z per tile loses that accuracy).
+ * Returns dlog_scale[h]'s share from batch b. */
+#define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * BQ * BK + (T) + BK)
 static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
-                       const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, int b, int h, qkt_real *w) {
-    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), Tp = qkt__round_up(T, BK), ldk = kt_ld(Tp);
-    size_t slab = (size_t)Tp * dp;
-    qkt_real *Q = w, *K = Q + slab, *dY = K + slab, *dQ = dY + slab, *dK = dQ + slab, *dV = dK + slab;
-    qkt_real *KT = dV + slab, *VT = KT + (size_t)d * ldk, *Ps = VT + (size_t)d * ldk, *Gs = Ps + (size_t)BQ * ldk;
-    qkt_real *kb = Gs + (size_t)BQ * ldk;
-    int ld = a->ld;
+                       const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, int b, int h,
+                       qkt_real *w) {
+    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), ld = a->ld;
+    qkt_real *Q = w, *K = Q + (size_t)T * dp, *dY = K + (size_t)T * dp, *dQ = dY + (size_t)T * dp;
+    qkt_real *KT = dQ + (size_t)T * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
+    qkt_real *P = dVj + BK * dp, *G = P + BQ * BK, *D = G + BQ * BK, *kb = D + T;
     size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
-    const qkt_real *lse = a->lse + ((size_t)b * a->H + h) * T, s = a->s[h];
+    size_t row0 = ((size_t)b * a->H + h) * T;
+    const qkt_real *rm = a->rmax + row0, *ri = a->rinv + row0, s = a->s[h];
     copy_rows(q + base, T, d, ld, s, Q, dp); /* s q, rounded as in the forward: the same z bits */
     copy_rows(k + base, T, d, ld, 1, K, dp);
     copy_rows(dy + obase, T, d, C, 1, dY, dp);
-    copy_transposed(k + base, T, d, ld, KT, ldk); /* K^T (d, Tp) */
-    copy_transposed(v + base, T, d, ld, VT, ldk); /* V^T (d, Tp) */
-    key_bias(a, b, 0, Tp, kb);
-    memset(dQ, 0, 3 * slab * sizeof *dQ); /* dQ, dK, dV */
-    for (int r0 = 0; r0 < T; r0 += BQ) {
-        int nq = T - r0 < BQ ? T - r0 : BQ, kend = r0 + nq; /* keys < kend, tiles above the diagonal skipped */
-        int ncols = qkt__round_up(kend, BK);
-        qkt_real *Qi = Q + (size_t)r0 * dp, *dYi = dY + (size_t)r0 * dp;
-        qkt__mk_gemm(nq, ncols, d, Qi, dp, 1, KT, ldk, Ps, ldk, false);  /* z = s q.k (nq, ncols) */
-        qkt__mk_gemm(nq, ncols, d, dYi, dp, 1, VT, ldk, Gs, ldk, false); /* dP = dY V^T */
-        for (int r = 0; r < nq; r++) {
-            qkt_real *p = Ps + (size_t)r * ldk, *g = Gs + (size_t)r * ldk, li = lse[r0 + r];
-            int jn = li == -INFINITY ? 0 : r0 + r + 1; /* causal; a fully blocked row has no P */
+    memset(dQ, 0, (size_t)T * dp * sizeof *dQ);
+    for (int i = 0; i < T; i++) {
+        const qkt_real *dyi = dy + obase + (size_t)i * C, *yi = y + obase + (size_t)i * C;
+        double acc = 0;
+        for (int c = 0; c < d; c++) acc += (double)dyi[c] * yi[c];
+        D[i] = (qkt_real)acc;
+    }
+    for (int c0 = 0; c0 < T; c0 += BK) {
+        int nk = T - c0 < BK ? T - c0 : BK;
+        copy_transposed(k + base + (size_t)c0 * ld, nk, d, ld, KT, BK);
+        copy_transposed(v + base + (size_t)c0 * ld, nk, d, ld, VT, BK);
+        key_bias(a, b, c0, BK, kb);
+        memset(dKj, 0, (size_t)BK * dp * sizeof *dKj);
+        memset(dVj, 0, (size_t)BK * dp * sizeof *dVj);
+        for (int r0 = c0 / BQ * BQ; r0 < T; r0 += BQ) {
+            int nq = T - r0 < BQ ? T - r0 : BQ;
+            qkt_real *Qi = Q + (size_t)r0 * dp, *dYi = dY + (size_t)r0 * dp;
+            qkt__mk_gemm(nq, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (nq, BK) */
+            qkt__mk_gemm(nq, BK, d, dYi, dp, 1, VT, BK, G, BK, false); /* dP = dY V^T */
+            for (int r = 0; r < nq; r++) {
+                qkt_real *p = P + r * BK, *g = G + r * BK, mi = rm[r0 + r], li = ri[r0 + r], Di = D[r0 + r];
+                int jn = r0 + r - c0 + 1; /* causal */
+                if (mi == -INFINITY) jn = 0, mi = 0; /* fully blocked row: no P */
 #pragma omp simd
-            for (int j = 0; j < ncols; j++) p[j] = qkt__exp(j < jn ? p[j] - li + kb[j] : -INFINITY); /* kb: 0 or -inf */
-            /* Renormalised over the whole row, so sum_j P_ij = 1 to rounding here too. */
-            double sum = qkt__dot16(p, NULL, ncols);
-            qkt_real inv = sum > 0 ? (qkt_real)(1 / sum) : 0;
-#pragma omp simd
-            for (int j = 0; j < ncols; j++) p[j] *= inv;
-            qkt_real Df = (qkt_real)qkt__dot16(p, g, ncols);
-#pragma omp simd
-            for (int j = 0; j < ncols; j++) g[j] = p[j] * (g[j] - Df); /* dZ */
+                for (int j = 0; j < BK; j++) {
+                    qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li; /* kb: 0 or -inf */
+                    p[j] = pj;
+                    g[j] = pj * (g[j] - Di); /* dZ */
+                }
+            }
+            qkt__mk_gemm(nk, dp, nq, P, 1, BK, dYi, dp, dVj, dp, true);                              /* dV_j += P^T dY_i */
+            qkt__mk_gemm(nk, dp, nq, G, 1, BK, Qi, dp, dKj, dp, true);                               /* dK_j += dZ^T (s Q_i) */
+            qkt__mk_gemm(nq, dp, nk, G, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)r0 * dp, dp, true); /* dQ_i / s += dZ K_j */
         }
-        qkt__mk_gemm(kend, dp, nq, Ps, 1, ldk, dYi, dp, dV, dp, true);            /* dV += P^T dY_i */
-        qkt__mk_gemm(kend, dp, nq, Gs, 1, ldk, Qi, dp, dK, dp, true);             /* dK += dZ^T (s Q_i) */
-        qkt__mk_gemm(nq, dp, kend, Gs, ldk, 1, K, dp, dQ + (size_t)r0 * dp, dp, true); /* dQ_i / s += dZ K */
+        for (int j = 0; j < nk; j++) {
+            qkt_real *dkr = dk + base + (size_t)(c0 + j) * ld, *dvr = dv + base + (size_t)(c0 + j) * ld;
+            const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
+#pragma omp simd
+            for (int c = 0; c < d; c++) dkr[c] += gk[c];
+#pragma omp simd
+            for (int c = 0; c < d; c++) dvr[c] += gv[c];
+        }
     }
     double dlog = 0; /* sum_i q_i . dQ_i = sum_i (s q_i) . (dQ_i / s) */
     for (int i = 0; i < T; i++) {
-        qkt_real *dqr = dq + base + (size_t)i * ld, *dkr = dk + base + (size_t)i * ld, *dvr = dv + base + (size_t)i * ld;
-        const qkt_real *gq = dQ + (size_t)i * dp, *gk = dK + (size_t)i * dp, *gv = dV + (size_t)i * dp, *qi = Q + (size_t)i * dp;
+        qkt_real *dqr = dq + base + (size_t)i * ld;
+        const qkt_real *gq = dQ + (size_t)i * dp;
 #pragma omp simd
-        for (int c = 0; c < d; c++) {
-            dqr[c] += s * gq[c];
-            dkr[c] += gk[c];
-            dvr[c] += gv[c];
-        }
-        dlog += qkt__dot16(qi, gq, dp); /* columns d..dp of Q are 0 */
+        for (int c = 0; c < d; c++) dqr[c] += s * gq[c];
+        dlog += qkt__dot16(Q + (size_t)i * dp, gq, dp); /* columns d..dp of Q are 0 */
     }
     return dlog;
 }
@@ -332,12 +347,12 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
         ls = n->in[3];
     }
     double *dlog = qkt_arena_alloc(&ctx->arena, (size_t)B * H * sizeof(double));
-    size_t wsz = BWD_SCRATCH(qkt__round_up(a->T, BK), dp, a->d);
+    size_t wsz = BWD_SCRATCH(a->T, dp, a->d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
-    const qkt_real *dy = n->out->grad;
+    const qkt_real *yd = n->out->data, *dy = n->out->grad;
 #pragma omp parallel for schedule(dynamic, 1) if (B * H > 1)
     for (int t = 0; t < B * H; t++)
-        dlog[t] = bwd_head(a, qd, kd, vd, dy, dq, dk, dv, t / H, t % H, scratch + (size_t)thread_id() * wsz);
+        dlog[t] = bwd_head(a, qd, kd, vd, yd, dy, dq, dk, dv, t / H, t % H, scratch + (size_t)thread_id() * wsz);
     if (qkt__needs_grad(ls)) {
         qkt_real *g = qkt_grad(ctx, ls);
         for (int h = 0; h < H; h++) {
