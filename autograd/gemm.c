@@ -16,9 +16,9 @@
 #include <cblas.h>
 #endif
 
-/* Below this many flops a product runs on one thread (a parallel region costs
- * ~2-5 us; 2^21 flops is ~20 us on one core). */
-#define QKT_GEMM_PAR_FLOPS (1 << 21)
+/* Below this many flops a product runs on one thread (waking the team costs ~10-20 us
+ * with passive waiting; 2^23 flops is ~80 us on one core). */
+#define QKT_GEMM_PAR_FLOPS (1 << 23)
 /* Blocks have at least this many rows (columns): each block packs the shared operand
  * again, which costs about 1/QKT_GEMM_MIN_BLOCK of its compute. */
 #define QKT_GEMM_MIN_BLOCK 96

@@ -9,8 +9,10 @@
 #include "ops.def"
 #undef QKT_OP
 
-/* Parallelise an elementwise loop only when it is big enough to pay for the threads. */
-#define QKT_PAR_MIN 16384
+/* Parallelise an elementwise loop only when it is big enough to pay for the threads:
+ * with passive OpenMP waiting (the qkt CLI's default) waking a thread costs ~10-20 us,
+ * about what one core needs for a memory-bound pass over 2^17 floats. */
+#define QKT_PAR_MIN (1 << 17)
 
 /* Shape check that prints both shapes. */
 #define QKT_CHECK_SHAPES(cond, op, a, b)                                                       \

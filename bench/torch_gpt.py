@@ -113,6 +113,11 @@ def main():
     if a.steps < 1 or a.threads < 1:
         sys.exit("torch_gpt.py: --steps and --threads must be positive")
 
+    # OpenBLAS (torch's BLAS here) reads its thread count when torch loads it and
+    # torch.set_num_threads does not change it: without this a "1-thread" run still
+    # runs its matmuls on every core.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(a.threads))
+    os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
     import torch
 
     torch.set_num_threads(a.threads)
@@ -129,27 +134,30 @@ def main():
     kw = {} if a.foreach == "auto" else {"foreach": a.foreach == "on"}
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-3, betas=(0.9, 0.999), eps=1e-8, **kw)
-    times = []
+    times, cpu = [], []
     for s in range(a.warmup + a.steps):
         idx = torch.randint(0, V, (B, T))
         tgt = torch.randint(0, V, (B, T))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
         loss = model(idx, tgt)
         loss.backward()
         opt.step()
-        t = time.perf_counter() - t0
+        t, c = time.perf_counter() - t0, time.process_time() - c0
         if not math.isfinite(loss.item()):
             sys.exit(f"torch_gpt.py: loss {loss.item()} at step {s}")
         if s >= a.warmup:
             times.append(t)
+            cpu.append(c)
     med = statistics.median(times)
     flops = 6 * B * T * (12 * L * C * C + V * C) + 6 * B * L * T * T * C
     mfu = flops / med / (a.peak * 1e9) if a.peak > 0 else 0.0
     print(f"torch {a.config} threads={a.threads} ms_per_step={med * 1e3:.2f} tokens_per_s={B * T / med:.0f} "
           f"peak_rss_mb={rss_mb():.1f} mfu={mfu:.3f}", flush=True)
-    print(f"torch_gpt.py: rss after import {base_rss:.1f} MB; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '')} "
-          f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', '')} foreach={a.foreach}", file=sys.stderr)
+    env = " ".join(f"{k}={os.environ[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS",
+                                                     "OMP_NUM_THREADS") if k in os.environ)
+    print(f"torch_gpt.py: cpu_ms_per_step={statistics.median(cpu) * 1e3:.2f}; rss after import {base_rss:.1f} MB; "
+          f"{env}; foreach={a.foreach}", file=sys.stderr)
 
 
 if __name__ == "__main__":

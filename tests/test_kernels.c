@@ -99,7 +99,7 @@ static void test_colsum(void) {
 
 /* qkt_gemm splits large products over the threads: by rows (M >= N) or columns. */
 static void test_gemm_split(void) {
-    int shapes[][3] = {{700, 90, 130}, {60, 500, 70}, {333, 334, 65}};
+    int shapes[][3] = {{700, 90, 130}, {60, 1500, 70}, {333, 334, 65}}; /* above QKT_GEMM_PAR_FLOPS */
     qkt_rng r;
     qkt_rng_seed(&r, 11);
     for (int s = 0; s < 3; s++)
