@@ -16,9 +16,9 @@ _Static_assert(sizeof(qkt_grad_buf) <= HDR, "grad buffer header");
 
 static qkt_grad_buf *hdr_of(void *p) { return (qkt_grad_buf *)((unsigned char *)p - HDR); }
 
-/* Zeroed buffer of `bytes`: an exactly fitting free buffer, else the smallest free one
- * up to twice the size, else a new one (counted in arena.n_mallocs). */
-static void *pool_alloc(qkt_ctx *ctx, size_t bytes) {
+/* A buffer of `bytes` (zeroed if asked): an exactly fitting free buffer, else the
+ * smallest free one up to twice the size, else a new one (counted in arena.n_mallocs). */
+static void *pool_alloc(qkt_ctx *ctx, size_t bytes, bool zero) {
     qkt_grad_pool *g = &ctx->grads;
     bytes = (bytes + 63) & ~(size_t)63;
     qkt_grad_buf **best = NULL;
@@ -52,12 +52,27 @@ static void *pool_alloc(qkt_ctx *ctx, size_t bytes) {
     g->live += b->bytes;
     if (g->live > g->peak) g->peak = g->live;
     void *p = (unsigned char *)b + HDR;
-    memset(p, 0, bytes);
+    if (zero) {
+        memset(p, 0, bytes);
+    } else {
+#ifdef QKT_DOUBLE
+        /* The gradient-check build poisons unzeroed buffers: an op that reads one
+         * instead of storing to it turns the checked gradient into NaN. */
+        qkt_real *r = p;
+        for (size_t i = 0; i < bytes / sizeof *r; i++) r[i] = NAN;
+#endif
+    }
     return p;
 }
 
 qkt_real *qkt_grad(qkt_ctx *ctx, qkt_tensor *t) {
-    if (!t->grad) t->grad = pool_alloc(ctx, (size_t)t->size * sizeof(qkt_real));
+    if (!t->grad) t->grad = pool_alloc(ctx, (size_t)t->size * sizeof(qkt_real), true);
+    return t->grad;
+}
+
+qkt_real *qkt__grad_out(qkt_ctx *ctx, qkt_tensor *t, bool *fresh) {
+    *fresh = !t->grad;
+    if (!t->grad) t->grad = pool_alloc(ctx, (size_t)t->size * sizeof(qkt_real), false);
     return t->grad;
 }
 

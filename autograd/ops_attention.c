@@ -258,11 +258,12 @@ qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const q
  * s q rounded exactly as in the forward (the same bits), P from the saved m and 1/l
  * (see fwd_tiles), and D_i in float64, so P here and the P behind y agree to rounding.
  * dlog_scale uses q . dQ once at the end (summing dZ z per tile loses that accuracy).
+ * `store`: the grads are a new, unzeroed buffer, so results are stored, not added.
  * Returns dlog_scale[h]'s share from batch b. */
 #define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * BQ * BK + (T) + BK)
 static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
-                       const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, int b, int h,
-                       qkt_real *w) {
+                       const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, bool store,
+                       int b, int h, qkt_real *w) {
     int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), ld = a->ld;
     qkt_real *Q = w, *K = Q + (size_t)T * dp, *dY = K + (size_t)T * dp, *dQ = dY + (size_t)T * dp;
     qkt_real *KT = dQ + (size_t)T * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
@@ -310,6 +311,11 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
         for (int j = 0; j < nk; j++) {
             qkt_real *dkr = dk + base + (size_t)(c0 + j) * ld, *dvr = dv + base + (size_t)(c0 + j) * ld;
             const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
+            if (store) {
+                memcpy(dkr, gk, (size_t)d * sizeof *dkr);
+                memcpy(dvr, gv, (size_t)d * sizeof *dvr);
+                continue;
+            }
 #pragma omp simd
             for (int c = 0; c < d; c++) dkr[c] += gk[c];
 #pragma omp simd
@@ -320,8 +326,13 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
     for (int i = 0; i < T; i++) {
         qkt_real *dqr = dq + base + (size_t)i * ld;
         const qkt_real *gq = dQ + (size_t)i * dp;
+        if (store) {
 #pragma omp simd
-        for (int c = 0; c < d; c++) dqr[c] += s * gq[c];
+            for (int c = 0; c < d; c++) dqr[c] = s * gq[c];
+        } else {
+#pragma omp simd
+            for (int c = 0; c < d; c++) dqr[c] += s * gq[c];
+        }
         dlog += qkt__dot16(Q + (size_t)i * dp, gq, dp); /* columns d..dp of Q are 0 */
     }
     return dlog;
@@ -335,9 +346,10 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     const qkt_real *qd, *kd, *vd;
     qkt_real *dq, *dk, *dv;
     qkt_tensor *ls;
+    bool store = false; /* the packed grad is new: every element gets stored once, no zeroing */
     if (a->packed) {
         qkt_tensor *qkv = n->in[0];
-        qkt_real *g = qkt_grad(ctx, qkv);
+        qkt_real *g = qkt__grad_out(ctx, qkv, &store);
         qd = qkv->data, kd = qd + C, vd = qd + 2 * C;
         dq = g, dk = g + C, dv = g + 2 * C;
         ls = n->in[1];
@@ -352,7 +364,7 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     const qkt_real *yd = n->out->data, *dy = n->out->grad;
 #pragma omp parallel for schedule(dynamic, 1) if (B * H > 1)
     for (int t = 0; t < B * H; t++)
-        dlog[t] = bwd_head(a, qd, kd, vd, yd, dy, dq, dk, dv, t / H, t % H, scratch + (size_t)thread_id() * wsz);
+        dlog[t] = bwd_head(a, qd, kd, vd, yd, dy, dq, dk, dv, store, t / H, t % H, scratch + (size_t)thread_id() * wsz);
     if (qkt__needs_grad(ls)) {
         qkt_real *g = qkt_grad(ctx, ls);
         for (int h = 0; h < H; h++) {

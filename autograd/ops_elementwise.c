@@ -55,7 +55,8 @@ static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
     int64_t na = a->size, nb = b->size, rows = na / nb;
     qkt_op op = n->op;
     if (qkt__needs_grad(a)) {
-        qkt_real *dA = qkt_grad(ctx, a);
+        bool fresh;
+        qkt_real *dA = qkt__grad_out(ctx, a, &fresh);
         const qkt_real *Bd = b->data;
         int64_t ncc = (nb + QKT_COL_CHUNK - 1) / QKT_COL_CHUNK, items = rows * ncc;
 #pragma omp parallel for if (na > QKT_PAR_MIN)
@@ -63,9 +64,15 @@ static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
             int64_t r = t / ncc, j0 = t % ncc * QKT_COL_CHUNK, j1 = j0 + QKT_COL_CHUNK < nb ? j0 + QKT_COL_CHUNK : nb;
             qkt_real *da = dA + r * nb;
             const qkt_real *dy = dY + r * nb;
-            if (op == QKT_OP_MUL) {
+            /* a fresh (unzeroed) buffer is stored to, never read */
+            if (op == QKT_OP_MUL && fresh) {
+#pragma omp simd
+                for (int64_t j = j0; j < j1; j++) da[j] = dy[j] * Bd[j];
+            } else if (op == QKT_OP_MUL) {
 #pragma omp simd
                 for (int64_t j = j0; j < j1; j++) da[j] += dy[j] * Bd[j];
+            } else if (fresh) {
+                memcpy(da + j0, dy + j0, (size_t)(j1 - j0) * sizeof *da);
             } else {
 #pragma omp simd
                 for (int64_t j = j0; j < j1; j++) da[j] += dy[j];
@@ -127,17 +134,21 @@ qkt_tensor *qkt_gelu(qkt_ctx *ctx, qkt_tensor *x) {
     return y;
 }
 /* u = k (x + c x^3), t = tanh u:  dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
+static inline qkt_real gelu_grad(qkt_real v) {
+    qkt_real t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
+    return (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
+}
 void qkt__gelu_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_tensor *x = n->in[0];
-    qkt_real *dX = qkt_grad(ctx, x);
+    bool fresh;
+    qkt_real *dX = qkt__grad_out(ctx, x, &fresh);
     const qkt_real *dY = n->out->grad, *X = x->data;
+    if (fresh) { /* an unzeroed buffer: store, never read */
 #pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
-    for (int64_t i = 0; i < x->size; i++) {
-        qkt_real v = X[i];
-        qkt_real t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
-        qkt_real d = (qkt_real)0.5 * (1 + t) +
-                     (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
-        dX[i] += d * dY[i];
+        for (int64_t i = 0; i < x->size; i++) dX[i] = gelu_grad(X[i]) * dY[i];
+    } else {
+#pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
+        for (int64_t i = 0; i < x->size; i++) dX[i] += gelu_grad(X[i]) * dY[i];
     }
 }
 

@@ -32,6 +32,10 @@
 void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                  const qkt_real *mul, qkt_real sign, qkt_real *out);
 
+/* t's grad for an op that writes every element of it: when the buffer is new (*fresh),
+ * it is NOT zeroed and the op must store (=) instead of accumulate (+=), which saves a
+ * memset and a read per element. Parameters' grads are never fresh. */
+qkt_real *qkt__grad_out(qkt_ctx *ctx, qkt_tensor *t, bool *fresh);
 /* Grad pool (gradpool.c): give t's grad back (t->grad = NULL; params untouched);
  * reset returns every buffer; free releases the memory. */
 void qkt__grad_release(qkt_ctx *ctx, qkt_tensor *t);

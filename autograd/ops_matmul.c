@@ -130,7 +130,11 @@ void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) {
     int in = w->shape[1], out = w->shape[0];
     int rows = (int)(x->size / in);
     const qkt_real *dY = n->out->grad;
-    if (qkt__needs_grad(x)) qkt_gemm(false, false, rows, in, out, 1, dY, out, w->data, in, 1, qkt_grad(ctx, x), in);
+    if (qkt__needs_grad(x)) {
+        bool fresh;
+        qkt_real *dX = qkt__grad_out(ctx, x, &fresh);
+        qkt_gemm(false, false, rows, in, out, 1, dY, out, w->data, in, fresh ? 0 : 1, dX, in);
+    }
     if (qkt__needs_grad(w)) qkt_gemm(true, false, out, in, rows, 1, dY, out, x->data, in, 1, qkt_grad(ctx, w), in);
     if (qkt__needs_grad(b)) qkt__colsum(ctx, rows, out, dY, NULL, NULL, NULL, 1, qkt_grad(ctx, b));
 }

@@ -56,7 +56,8 @@ void qkt__layernorm_backward(qkt_ctx *ctx, qkt_node *n) {
     const qkt_real *dY = n->out->grad;
     const qkt_real *W = w ? w->data : NULL;
     if (qkt__needs_grad(x)) {
-        qkt_real *dX = qkt_grad(ctx, x);
+        bool fresh;
+        qkt_real *dX = qkt__grad_out(ctx, x, &fresh);
 #pragma omp parallel for if (x->size > QKT_PAR_MIN)
         for (int64_t r = 0; r < rows; r++) {
             const qkt_real *xr = x->data + r * C, *gr = dY + r * C;
@@ -70,10 +71,12 @@ void qkt__layernorm_backward(qkt_ctx *ctx, qkt_node *n) {
             }
             qkt_real a = (qkt_real)(mg / C), c = (qkt_real)(mgh / C);
             qkt_real *dx = dX + r * C;
+            if (fresh) {
 #pragma omp simd
-            for (int j = 0; j < C; j++) {
-                qkt_real g = gr[j] * (W ? W[j] : 1), h = (xr[j] - m) * rs;
-                dx[j] += rs * (g - a - h * c);
+                for (int j = 0; j < C; j++) dx[j] = rs * (gr[j] * (W ? W[j] : 1) - a - (xr[j] - m) * rs * c);
+            } else {
+#pragma omp simd
+                for (int j = 0; j < C; j++) dx[j] += rs * (gr[j] * (W ? W[j] : 1) - a - (xr[j] - m) * rs * c);
             }
         }
     }

@@ -17,6 +17,17 @@ static qkt_tensor *f_matmul(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
 static qkt_tensor *f_affine(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
     return qkt_affine(ctx, x[0], x[1], c->flags ? NULL : x[2]);
 }
+/* A chain whose intermediate grads are all new when first written (the ops store
+ * instead of accumulating into unzeroed buffers): affine, GELU, LayerNorm, mul, add,
+ * attention on a packed qkv, each on a computed input. x0 (2, 5, 6), W (18, 6), b (18). */
+static qkt_tensor *f_fresh_chain(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+    (void)c;
+    qkt_tensor *h = qkt_scale(ctx, x[0], 1.3);
+    qkt_tensor *qkv = qkt_affine(ctx, qkt_layernorm(ctx, h, NULL, NULL, 1e-5), x[1], x[2]); /* (2, 5, 18) */
+    qkt_tensor *y = qkt_attention_qkv(ctx, qkt_gelu(ctx, qkv), 2, &(qkt_attn_opts){.scale = 0.6}); /* (2, 5, 6) */
+    qkt_tensor *z = qkt_layernorm(ctx, qkt_add(ctx, y, h), NULL, NULL, 1e-5);
+    return qkt_mul(ctx, z, qkt_scale(ctx, h, 0.7));
+}
 static qkt_tensor *f_add(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_add(ctx, x[0], x[1]); }
 static qkt_tensor *f_sub(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_sub(ctx, x[0], x[1]); }
 static qkt_tensor *f_mul(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_mul(ctx, x[0], x[1]); }
@@ -164,6 +175,7 @@ static const gc_case op_cases[] = {
     CASE("attention packed qkv, learned+pad", f_attention, TOL, 1 | 2 | 8, 2, .ndim = {3, 1},
          .shape = {{2, 33, 36}, {3}}),
     CASE("attention packed qkv, T=70", f_attention, TOL, 8 | 2 << 4, 1, .ndim = {3}, .shape = {{1, 70, 24}}),
+    CASE("chain with fresh grads", f_fresh_chain, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 5, 6}, {18, 6}, {18}}),
     CASE("input used twice", f_twice, TOL, 0, 2, .ndim = {2, 2}, .shape = {{3, 3}, {3, 3}}),
 };
 #define N_OP_CASES ((int)(sizeof op_cases / sizeof op_cases[0]))
