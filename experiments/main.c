@@ -26,8 +26,12 @@ static void usage(FILE *f) {
  * policy (or GOMP_SPINCOUNT) themselves: it sets it and re-executes itself once. */
 static void passive_openmp(char **argv) {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1); /* the binary's real path: keeps its name in ps */
+    if (n <= 0 || (size_t)n >= sizeof self - 1) return;
+    self[n] = 0;
     if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-    execv("/proc/self/exe", argv); /* returns only on failure: then run as we are */
+    execv(self, argv); /* returns only on failure: then run as we are */
 }
 
 int main(int argc, char **argv) {
