@@ -102,6 +102,8 @@ def build(torch, V, T, C, L, NH):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", choices=sorted(CONFIGS), default="small")
+    for flag, what in (("vocab", "V"), ("seq", "T"), ("batch", "B"), ("n-embd", "C"), ("n-layer", "L"), ("n-head", "NH")):
+        ap.add_argument(f"--{flag}", type=int, default=0, help=f"{what} (overrides the config's; the run is named custom)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--interop-threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=10)
@@ -128,6 +130,11 @@ def main():
     base_rss = rss_mb()
     torch.manual_seed(1337)
     V, T, B, C, L, NH = CONFIGS[a.config]
+    over = (a.vocab, a.seq, a.batch, a.n_embd, a.n_layer, a.n_head)
+    name = "custom" if any(over) else a.config
+    V, T, B, C, L, NH = (o if o else d for o, d in zip(over, (V, T, B, C, L, NH)))
+    if C % NH:
+        sys.exit(f"torch_gpt.py: --n-head {NH} does not divide the width {C}")
     model = build(torch, V, T, C, L, NH)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
@@ -152,7 +159,7 @@ def main():
     med = statistics.median(times)
     flops = 6 * B * T * (12 * L * C * C + V * C) + 6 * B * L * T * T * C
     mfu = flops / med / (a.peak * 1e9) if a.peak > 0 else 0.0
-    print(f"torch {a.config} threads={a.threads} ms_per_step={med * 1e3:.2f} tokens_per_s={B * T / med:.0f} "
+    print(f"torch {name} threads={a.threads} ms_per_step={med * 1e3:.2f} tokens_per_s={B * T / med:.0f} "
           f"peak_rss_mb={rss_mb():.1f} mfu={mfu:.3f}", flush=True)
     env = " ".join(f"{k}={os.environ[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS",
                                                      "OMP_NUM_THREADS") if k in os.environ)
