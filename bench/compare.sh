@@ -3,7 +3,9 @@
 # alternately (qkt first in odd rounds, torch first in even ones) for several rounds
 # per config, so both see the same machine load. Prints every run, then per config
 # the medians, the median of the per-round step-time ratios (torch / qkt: > 1 means
-# qkt is faster) and the peak-RSS ratio (qkt / torch).
+# qkt is faster), the peak-RSS ratio (qkt / torch), and the same ratio of CPU time per
+# step (all threads: on a machine shared with other jobs it shows the work done, where
+# wall time also counts the waiting for a core).
 #
 # usage: bench/compare.sh [-r ROUNDS] [-t THREADS] [-s STEPS] [-w WARMUP] [CONFIG...]
 #   configs default to "tiny small medium"; QKT_BIN (default build-native/qkt, a
@@ -42,10 +44,15 @@ trap 'rm -f "$log"' EXIT
 for cfg in $configs; do
     r=1
     while [ "$r" -le "$rounds" ]; do
-        run_qkt() { "$QKT_BIN" bench --config "$cfg" --threads "$threads" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>/dev/null; }
+        # the result line, with cpu_ms_per_step (from the stderr diagnostics) appended
+        run_qkt() {
+            out=$("$QKT_BIN" bench --config "$cfg" --threads "$threads" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1)
+            echo "$(echo "$out" | grep "^qkt $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')"
+        }
         run_torch() {
-            env $TORCH_ENV "$TORCH_PY" "$here/torch_gpt.py" --config "$cfg" --threads "$threads" --steps "$steps" \
-                --warmup "$warmup" --peak "$peak" 2>/dev/null
+            out=$(env $TORCH_ENV "$TORCH_PY" "$here/torch_gpt.py" --config "$cfg" --threads "$threads" --steps "$steps" \
+                --warmup "$warmup" --peak "$peak" 2>&1)
+            echo "$(echo "$out" | grep "^torch $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')"
         }
         if [ $((r % 2)) -eq 1 ]; then a=$(run_qkt); b=$(run_torch); else b=$(run_torch); a=$(run_qkt); fi
         echo "$a"
@@ -65,10 +72,11 @@ function field(name,    i, kv) { for (i = 3; i <= NF; i++) { split($i, kv, "=");
 {
     who = $2; cfg = $3; r = $1
     ms[who, cfg, r] = field("ms_per_step"); rss[who, cfg, r] = field("peak_rss_mb"); mfu[who, cfg, r] = field("mfu")
+    cpu[who, cfg, r] = field("cpu_ms_per_step")
     if (!(cfg in seen)) { seen[cfg] = 1; order[++nc] = cfg }
 }
 END {
-    printf "%-8s %10s %10s %9s %9s %9s %9s %8s %8s\n", "config", "qkt_ms", "torch_ms", "speedup", "qkt_rss", "torch_rss", "rss_ratio", "qkt_mfu", "torch_mfu"
+    printf "%-8s %9s %9s %8s %8s %9s %9s %8s %9s %8s %9s %9s\n", "config", "qkt_ms", "torch_ms", "speedup", "qkt_rss", "torch_rss", "rss_ratio", "qkt_mfu", "torch_mfu", "qkt_cpu", "torch_cpu", "cpu_ratio"
     for (c = 1; c <= nc; c++) {
         cfg = order[c]; n = 0
         for (r = 1; r <= rounds; r++) {
@@ -77,8 +85,9 @@ END {
             q[n] = ms["qkt", cfg, r]; t[n] = ms["torch", cfg, r]; s[n] = t[n] / q[n]
             qr[n] = rss["qkt", cfg, r]; tr[n] = rss["torch", cfg, r]; rr[n] = qr[n] / tr[n]
             qm[n] = mfu["qkt", cfg, r]; tm[n] = mfu["torch", cfg, r]
+            qc[n] = cpu["qkt", cfg, r]; tc[n] = cpu["torch", cfg, r]; cr[n] = (qc[n] > 0) ? tc[n] / qc[n] : 0
         }
         if (!n) continue
-        printf "%-8s %10.2f %10.2f %8.2fx %9.1f %9.1f %9.2f %8.3f %8.3f\n", cfg, med(q, n), med(t, n), med(s, n), med(qr, n), med(tr, n), med(rr, n), med(qm, n), med(tm, n)
+        printf "%-8s %9.2f %9.2f %7.2fx %8.1f %9.1f %9.2f %8.3f %9.3f %8.1f %9.1f %8.2fx\n", cfg, med(q, n), med(t, n), med(s, n), med(qr, n), med(tr, n), med(rr, n), med(qm, n), med(tm, n), med(qc, n), med(tc, n), med(cr, n)
     }
 }' "$log"
