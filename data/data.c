@@ -334,7 +334,7 @@ int qkt_data_help(char *buf, size_t n) {
         for (int j = 0; t->params[j].name; j++) {
             const qkt_data_param *p = &t->params[j];
             char def[16];
-            if (p->def == QKT_PARAM_FROM_T) snprintf(def, sizeof def, "from T");
+            if (p->def == QKT_PARAM_AUTO) snprintf(def, sizeof def, "auto");
             else snprintf(def, sizeof def, "%d", p->def);
             PUT("    %-11s %-7s %s\n", p->name, def, p->help);
         }

@@ -5,17 +5,17 @@
 #include "qkt_data.h"
 
 #define QKT_DATA_MAX_PARAMS 4
-#define QKT_PARAM_FROM_T (-1) /* default: sized from the model's T (see each task) */
+#define QKT_PARAM_AUTO (-1) /* default computed by setup() (from T or other parameters) */
 #define QKT_DATA_MAX_VOCAB 65536
 
 typedef struct qkt_data_param {
     const char *name;
-    int def; /* default, or QKT_PARAM_FROM_T */
+    int def; /* default, or QKT_PARAM_AUTO */
     int lo, hi;
     const char *help;
 } qkt_data_param;
 
-/* One synthetic task. setup() validates d->p (params in table order, FROM_T
+/* One synthetic task. setup() validates d->p (params in table order, AUTO
  * defaults still -1) against d->T_req (0 = natural), sets used/vocab/answer_k/
  * log2_space/best_* and allocates task scratch; gen() writes one sequence
  * s[0..used] into d->seq and its answer flags into d->ans (ans[i] = 1: s[i] is

@@ -3,7 +3,7 @@
  *
  *     qkt_data *d;
  *     qkt_data_opts o = {.seq_len = T, .seed = 1};
- *     if (qkt_data_open(&d, "mqar:n_pairs=8", &o, &err)) -> err.msg
+ *     if (qkt_data_open(&d, "mqar:n_pairs=6", &o, &err)) -> err.msg
  *     V = qkt_data_vocab_size(d);
  *     qkt_data_batch(d, QKT_SPLIT_TRAIN, B, idx, targets, NULL);   // (B, T) each
  *     ... eval: qkt_data_reset(d, QKT_SPLIT_VAL); then the same val batches every time
@@ -57,7 +57,7 @@ void qkt_data_free(qkt_data *d);
 
 const char *qkt_data_name(const qkt_data *d); /* "mqar", ..., "text" */
 /* Canonical spec with every parameter resolved, e.g.
- * "mqar:vocab=64,seq_len=64,n_pairs=8,n_queries=8": reopening it gives the same task. */
+ * "mqar:vocab=32,seq_len=64,n_pairs=4,n_queries=16": reopening it gives the same task. */
 const char *qkt_data_spec(const qkt_data *d);
 int qkt_data_vocab_size(const qkt_data *d);
 int qkt_data_seq_len(const qkt_data *d); /* T */

@@ -24,8 +24,9 @@ static int32_t *scratch_alloc(int n) {
  * 1..nk, values nk+1..V-1 (disjoint halves), nk = (V-1)/2. Layout of s (L+1 tokens):
  *   k_1 v_1 ... k_N v_N | query region of L+1-2N tokens, blank except Q query
  *   slots: slot j (2 tokens at 2N+2j) holds a key k_i and then its value v_i.
- * Keys, values, queried pairs and slots are drawn without replacement; the values
- * after the query keys are the answers. */
+ * Keys, values and slots are drawn without replacement; the queried pairs too
+ * while Q <= N, beyond that each pair is asked about Q/N times. The values after
+ * the query keys are the answers. */
 enum { MQ_VOCAB, MQ_LEN, MQ_PAIRS, MQ_QUERIES };
 
 static int mqar_setup(qkt_data *d, qkt_err *err) {
@@ -34,18 +35,27 @@ static int mqar_setup(qkt_data *d, qkt_err *err) {
     if (N > nk)
         return qkt_err_set(err, "mqar: n_pairs=%d exceeds the %d keys of vocab=%d (keys are tokens 1..%d); raise vocab",
                            N, nk, V, nk);
-    if (Q > N) return qkt_err_set(err, "mqar: n_queries=%d exceeds n_pairs=%d (each query asks a distinct pair)", Q, N);
     if (d->p[MQ_LEN] < 0) d->p[MQ_LEN] = natural_T(d);
-    int L = d->p[MQ_LEN], need = 2 * N + 2 * Q - 1;
+    int L = d->p[MQ_LEN];
+    if (Q < 0) { /* default: 4 queries per pair (more answers per sequence), as many as fit */
+        Q = 4 * N < (L + 1 - 2 * N) / 2 ? 4 * N : (L + 1 - 2 * N) / 2;
+        d->p[MQ_QUERIES] = Q = Q > 1 ? Q : 1;
+    }
+    int need = 2 * N + 2 * Q - 1;
     if (L < need)
         return qkt_err_set(err, "mqar: seq_len=%d is too short for n_pairs=%d and n_queries=%d: expected >= %d", L, N,
                            Q, need);
     int S = (L + 1 - 2 * N) / 2;
     d->used = L, d->vocab = V, d->answer_k = nv;
     d->best_loss = 0, d->best_acc = 1;
-    d->log2_space = log2_perm(nk, N) + log2_perm(nv, N) + log2_perm(N, Q) + log2_choose(S, Q);
+    /* Query orders: P(N, Q) while Q <= N; beyond, at least Q! / (R!)^N (multinomial
+     * with every count <= R). */
+    int R = (Q + N - 1) / N;
+    double log2_queries = Q <= N ? log2_perm(N, Q) : (lgamma(Q + 1.0) - N * lgamma(R + 1.0)) / log(2.0);
+    d->log2_space = log2_perm(nk, N) + log2_perm(nv, N) + log2_queries + log2_choose(S, Q);
     int m = nk > nv ? nk : nv;
-    d->scratch = scratch_alloc(m > S ? m : S);
+    m = m > S ? m : S;
+    d->scratch = scratch_alloc(m > R * N ? m : R * N);
     d->scratch2 = scratch_alloc(S > N ? S : N);
     return 0;
 }
@@ -57,14 +67,18 @@ static int cmp_int32(const void *a, const void *b) {
 
 static void mqar_gen(qkt_data *d, qkt_rng *r) {
     int V = d->p[MQ_VOCAB], L = d->p[MQ_LEN], N = d->p[MQ_PAIRS], Q = d->p[MQ_QUERIES];
-    int nk = (V - 1) / 2, nv = V - 1 - nk, S = (L + 1 - 2 * N) / 2;
+    int nk = (V - 1) / 2, nv = V - 1 - nk, S = (L + 1 - 2 * N) / 2, R = (Q + N - 1) / N;
     int32_t *s = d->seq, *a = d->scratch, *slot = d->scratch2;
     for (int i = 0; i <= L; i++) s[i] = 0, d->ans[i] = 0;
     qkt__sample_distinct(r, a, nk, N);
     for (int i = 0; i < N; i++) s[2 * i] = 1 + a[i];
     qkt__sample_distinct(r, a, nv, N);
     for (int i = 0; i < N; i++) s[2 * i + 1] = 1 + nk + a[i];
-    qkt__sample_distinct(r, a, N, Q);     /* which pairs are queried, in order */
+    /* Which pairs are queried, in order: the first Q of a random permutation of
+     * every pair repeated R = ceil(Q/N) times, so distinct pairs while Q <= N and
+     * each pair asked about Q/N times (at most R) beyond. */
+    qkt__sample_distinct(r, a, R * N, Q);
+    for (int j = 0; j < Q; j++) a[j] %= N;
     qkt__sample_distinct(r, slot, S, Q);  /* where: Q distinct slots, ascending */
     qsort(slot, (size_t)Q, sizeof *slot, cmp_int32);
     for (int j = 0; j < Q; j++) {
@@ -244,15 +258,16 @@ static void bigram_token(const qkt_data *d, int32_t tok, char buf[16]) {
 #define LEN_MAX (QKT_DATA_MAX_T / 2)
 const qkt_data_task qkt__tasks[] = {
     {"mqar", "multi-query associative recall: key-value pairs, then queries of earlier keys",
-     {{"vocab", 64, 5, VOCAB_MAX, "vocabulary size: token 0 blank, keys 1..(vocab-1)/2, values after"},
-      {"seq_len", QKT_PARAM_FROM_T, 3, QKT_DATA_MAX_T, "positions used (default T)"},
-      {"n_pairs", 8, 1, VOCAB_MAX, "key-value pairs at the start"},
-      {"n_queries", 8, 1, VOCAB_MAX, "queried keys, at random slots after the pairs"},
+     {{"vocab", 32, 5, VOCAB_MAX, "vocabulary size: token 0 blank, keys 1..(vocab-1)/2, values after"},
+      {"seq_len", QKT_PARAM_AUTO, 3, QKT_DATA_MAX_T, "positions used (default T)"},
+      {"n_pairs", 4, 1, VOCAB_MAX, "key-value pairs at the start"},
+      {"n_queries", QKT_PARAM_AUTO, 1, VOCAB_MAX,
+       "queries at random slots after the pairs (default 4 per pair, as many as fit)"},
       {0}},
      mqar_setup, mqar_gen, mqar_token},
     {"induction", "random tokens followed by their repetition; answers are the repeated half",
      {{"vocab", 64, 3, VOCAB_MAX, "vocabulary size: token 0 blank (BOS), 1..vocab-1 random"},
-      {"len", QKT_PARAM_FROM_T, 1, LEN_MAX, "length of the random half (default T/2)"},
+      {"len", QKT_PARAM_AUTO, 1, LEN_MAX, "length of the random half (default T/2)"},
       {0}},
      induction_setup, induction_gen, plain_token},
     {"sort", "a list of digits, a separator, then the list sorted",

@@ -33,6 +33,7 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     c->beta2 = 0.95;
     c->attn_temp = 1;
     c->qk_init_mult = 1;
+    c->init_std = 0.02;
     c->seed = 1;
     c->workers = 2;
     set_list(c->variants, &c->n_variants, all, 6);
@@ -101,6 +102,7 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (!(c->grad_clip >= 0)) return qkt_err_set(err, "grad_clip %g: expected >= 0 (0 = off)", c->grad_clip);
     if (!(c->beta2 > 0 && c->beta2 < 1)) return qkt_err_set(err, "beta2 %g: expected a number in (0, 1)", c->beta2);
     if (!(c->attn_temp > 0) || !isfinite(c->attn_temp)) return qkt_err_set(err, "attn_temp %g: expected a positive number", c->attn_temp);
+    if (!(c->init_std > 0) || !isfinite(c->init_std)) return qkt_err_set(err, "init_std %g: expected a positive number", c->init_std);
     if (!(c->qk_init_mult > 0) || !isfinite(c->qk_init_mult)) return qkt_err_set(err, "qk_init_mult %g: expected a positive number", c->qk_init_mult);
     if (c->seeds < 1 || c->seeds > 100) return qkt_err_set(err, "seeds %d: expected 1 .. 100", c->seeds);
     if (c->workers < 1 || c->workers > 256) return qkt_err_set(err, "workers %d: expected 1 .. 256", c->workers);
@@ -133,7 +135,7 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
 #define NUM(f) cJSON_AddNumberToObject(j, #f, (double)c->f)
     NUM(seq_len), NUM(n_layer), NUM(n_head), NUM(batch_size), NUM(steps), NUM(eval_every), NUM(eval_batches);
     NUM(warmup), NUM(lr), NUM(min_lr_frac), NUM(weight_decay), NUM(grad_clip), NUM(beta2), NUM(attn_temp);
-    NUM(qk_init_mult), NUM(seeds), NUM(lr_steps), NUM(lr_dk), NUM(growth_steps), NUM(growth_lr), NUM(workers);
+    NUM(qk_init_mult), NUM(init_std), NUM(seeds), NUM(lr_steps), NUM(lr_dk), NUM(growth_steps), NUM(growth_lr), NUM(workers);
 #undef NUM
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed); /* as a string: exact for 64 bits */
@@ -232,7 +234,7 @@ int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err)
     rc = rc ? rc : get_str(path, j, "seed", seed, sizeof seed, err);
     rc = rc ? rc : get_str(path, j, "command", c->command, sizeof c->command, err);
     INT(seq_len), INT(n_layer), INT(n_head), INT(batch_size), INT(steps), INT(eval_every), INT(eval_batches), INT(warmup);
-    DBL(lr), DBL(min_lr_frac), DBL(weight_decay), DBL(grad_clip), DBL(beta2), DBL(attn_temp), DBL(qk_init_mult);
+    DBL(lr), DBL(min_lr_frac), DBL(weight_decay), DBL(grad_clip), DBL(beta2), DBL(attn_temp), DBL(qk_init_mult), DBL(init_std);
     INT(seeds), INT(lr_steps), INT(lr_dk), INT(growth_steps), DBL(growth_lr), INT(workers);
 #undef INT
 #undef DBL

@@ -58,7 +58,7 @@ int qkt_cmd_ablate(int argc, char **argv) {
     const char *preset = "quick", *name = NULL, *out = "runs", *task = NULL, *variants = NULL, *dks = NULL, *lr_grid = NULL;
     const char *lr_variants = NULL, *init_dks = NULL, *growth_dks = NULL;
     int seq_len = 0, seeds = 0, steps = 0, lr_steps = 0, lr_dk = 0, n_layer = 0, n_head = 0, batch = 0, eval_every = 0, workers = 0;
-    double lr = 0, qk_mult = 0, temp = 0;
+    double lr = 0, qk_mult = 0, temp = 0, init_std = 0;
     uint64_t seed = 0;
     bool report_only = false;
     qkt_flag flags[] = {
@@ -83,6 +83,7 @@ int qkt_cmd_ablate(int argc, char **argv) {
         {"batch-size", QKT_FLAG_INT, &batch, "batch size", 1, 1 << 16, true, false},
         {"eval-every", QKT_FLAG_INT, &eval_every, "steps between evaluations", 1, 1e8, true, false},
         {"qk-init-mult", QKT_FLAG_DOUBLE, &qk_mult, "multiplier on the W_q, W_k init std", 1, 0, true, false},
+        {"init-std", QKT_FLAG_DOUBLE, &init_std, "std of the weight init (GPT-2: 0.02)", 1, 0, true, false},
         {"attn-temp", QKT_FLAG_DOUBLE, &temp, "fixed multiplier on every variant's logits", 1, 0, true, false},
         {"seed", QKT_FLAG_U64, &seed, "base seed", 1, 0, false, false},
         {"workers", QKT_FLAG_INT, &workers, "cells run side by side (default: cores)", 1, 256, true, false},
@@ -116,6 +117,7 @@ int qkt_cmd_ablate(int argc, char **argv) {
     if (batch) c.batch_size = batch;
     if (eval_every) c.eval_every = eval_every;
     if (qk_mult > 0) c.qk_init_mult = qk_mult;
+    if (init_std > 0) c.init_std = init_std;
     if (temp > 0) c.attn_temp = temp;
     if (qkt_flag_seen(flags, nf, "seed")) c.seed = seed;
     c.workers = workers ? workers : (int)sysconf(_SC_NPROCESSORS_ONLN);

@@ -62,12 +62,10 @@ static void show_tokens(const qkt_data *d, const int32_t *s, const uint8_t *ans,
 }
 
 static void show_text(const qkt_data *d, const int32_t *x, const int32_t *y, int T) {
-    int V;
-    const uint8_t *voc = qkt_data_vocab(d, &V);
+    int V = qkt_data_vocab_size(d);
     printf("vocabulary (%d bytes): \"", V);
     char tok[16];
     for (int i = 0; i < V; i++) fputs(qkt_data_token_str(d, i, tok), stdout);
-    (void)voc;
     printf("\"\nwindow of T+1 = %d bytes (every position counts: target[t] = byte t+1):\n  \"", T + 1);
     for (int t = 0; t < T; t++) fputs(qkt_data_token_str(d, x[t], tok), stdout);
     fputs(qkt_data_token_str(d, y[T - 1], tok), stdout);
@@ -167,8 +165,8 @@ int qkt_cmd_data(int argc, char **argv) {
             printf("sequence s[0..%d]: the model reads s[t] and predicts s[t+1]; [x] marks the %d answers\n"
                    "(only they count in loss and accuracy):\n",
                    U, n_ans);
-        if (U < Tm && n == 0) printf("  (then %d padding positions: token 0, not counted)\n", Tm - U);
         show_tokens(d, s, ans, U + 1);
+        if (U < Tm) printf("  (then %d padding positions: token 0, not counted)\n", Tm - U);
     }
     free(x), free(y), free(s), free(ans);
     qkt_data_free(d);

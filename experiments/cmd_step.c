@@ -7,6 +7,7 @@
 #include "qkt_cli.h"
 #include "qkt_flags.h"
 #include "qkt_gpt_io.h"
+#include "qkt_optim.h"
 
 /* idx and targets from the batch file: integer (B, T), same shape, T <= block_size,
  * idx in [0, V), targets in [0, V) or -1. */
@@ -58,14 +59,23 @@ done:
 
 int qkt_cmd_step(int argc, char **argv) {
     const char *ckpt = NULL, *batch = NULL, *out = NULL;
+    const char *params_out = NULL;
     int threads = 0;
     uint64_t seed = 0;
+    double adamw_lr = 0, wd = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, clip = 0;
     qkt_flag flags[] = {
         {"ckpt", QKT_FLAG_STRING, &ckpt, "model checkpoint (.safetensors with the config in __metadata__)", 1, 0, false, false},
         {"batch", QKT_FLAG_STRING, &batch, "batch file: idx and targets, integer (B, T); targets -1 are ignored", 1, 0, false, false},
         {"out", QKT_FLAG_STRING, &out, "output: scalar 'loss' and every parameter's gradient under its name", 1, 0, false, false},
         {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores)", 0, 4096, false, false},
         {"seed", QKT_FLAG_U64, &seed, "seed of the dropout draws (only if the config has dropout)", 1, 0, false, false},
+        {"adamw-lr", QKT_FLAG_DOUBLE, &adamw_lr, "then apply one AdamW step (fresh state) with this lr ...", 1, 0, true, false},
+        {"params-out", QKT_FLAG_STRING, &params_out, "... and write the updated model here (a checkpoint)", 1, 0, false, false},
+        {"weight-decay", QKT_FLAG_DOUBLE, &wd, "AdamW decoupled weight decay (2-D weights only)", 0, 1e300, false, false},
+        {"beta1", QKT_FLAG_DOUBLE, &beta1, "AdamW beta1", 0, 0.999999, false, false},
+        {"beta2", QKT_FLAG_DOUBLE, &beta2, "AdamW beta2", 0, 0.999999, false, false},
+        {"eps", QKT_FLAG_DOUBLE, &eps, "AdamW eps", 1, 0, true, false},
+        {"grad-clip", QKT_FLAG_DOUBLE, &clip, "clip the global gradient norm before the step (0 = off)", 0, 1e300, false, false},
     };
     int n_flags = (int)(sizeof flags / sizeof flags[0]);
     int rc = qkt_flags_parse("step", "One forward and backward of a GPT checkpoint on a batch; writes the loss and every\n"
@@ -77,6 +87,10 @@ int qkt_cmd_step(int argc, char **argv) {
             fprintf(stderr, "qkt step: --%s is required (run 'qkt step --help')\n", flags[i].name);
             return 2;
         }
+    if (qkt_flag_seen(flags, n_flags, "adamw-lr") != qkt_flag_seen(flags, n_flags, "params-out")) {
+        fprintf(stderr, "qkt step: --adamw-lr and --params-out go together (one AdamW step, then the updated model)\n");
+        return 2;
+    }
     qkt_set_threads(threads);
 
     qkt_err err = {{0}};
@@ -120,6 +134,18 @@ int qkt_cmd_step(int argc, char **argv) {
     if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
     else printf("loss %.9g over %d positions (B %d, T %d); %d gradients -> %s\n", (double)loss->data[0], n_counted, B, T,
                 g.params.n, out);
+    if (!rc && params_out) {
+        /* torch: clip_grad_norm_(params, clip); AdamW(lr, betas, eps, wd on the 2-D weights).step() */
+        double norm = qkt_clip_grad_norm(&g.params, clip);
+        qkt_optim opt;
+        qkt_optim_config oc = {.kind = QKT_OPTIM_ADAMW, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = wd};
+        qkt_optim_init(&opt, &g.params, &oc);
+        qkt_optim_step(&opt, adamw_lr);
+        qkt_optim_free(&opt);
+        rc = qkt_gpt_save(params_out, &g, NULL, 0, NULL, 0, &err);
+        if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
+        else printf("grad norm %.9g; one AdamW step (lr %g, wd %g) -> %s\n", norm, adamw_lr, wd, params_out);
+    }
     free(w);
     free(idx), free(tgt);
     qkt_ctx_free(&ctx);

@@ -21,7 +21,7 @@ typedef struct qkt_ablate_cfg {
     int steps, eval_every, eval_batches;
     int warmup;
     double lr, min_lr_frac, weight_decay, grad_clip, beta2;
-    double attn_temp, qk_init_mult;
+    double attn_temp, qk_init_mult, init_std;
     int n_variants;
     char variants[QKT_AB_MAX_LIST][32];
     int n_dk;

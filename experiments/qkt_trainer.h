@@ -10,6 +10,7 @@
 #include "qkt_metrics.h"
 #include "qkt_nn.h"
 #include "qkt_optim.h"
+#include "qkt_safetensors.h"
 
 typedef struct qkt_train_config {
     qkt_gpt_config model;       /* vocab_size is taken from the data source */
@@ -58,6 +59,17 @@ typedef struct qkt_eval {
 } qkt_eval;
 /* Validation: the same n_batches every call (the val stream is reset). */
 void qkt_trainer_eval(qkt_trainer *t, int n_batches, int batch_size, qkt_eval *ev);
+/* Checkpoint of the full training state (qkt_gpt_save's file): parameters and config,
+ * optim.m, optim.v, optim.step, rng.data_train, rng.data_val, rng.dropout (U64 x 4),
+ * train.vocab (U8, text data only), metadata "step" and "data" (the canonical spec)
+ * plus up to 8 caller pairs. Written atomically. */
+int qkt_trainer_save(qkt_trainer *t, const char *path, const qkt_st_meta *meta, int n_meta, qkt_err *err);
+/* Restore that state into a trainer built from the same config (qkt_trainer_init):
+ * the model config, the data (spec, or the text vocabulary) and every tensor are
+ * checked first; afterwards qkt_trainer_step continues exactly where the saved run
+ * was. On -1 (one line naming the file and the problem) drop the trainer. */
+int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err);
+
 /* Attention maps of layer l for row 0 of the first validation batch: probs (H, T, T). */
 void qkt_trainer_attention_map(qkt_trainer *t, qkt_real *probs_all_layers);
 

@@ -176,9 +176,9 @@ static void part_init(rep *r) {
     qkt_buf_printf(md, "![logit std](init_logit_std.png) ![entropy](init_entropy.png) ![jacobian](init_jacobian.png)\n\n");
 
     /* Fresh GPT on real batches */
-    qkt_buf_printf(md, "### A freshly initialised GPT on real batches\n\n%d layers, %d heads, d_model = %d x d_k, GPT-2 init "
-                       "(N(0, 0.02), W_q and W_k x %g), task `%s`. Means over layers and heads.\n\n",
-                   c->n_layer, c->n_head, c->n_head, c->qk_init_mult, c->task);
+    qkt_buf_printf(md, "### A freshly initialised GPT on real batches\n\n%d layers, %d heads, d_model = %d x d_k, GPT-2 style init "
+                       "(N(0, %g), W_q and W_k x %g), task `%s`. Means over layers and heads.\n\n",
+                   c->n_layer, c->n_head, c->n_head, c->init_std, c->qk_init_mult, c->task);
     qkt_buf_printf(md, "| variant | d_k | logit std | normalised entropy | max weight | Jacobian norm | grad norm W_q | loss |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int v = 0; v < 4; v++)
         for (int i = 0; i < nd; i++) {
@@ -538,9 +538,9 @@ static void reading(rep *r, double slope_sqrt, double slope_dk) {
     int ri = qkt_table_find_run(t, "init", "none", d, -1, 0), rs = qkt_table_find_run(t, "init", "sqrt_dk", d, -1, 0);
     if (ri >= 0 && rs >= 0) {
         double sn = qkt_table_value(t, ri, "logit_std", 0, -1), ss = qkt_table_value(t, rs, "logit_std", 0, -1);
-        qkt_buf_printf(md, "- **At init, a real GPT.** With GPT-2's N(0, 0.02) weights (W_q, W_k x %g) the logits at d_k = %d have std %.3f "
+        qkt_buf_printf(md, "- **At init, a real GPT.** With N(0, %g) weights (W_q, W_k x %g) the logits at d_k = %d have std %.3f "
                            "unscaled and %.3f scaled: %s\n",
-                       c->qk_init_mult, d, sn, ss,
+                       c->init_std, c->qk_init_mult, d, sn, ss,
                        sn < 1 ? "small either way, so a freshly initialised model attends almost uniformly whatever the scale; the "
                                 "difference between variants builds up as W_q and W_k grow in training."
                               : "large enough unscaled to make attention peaked from the first step.");

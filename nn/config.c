@@ -54,6 +54,8 @@ int qkt_gpt_config_validate(const qkt_gpt_config *c, qkt_err *err) {
         return qkt_err_set(err, "attn_temp must be a positive number, got %g", c->attn_temp);
     if (!(isfinite(c->qk_init_mult) && c->qk_init_mult >= 0))
         return qkt_err_set(err, "qk_init_mult must be a number >= 0, got %g", c->qk_init_mult);
+    if (!(isfinite(c->init_std) && c->init_std >= 0))
+        return qkt_err_set(err, "init_std must be a number >= 0 (0 = 0.02), got %g", c->init_std);
     if (!(isfinite(c->ln_eps) && c->ln_eps > 0)) return qkt_err_set(err, "ln_eps must be positive, got %g", c->ln_eps);
     return 0;
 }

@@ -22,7 +22,7 @@ static void fill_const(qkt_real *x, int64_t n, double v) {
  * format): 2-D = a Linear or embedding weight, 1-D "*.weight" = a LayerNorm weight. */
 void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng) {
     const qkt_gpt_config *c = &g->cfg;
-    const double std = 0.02, std_resid = 0.02 / sqrt(2.0 * c->n_layer);
+    const double std = c->init_std > 0 ? c->init_std : 0.02, std_resid = std / sqrt(2.0 * c->n_layer);
     const int C = c->n_embd, d = C / c->n_head;
     for (int i = 0; i < g->params.n; i++) {
         qkt_tensor *t = g->params.t[i];

@@ -44,6 +44,7 @@ typedef struct qkt_gpt_config {
     qkt_attn_scale attn_scale;
     double attn_temp;          /* fixed multiplier on the logits on top of any variant (1) */
     double qk_init_mult;       /* multiplier on the W_q and W_k init std (1) */
+    double init_std;           /* std of the weight init; 0 = GPT-2's 0.02 (c_proj: init_std/sqrt(2 n_layer)) */
     double ln_eps;             /* LayerNorm epsilon (1e-5, as PyTorch) */
 } qkt_gpt_config;
 /* nanoGPT's GPT-2 small shape: V 50304, block 1024, 12 layers, 12 heads, C 768, no
@@ -142,6 +143,7 @@ void qkt_gpt_free(qkt_gpt *g);
  * tensor's values do not depend on the sizes of the others:
  *   Linear and embedding weights N(0, 0.02^2); attn.c_proj and mlp.c_proj weights
  *   N(0, (0.02/sqrt(2 n_layer))^2); the q and k row blocks of c_attn N(0, (0.02 qk_init_mult)^2);
+ *   (0.02 stands for cfg.init_std when that is set);
  *   biases 0; LayerNorm weights 1, biases 0; log_scale log(1/sqrt(d_k)).
  * rng advances by one draw per parameter tensor. */
 void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng);

@@ -79,6 +79,8 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--every", type=int, default=50)
+    ap.add_argument("--gpt2-init", action="store_true",
+                    help="GPT-2 init (N(0, 0.02), residual projections 0.02/sqrt(2 layers)) instead of PyTorch's")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(1)
@@ -88,6 +90,13 @@ def main():
         xv, yv = dump(a.qkt, spec, "val", 512, a.seed)
         V = int(max(xs.max(), ys.max(), xv.max(), yv.max())) + 1
         model = GPT(V, xs.shape[1], heads=a.heads)
+        if a.gpt2_init:
+            for name, p in model.named_parameters():
+                if p.dim() == 2:
+                    std = 0.02 / math.sqrt(2 * len(model.blocks)) if name.endswith(("proj.weight", "mlp.2.weight")) else 0.02
+                    nn.init.normal_(p, 0.0, std)
+                elif name.endswith("bias"):
+                    nn.init.zeros_(p)
         opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.0)
         first90 = None
         line = []

@@ -29,9 +29,39 @@ static void expect_bad(const char *args, const char *want) {
     EXPECT(lines == 1, "qkt data %s: %d lines of error, expected 1: %s", args, lines, out);
 }
 
+/* docs/data.md shows real output: every block that starts with "$ qkt data ..."
+ * (text files excluded: their path depends on the checkout) must match the program. */
+static void check_docs(void) {
+    const char *src = getenv("QKT_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/docs/data.md", src && *src ? src : "..");
+    FILE *f = fopen(path, "rb");
+    EXPECT(f != NULL, "cannot read %s", path);
+    if (!f) return;
+    static char doc[1 << 17];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    doc[n] = 0;
+    fclose(f);
+    int blocks = 0;
+    for (char *p = doc; (p = strstr(p, "```\n$ qkt data ")) != NULL;) {
+        char *args = p + strlen("```\n$ qkt data "), *eol = strchr(args, '\n');
+        char *end = eol ? strstr(eol + 1, "```\n") : NULL;
+        if (!end) break;
+        *eol = 0;
+        p = end + 4;
+        if (strstr(args, "text:")) continue;
+        *end = 0;
+        blocks++;
+        int rc = run(args);
+        EXPECT(rc == 0 && !strcmp(out, eol + 1), "docs/data.md: 'qkt data %s' prints something else now "
+               "(run scripts/update_doc_examples.py):\n%s", args, out);
+    }
+    EXPECT(blocks >= 7, "docs/data.md: only %d command examples found", blocks);
+}
+
 int main(void) {
     expect_ok("--help", "--show SPEC", "n_queries");
-    expect_ok("--show mqar", "mqar:vocab=64,seq_len=64,n_pairs=8,n_queries=8", "chance: loss 3.4657, accuracy 0.0312");
+    expect_ok("--show mqar", "mqar:vocab=32,seq_len=64,n_pairs=4,n_queries=16", "chance: loss 2.7726, accuracy 0.0625");
     expect_ok("--show mqar --seed 3 --split val", "val split", "[v");
     expect_ok("--show induction --seq-len 32", "induction:vocab=64,len=16", "16 answers");
     expect_ok("--show sort", "sort:len=8,digits=10", " | [");
@@ -65,6 +95,8 @@ int main(void) {
     }
     EXPECT(mismatches == 0, "dump differs from the API in %d values:\n%s", mismatches, out);
     qkt_data_free(d);
+
+    check_docs();
 
     expect_bad("", "expected --show SPEC or --dump SPEC");
     expect_bad("--frobnicate", "unknown flag '--frobnicate'");

@@ -1,0 +1,154 @@
+/* qkt sample: generate from a `qkt train` checkpoint. Text models decode with the
+ * vocabulary stored in the checkpoint (train.vocab); synthetic tasks print token names
+ * (the task is reopened from the "data" metadata); anything else prints token ids. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_cli.h"
+#include "qkt_data.h"
+#include "qkt_flags.h"
+#include "qkt_gpt_io.h"
+
+#define CMD "qkt sample"
+
+typedef struct {
+    const qkt_data *d; /* NULL: plain ids */
+    bool text;
+    int n;
+} printer;
+
+static void put_token(int32_t tok, void *user) {
+    printer *p = user;
+    if (p->text) {
+        uint8_t b;
+        qkt_data_decode(p->d, &tok, 1, &b);
+        fputc(b, stdout);
+    } else {
+        char buf[16];
+        if (p->d) printf("%s%s", p->n ? " " : "", qkt_data_token_str(p->d, tok, buf));
+        else printf("%s%d", p->n ? " " : "", (int)tok);
+    }
+    p->n++;
+    fflush(stdout);
+}
+
+/* The decoder of the checkpoint's tokens: a text vocabulary, the task, or NULL (ids). */
+static int open_decoder(const qkt_checkpoint *ck, int V, qkt_data **d, bool *text, qkt_err *err) {
+    *d = NULL, *text = false;
+    const qkt_st_tensor *tv = qkt_safetensors_find(&ck->st, "train.vocab");
+    if (tv) {
+        if (tv->dtype != QKT_ST_U8 || tv->ndim != 1 || tv->numel != V)
+            return qkt_err_set(err, "checkpoint %s: train.vocab must be U8 (%d) for vocab_size %d", ck->path, V, V);
+        qkt_err e2;
+        if (qkt_data_from_vocab(d, tv->data, V, &e2)) return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
+        *text = true;
+        return 0;
+    }
+    const char *spec = qkt_checkpoint_meta(ck, "data");
+    if (spec && strncmp(spec, "text", 4)) {
+        qkt_data_opts o = {0};
+        qkt_err e2; /* a task this build does not know, or another vocabulary: print ids */
+        if (qkt_data_open(d, spec, &o, &e2) == 0 && qkt_data_vocab_size(*d) != V) qkt_data_free(*d), *d = NULL;
+    }
+    return 0;
+}
+
+/* Synthetic prompts: token ids in [0, V), separated by spaces or commas. */
+static int parse_ids(const char *s, int V, int32_t *ids, int *n, qkt_err *err) {
+    *n = 0;
+    while (*s) {
+        if (*s == ' ' || *s == ',') {
+            s++;
+            continue;
+        }
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || (*end && *end != ' ' && *end != ',') || v < 0 || v >= V)
+            return qkt_err_set(err, "--prompt: '%.32s' is not a token id in [0, %d) (this model is not a text model)", s, V);
+        ids[(*n)++] = (int32_t)v;
+        s = end;
+    }
+    if (!*n) return qkt_err_set(err, "--prompt: expected token ids separated by spaces");
+    return 0;
+}
+
+int qkt_cmd_sample(int argc, char **argv) {
+    const char *ckpt = NULL, *prompt = NULL;
+    int tokens = 500, top_k = 0, threads = 0;
+    double temperature = 0.8;
+    uint64_t seed = 1337;
+    qkt_flag f[] = {
+        {"ckpt", QKT_FLAG_STRING, &ckpt, "checkpoint written by qkt train (OUT/ckpt.safetensors)", 1, 0, false, false},
+        {"prompt", QKT_FLAG_STRING, &prompt, "start text (text models; default a newline) or token ids", 1, 0, false, false},
+        {"tokens", QKT_FLAG_INT, &tokens, "tokens to generate", 1, 1 << 24, true, false},
+        {"temperature", QKT_FLAG_DOUBLE, &temperature, "softmax temperature (0 = greedy)", 0, 1e6, false, false},
+        {"top-k", QKT_FLAG_INT, &top_k, "sample among the k most likely tokens (0 = all)", 0, 1 << 24, false, false},
+        {"seed", QKT_FLAG_U64, &seed, "seed of the sampling stream", 1, 0, false, false},
+        {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores)", 0, 4096, false, false},
+    };
+    int nf = (int)(sizeof f / sizeof *f);
+    int rc = qkt_flags_parse("sample", "Generate from a qkt train checkpoint; text models print characters, tasks their tokens.", f,
+                             nf, argc, argv, NULL, 0, NULL);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (!ckpt) return fprintf(stderr, CMD ": --ckpt is required (run 'qkt sample --help')\n"), 2;
+    qkt_set_threads(threads);
+
+    qkt_err err;
+    qkt_checkpoint ck;
+    qkt_gpt g = {0};
+    qkt_data *d = NULL;
+    bool text = false;
+    int32_t *ids = NULL;
+    qkt_gpt_config cfg;
+    if (qkt_checkpoint_open(ckpt, &ck, &err)) return fprintf(stderr, CMD ": --ckpt: %s\n", err.msg), 1;
+    rc = 1;
+    if (qkt_gpt_config_from_checkpoint(&ck, &cfg, &err) || qkt_gpt_init(&g, &cfg, &err) || qkt_gpt_restore(&ck, &g, NULL, 0, &err) ||
+        open_decoder(&ck, cfg.vocab_size, &d, &text, &err)) {
+        fprintf(stderr, CMD ": --ckpt: %s\n", err.msg);
+        goto done;
+    }
+    /* the prompt, encoded */
+    size_t plen = prompt ? strlen(prompt) : 1;
+    ids = malloc((plen + 1 + (size_t)tokens) * sizeof *ids);
+    QKT_CHECK(ids, "out of memory");
+    int n_prompt = 1;
+    if (text) {
+        int n;
+        const uint8_t *vocab = qkt_data_vocab(d, &n);
+        const char *pr = prompt ? prompt : memchr(vocab, '\n', (size_t)n) ? "\n" : (const char *)vocab;
+        if (!prompt) plen = 1;
+        if (qkt_data_encode(d, (const uint8_t *)pr, plen, ids, &err)) {
+            fprintf(stderr, CMD ": --prompt: %s\n", err.msg);
+            rc = 2;
+            goto done;
+        }
+        n_prompt = (int)plen;
+    } else if (prompt) {
+        if (parse_ids(prompt, cfg.vocab_size, ids, &n_prompt, &err)) {
+            fprintf(stderr, CMD ": %s\n", err.msg);
+            rc = 2;
+            goto done;
+        }
+    } else {
+        ids[0] = 0;
+    }
+    printer p = {d, text, 0};
+    for (int i = 0; i < n_prompt; i++) put_token(ids[i], &p);
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 1 << 20, seed);
+    qkt_rng rng;
+    qkt_rng_seed(&rng, seed);
+    qkt_sample_opts so = {.temperature = temperature, .top_k = top_k, .on_token = put_token, .user = &p};
+    qkt_gpt_generate(&ctx, &g, ids, n_prompt, tokens, &so, &rng, ids);
+    qkt_ctx_free(&ctx);
+    printf("\n");
+    rc = 0;
+done:
+    free(ids);
+    if (d) qkt_data_free(d);
+    if (g.h) qkt_gpt_free(&g);
+    qkt_checkpoint_close(&ck);
+    return rc;
+}

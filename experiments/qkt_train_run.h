@@ -1,0 +1,36 @@
+/* The files of a `qkt train` run directory, so a run can be resumed from them alone:
+ *   train.json        the full configuration (this struct, as JSON)
+ *   log.csv           one row per step (QKT_TRAIN_LOG_HEADER), val columns on eval steps
+ *   ckpt.safetensors  qkt_trainer_save's checkpoint */
+#ifndef QKT_TRAIN_RUN_H
+#define QKT_TRAIN_RUN_H
+#include <stdint.h>
+
+#include "qkt_trainer.h"
+
+#define QKT_TRAIN_LOG_HEADER "step,loss,lr,grad_norm,val_loss,val_acc,tokens_per_s,elapsed_s\n"
+
+typedef struct qkt_train_run {
+    qkt_train_config tc; /* tc.data points at data[] */
+    char data[4096];
+    int eval_every;      /* 0 = only before the first and after the last step */
+    int eval_batches;
+    int ckpt_every;      /* 0 = only at the end (and on an interruption) */
+} qkt_train_run;
+
+/* Defaults: qkt_train_config_default() on tinyshakespeare-like sizes is left to flags;
+ * eval every 100 steps over 20 batches, checkpoint every 500. */
+void qkt_train_run_default(qkt_train_run *r);
+/* Every check a user can fail, with the flag's name: "--n-embd 50 is not divisible by
+ * --n-head 3". Does not open the data. */
+int qkt_train_run_validate(const qkt_train_run *r, qkt_err *err);
+/* JSON object (malloc'd string) and back. Load checks every key's presence and type,
+ * then validates; errors start with the file name. */
+char *qkt_train_run_json(const qkt_train_run *r);
+int qkt_train_run_load(const char *path, qkt_train_run *r, qkt_err *err);
+
+/* Keep the header and the rows with step <= `step` of log.csv (atomically); a missing
+ * file becomes the header alone. A file with another header is an error. */
+int qkt_train_log_truncate(const char *path, int64_t step, qkt_err *err);
+
+#endif

@@ -1,0 +1,84 @@
+/* Save and restore the whole state of a qkt_trainer, so that a run resumed from a
+ * checkpoint continues bit-identically: parameters, AdamW moments and step, the RNG
+ * streams of the data (train, val) and of dropout, plus (text data) the vocabulary. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_gpt_io.h"
+#include "qkt_trainer.h"
+
+#define MAX_META 8
+
+int qkt_trainer_save(qkt_trainer *t, const char *path, const qkt_st_meta *meta, int n_meta, qkt_err *err) {
+    QKT_CHECK(n_meta >= 0 && n_meta <= MAX_META, "qkt_trainer_save: %d metadata pairs (at most %d)", n_meta, MAX_META);
+    qkt_rng rtrain, rval;
+    qkt_data_get_rng(t->data, QKT_SPLIT_TRAIN, &rtrain);
+    qkt_data_get_rng(t->data, QKT_SPLIT_VAL, &rval);
+    int64_t ostep = t->opt.step;
+    qkt_st_write ex[8];
+    int n = 0;
+    if (t->opt.m) ex[n++] = (qkt_st_write){"optim.m", QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
+    if (t->opt.v) ex[n++] = (qkt_st_write){"optim.v", QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
+    ex[n++] = (qkt_st_write){"optim.step", QKT_ST_I64, 0, {0}, &ostep};
+    ex[n++] = (qkt_st_write){"rng.data_train", QKT_ST_U64, 1, {4}, rtrain.s};
+    ex[n++] = (qkt_st_write){"rng.data_val", QKT_ST_U64, 1, {4}, rval.s};
+    ex[n++] = (qkt_st_write){"rng.dropout", QKT_ST_U64, 1, {4}, t->ctx.rng.s};
+    int nv = 0;
+    const uint8_t *vocab = qkt_data_vocab(t->data, &nv);
+    if (vocab) ex[n++] = (qkt_st_write){"train.vocab", QKT_ST_U8, 1, {nv}, vocab};
+
+    char step[32];
+    snprintf(step, sizeof step, "%lld", (long long)t->step);
+    qkt_st_meta m[MAX_META + 2] = {{"step", step}, {"data", qkt_data_spec(t->data)}};
+    memcpy(m + 2, meta, (size_t)n_meta * sizeof *m);
+    return qkt_gpt_save(path, &t->gpt, m, n_meta + 2, ex, n, err);
+}
+
+/* The vocabulary stored in the checkpoint must be the data's: a text file that changed
+ * since the run started would silently remap every token. */
+static int check_vocab(const qkt_checkpoint *ck, const qkt_data *d, qkt_err *err) {
+    int nv = 0;
+    const uint8_t *vocab = qkt_data_vocab(d, &nv);
+    const qkt_st_tensor *tv = qkt_safetensors_find(&ck->st, "train.vocab");
+    if (!vocab) {
+        const char *spec = qkt_checkpoint_meta(ck, "data");
+        if (spec && strcmp(spec, qkt_data_spec(d)))
+            return qkt_err_set(err, "checkpoint %s was trained on data '%.200s', not '%.200s'", ck->path, spec, qkt_data_spec(d));
+        return 0;
+    }
+    if (!tv) return qkt_err_set(err, "checkpoint %s has no tensor 'train.vocab' (not trained on text?)", ck->path);
+    if (tv->dtype != QKT_ST_U8 || tv->ndim != 1 || tv->numel != nv || memcmp(tv->data, vocab, (size_t)nv))
+        return qkt_err_set(err, "checkpoint %s: its vocabulary differs from the text file's (%d bytes now): has the file changed?",
+                           ck->path, nv);
+    return 0;
+}
+
+int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err) {
+    long long step;
+    if (qkt_checkpoint_meta_int(ck, "step", &step, err)) return -1;
+    if (step < 0 || step > t->cfg.steps)
+        return qkt_err_set(err, "checkpoint %s: step %lld is outside [0, %lld]", ck->path, step, (long long)t->cfg.steps);
+    if (check_vocab(ck, t->data, err)) return -1;
+    int64_t ostep = 0;
+    qkt_rng rtrain, rval, rdrop;
+    qkt_ckpt_slot s[6];
+    int n = 0;
+    if (t->opt.m) s[n++] = (qkt_ckpt_slot){"optim.m", QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
+    if (t->opt.v) s[n++] = (qkt_ckpt_slot){"optim.v", QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
+    s[n++] = (qkt_ckpt_slot){"optim.step", QKT_ST_I64, 0, {0}, &ostep};
+    s[n++] = (qkt_ckpt_slot){"rng.data_train", QKT_ST_U64, 1, {4}, rtrain.s};
+    s[n++] = (qkt_ckpt_slot){"rng.data_val", QKT_ST_U64, 1, {4}, rval.s};
+    s[n++] = (qkt_ckpt_slot){"rng.dropout", QKT_ST_U64, 1, {4}, rdrop.s};
+    /* All or nothing for the parameters and slots; only an inconsistent optim.step
+     * fails after the copy, and callers drop the trainer on any error. */
+    if (qkt_gpt_restore(ck, &t->gpt, s, n, err)) return -1;
+    if (ostep < 0 || ostep > step)
+        return qkt_err_set(err, "checkpoint %s: optim.step %lld does not fit step %lld", ck->path, (long long)ostep, step);
+    t->opt.step = ostep;
+    t->step = step;
+    qkt_data_set_rng(t->data, QKT_SPLIT_TRAIN, &rtrain);
+    qkt_data_set_rng(t->data, QKT_SPLIT_VAL, &rval);
+    t->ctx.rng = rdrop;
+    return 0;
+}
