@@ -48,7 +48,7 @@ void qkt_set_threads(int n) {
     if (n <= 0) n = 1;
 #endif
 #ifndef QKT_NO_BLAS
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1); /* qkt_gemm splits products over the OpenMP threads (gemm.c) */
 #endif
     g_threads = n;
 }

@@ -1,18 +1,223 @@
-/* Causal multi-head attention as one op (see qkt_attention in qkt_autograd.h).
- * This version materialises P (B, H, T, T) for backward; per (b, h) it runs three
- * gemms forward and four backward through the one wrapper, reading q, k, v in place
- * with leading dimension C (no permute copies). */
+/* Causal multi-head attention as one fused op (see qkt_attention in qkt_autograd.h),
+ * FlashAttention-2 style (Dao 2023) on the CPU:
+ *   forward:  per (b, h, query tile) an online softmax over key tiles j <= the diagonal
+ *             (tiles wholly above it are skipped); only the row logsumexp
+ *             row max m and 1 / l (B, H, T each) are saved, never P;
+ *   backward: per (b, h) P is recomputed tile by tile as exp(z - m) / l.
+ * q, k, v, y stay in the (B, T, H, d) layout; tiles are copied into small padded
+ * buffers, and the tile products are the register-blocked kernels of kernels.h (the
+ * threaded sgemm is never called from inside the parallel regions). Memory is linear
+ * in T: m and 1/l plus per-thread scratch of a few (T, d) slabs. */
+#include "kernels.h"
 #include "ops_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Tile sizes: BK keys is the vector width of the S and dP tiles (a multiple of 32). */
+#define BQ 32
+#define BK 32
+_Static_assert(BK == 32, "row reductions use qkt__max32 / qkt__sum32");
 
 typedef struct {
     int B, T, C, H, d;
-    qkt_real *P;      /* (B, H, T, T) probabilities */
+    int ld;           /* row stride of q, k, v and their grads: C, or 3C for packed qkv */
+    bool packed;      /* inputs are one (B, T, 3C) tensor [q | k | v] */
+    qkt_real *rmax;   /* (B, H, T) m_i = max_j z_ij; -inf for a fully blocked row */
+    qkt_real *rinv;   /* (B, H, T) 1 / sum_j exp(z_ij - m_i); 0 for a fully blocked row */
     qkt_real *s;      /* (H) per-head scale used */
     uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
 } attn_saved;
 
-static inline bool key_blocked(const attn_saved *a, int b, int i, int j) {
-    return j > i || (a->key_pad && a->key_pad[b * a->T + j]);
+static int n_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+static int thread_id(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* Key bias of keys c0 .. c0+n (n a multiple of BK): 0 for a visible key, -inf for
+ * padding (key_pad) and for slots past T. The causal limit is applied per row. */
+static void key_bias(const attn_saved *a, int b, int c0, int n, qkt_real *kb) {
+    for (int j = 0; j < n; j++)
+        kb[j] = (c0 + j < a->T && !(a->key_pad && a->key_pad[(size_t)b * a->T + c0 + j])) ? 0 : -INFINITY;
+}
+
+/* (n, d) rows of a head (row stride C) -> dst (n, ld), columns d..ld zeroed; times f.
+ * (`omp simd` because gcc's -O2 cost model leaves runtime-length loops scalar.) */
+static void copy_rows(const qkt_real *src, int n, int d, int C, qkt_real f, qkt_real *dst, int ld) {
+    for (int r = 0; r < n; r++) {
+        const qkt_real *s = src + (size_t)r * C;
+        qkt_real *t = dst + (size_t)r * ld;
+#pragma omp simd
+        for (int c = 0; c < d; c++) t[c] = f * s[c];
+        for (int c = d; c < ld; c++) t[c] = 0;
+    }
+}
+/* (n, d) rows of a head -> dst (d, ld) transposed, key slots n..ld zeroed. In blocks
+ * of 16 keys, so each write is one contiguous 16-wide run and the 16 source rows stay
+ * in L1. Callers keep ld off powers of two (see kt_ld): a 1 KiB stride maps every row
+ * of a tile to the same few cache sets. */
+static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *dst, int ld) {
+    int j0 = 0;
+    for (; j0 + 16 <= n; j0 += 16)
+        for (int c = 0; c < d; c++) {
+            qkt_real *t = dst + (size_t)c * ld + j0;
+            const qkt_real *s = src + (size_t)j0 * C + c;
+#pragma omp simd
+            for (int j = 0; j < 16; j++) t[j] = s[(size_t)j * C];
+        }
+    for (int c = 0; c < d; c++) {
+        qkt_real *t = dst + (size_t)c * ld;
+        for (int j = j0; j < n; j++) t[j] = src[(size_t)j * C + c];
+        for (int j = n; j < ld; j++) t[j] = 0;
+    }
+}
+/* Leading dimension of a transposed K with n key slots: padded by 16 off a power of two. */
+static int kt_ld(int n) { return n + 16; }
+
+/* Query tiles [qt0, qt1) of one head: rows of y, m and 1/l. `w` is the thread's scratch
+ * (FWD_SCRATCH); the keys the tiles see are copied once, K transposed. z = s q.k +
+ * bias; online softmax over key tiles, per row:
+ *   m' = max(m, max_j z_j),  l = l e^{m - m'} + sum_j e^{z_j - m'},  O = O e^{m - m'} + P V.
+ * l is kept in float64 and m and 1/l are saved (not lse = m + log l, whose float32
+ * rounding at |lse| ~ 100 would already be a 1e-5 relative error in P). */
+#define FWD_SCRATCH(Tp, dp, d) ((size_t)(d) * kt_ld(Tp) + (size_t)(Tp) * (dp) + (Tp) + (size_t)BQ * (dp) * 2 + BQ * BK)
+static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v, int b, int h,
+                      int qt0, int qt1, qkt_real *y, qkt_real *w) {
+    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), Tp = qkt__round_up(T, BK);
+    int nkeys = qt1 * BQ < T ? qt1 * BQ : T, nkp = qkt__round_up(nkeys, BK);
+    int ldk = kt_ld(nkp);
+    qkt_real *KT = w, *V = KT + (size_t)d * kt_ld(Tp), *kb = V + (size_t)Tp * dp, *Q = kb + Tp, *O = Q + BQ * dp;
+    qkt_real *S = O + BQ * dp, m[BQ];
+    double l[BQ];
+    int ld = a->ld;
+    size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
+    copy_transposed(k + base, nkeys, d, ld, KT, ldk); /* K^T (d, nkp) */
+    copy_rows(v + base, nkeys, d, ld, 1, V, dp);
+    memset(V + (size_t)nkeys * dp, 0, (size_t)(nkp - nkeys) * dp * sizeof *V);
+    key_bias(a, b, 0, nkp, kb);
+    size_t row0 = ((size_t)b * a->H + h) * T;
+    for (int r0 = qt0 * BQ; r0 < qt1 * BQ && r0 < T; r0 += BQ) {
+        int nq = T - r0 < BQ ? T - r0 : BQ;
+        copy_rows(q + base + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
+        memset(O, 0, (size_t)nq * dp * sizeof *O);
+        for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;
+        for (int c0 = 0; c0 < r0 + nq; c0 += BK) { /* tiles above the diagonal skipped */
+            int nk = T - c0 < BK ? T - c0 : BK;
+            qkt__mk_gemm(nq, BK, d, Q, dp, 1, KT + c0, ldk, S, BK, false); /* S = s Q K^T (nq, BK) */
+            for (int r = 0; r < nq; r++) {
+                qkt_real *z = S + r * BK;
+                const qkt_real *kbj = kb + c0;
+                int jn = r0 + r - c0 + 1; /* causal: keys c0 + j <= r0 + r */
+#pragma omp simd
+                for (int j = 0; j < BK; j++) z[j] = j < jn ? z[j] + kbj[j] : -INFINITY;
+                qkt_real mx = qkt__max32(z);
+                mx = mx > m[r] ? mx : m[r];
+                if (mx == -INFINITY) { /* every key so far blocked: P row 0 */
+                    memset(z, 0, BK * sizeof *z);
+                    continue;
+                }
+#pragma omp simd
+                for (int j = 0; j < BK; j++) z[j] = qkt__exp(z[j] - mx);
+                qkt_real alpha = qkt__exp(m[r] - mx);
+                l[r] = l[r] * alpha + qkt__dot16(z, NULL, BK);
+                m[r] = mx;
+                if (alpha != 1) {
+                    qkt_real *o = O + (size_t)r * dp;
+#pragma omp simd
+                    for (int c = 0; c < dp; c++) o[c] *= alpha;
+                }
+            }
+            qkt__mk_gemm(nq, dp, nk, S, BK, 1, V + (size_t)c0 * dp, dp, O, dp, true); /* O += P V */
+        }
+        for (int r = 0; r < nq; r++) {
+            qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
+            qkt_real inv = l[r] > 0 ? (qkt_real)(1 / l[r]) : 0;
+#pragma omp simd
+            for (int c = 0; c < d; c++) yr[c] = o[c] * inv;
+            a->rmax[row0 + r0 + r] = m[r];
+            a->rinv[row0 + r0 + r] = inv;
+        }
+    }
+}
+
+/* The slow path for callers that asked for P or the logits (B, H, T, T): rebuilt
+ * row by row from m and 1/l after the fused forward. */
+static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
+    int T = a->T, ld = a->ld, d = a->d, H = a->H;
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    for (int b = 0; b < a->B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t base = (size_t)b * T * ld + (size_t)h * d, poff = ((size_t)b * H + h) * T * T;
+            const qkt_real *rm = a->rmax + ((size_t)b * H + h) * T, *ri = a->rinv + ((size_t)b * H + h) * T;
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j < T; j++) {
+                    bool blocked = j > i || (a->key_pad && a->key_pad[(size_t)b * T + j]);
+                    qkt_real z = -INFINITY;
+                    if (!blocked) {
+                        double dot = 0;
+                        for (int c = 0; c < d; c++) dot += (double)q[base + (size_t)i * ld + c] * k[base + (size_t)j * ld + c];
+                        z = (qkt_real)(a->s[h] * dot);
+                    }
+                    size_t at = poff + (size_t)i * T + j;
+                    if (cap->logits) cap->logits[at] = z;
+                    if (cap->probs) cap->probs[at] = blocked || ri[i] == 0 ? 0 : (qkt_real)(exp((double)z - rm[i]) * ri[i]);
+                }
+        }
+}
+
+/* The op on q, k, v given as pointers with row stride ld (the tensors are recorded
+ * by the callers below). */
+static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt_real *qd, const qkt_real *kd,
+                             const qkt_real *vd, int ld, bool packed, int C, int n_head, const qkt_attn_opts *o,
+                             attn_saved **saved) {
+    int B = shape_of->shape[0], T = shape_of->shape[1], H = n_head;
+    QKT_CHECK(H > 0 && C % H == 0, "attention: %d channels do not split into %d heads", C, H);
+    QKT_CHECK(!o->log_scale || o->log_scale->size == H, "attention: log_scale has %lld values for %d heads",
+              (long long)(o->log_scale ? o->log_scale->size : 0), H);
+    int d = C / H, dp = qkt__round_up(d, QKT_MK_PAD);
+    attn_saved *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
+    *a = (attn_saved){B, T, C, H, d, ld, packed, NULL, NULL, NULL, NULL};
+    a->rmax = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
+    a->rinv = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
+    a->s = qkt_arena_alloc(&ctx->arena, (size_t)H * sizeof(qkt_real));
+    for (int h = 0; h < H; h++) a->s[h] = (qkt_real)(o->scale * (o->log_scale ? exp(o->log_scale->data[h]) : 1.0));
+    if (o->key_pad) {
+        a->key_pad = qkt_arena_alloc(&ctx->arena, (size_t)B * T);
+        memcpy(a->key_pad, o->key_pad, (size_t)B * T);
+    }
+    qkt_tensor *y = qkt_op_output(ctx, 3, (int[]){B, T, C});
+    /* Tasks: (b, h, chunk of query tiles). One chunk per head when there are enough
+     * heads to keep the threads busy (K, V copied once per head); otherwise each head
+     * is cut into chunks of equal causal area (chunk c ends at tile nqt sqrt((c+1)/n)). */
+    int nqt = (T + BQ - 1) / BQ, nth = n_threads(), Tp = qkt__round_up(T, BK);
+    int nch = B * H >= 4 * nth ? 1 : (4 * nth + B * H - 1) / (B * H);
+    if (nch > nqt) nch = nqt;
+    int ntask = B * H * nch;
+    size_t wsz = FWD_SCRATCH(Tp, dp, d);
+    qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
+    qkt_real *yd = y->data;
+    /* Chunks in decreasing cost order (late query tiles see the most keys) for the dynamic schedule. */
+#pragma omp parallel for schedule(dynamic, 1) if (ntask > 1)
+    for (int t = 0; t < ntask; t++) {
+        int c = nch - 1 - t / (B * H), bh = t % (B * H);
+        int qt0 = (int)(nqt * sqrt((double)c / nch) + 0.5), qt1 = (int)(nqt * sqrt((double)(c + 1) / nch) + 0.5);
+        if (c == nch - 1) qt1 = nqt;
+        if (qt1 > qt0) fwd_tiles(a, qd, kd, vd, bh / H, bh % H, qt0, qt1, yd, scratch + (size_t)thread_id() * wsz);
+    }
+    if (o->capture && (o->capture->probs || o->capture->logits)) capture(a, qd, kd, o->capture);
+    *saved = a;
+    return y;
 }
 
 qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head, const qkt_attn_opts *o) {
@@ -21,93 +226,151 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
         QKT_CHECK_SHAPES(q->shape[d] == k->shape[d], "attention (q, k)", q, k);
         QKT_CHECK_SHAPES(q->shape[d] == v->shape[d], "attention (q, v)", q, v);
     }
-    int B = q->shape[0], T = q->shape[1], C = q->shape[2], H = n_head;
-    QKT_CHECK(H > 0 && C % H == 0, "attention: %d channels do not split into %d heads", C, H);
-    QKT_CHECK(!o->log_scale || o->log_scale->size == H, "attention: log_scale has %lld values for %d heads",
-              (long long)(o->log_scale ? o->log_scale->size : 0), H);
-    int d = C / H;
-    attn_saved *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
-    *a = (attn_saved){B, T, C, H, d, NULL, NULL, NULL};
-    a->P = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * T * sizeof(qkt_real));
-    a->s = qkt_arena_alloc(&ctx->arena, (size_t)H * sizeof(qkt_real));
-    for (int h = 0; h < H; h++) a->s[h] = (qkt_real)(o->scale * (o->log_scale ? exp(o->log_scale->data[h]) : 1.0));
-    if (o->key_pad) {
-        a->key_pad = qkt_arena_alloc(&ctx->arena, (size_t)B * T);
-        memcpy(a->key_pad, o->key_pad, (size_t)B * T);
-    }
-    qkt_tensor *y = qkt_op_output(ctx, 3, q->shape);
-    qkt_attn_capture *cap = o->capture;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t off = (size_t)b * T * C + (size_t)h * d, poff = ((size_t)b * H + h) * T * T;
-            qkt_real *P = a->P + poff, s = a->s[h];
-            /* S = s Q K^T (T, T) */
-            qkt_gemm(false, true, T, T, d, s, q->data + off, C, k->data + off, C, 0, P, T);
-            for (int i = 0; i < T; i++) {
-                qkt_real *row = P + (size_t)i * T, mx = -INFINITY;
-                for (int j = 0; j < T; j++) {
-                    if (key_blocked(a, b, i, j)) row[j] = -INFINITY;
-                    else if (row[j] > mx) mx = row[j];
-                }
-                if (cap && cap->logits) memcpy(cap->logits + poff + (size_t)i * T, row, (size_t)T * sizeof(qkt_real));
-                if (mx == -INFINITY) { /* every key blocked */
-                    memset(row, 0, (size_t)T * sizeof(qkt_real));
-                    continue;
-                }
-                double sum = 0;
-                for (int j = 0; j < T; j++) {
-                    row[j] = row[j] == -INFINITY ? 0 : (qkt_real)exp(row[j] - mx);
-                    sum += row[j];
-                }
-                qkt_real inv = (qkt_real)(1.0 / sum);
-                for (int j = 0; j < T; j++) row[j] *= inv;
-            }
-            if (cap && cap->probs) memcpy(cap->probs + poff, P, (size_t)T * T * sizeof(qkt_real));
-            /* Y_h = P V_h (T, d), written in place into (B, T, C) */
-            qkt_gemm(false, false, T, d, T, 1, P, T, v->data + off, C, 0, y->data + off, C);
-        }
+    int C = q->shape[2];
+    attn_saved *a;
+    qkt_tensor *y = attention(ctx, q, q->data, k->data, v->data, C, false, C, n_head, o, &a);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 4, (qkt_tensor *[]){q, k, v, o->log_scale});
     if (n) n->saved = a;
     qkt_op_done(ctx, QKT_OP_ATTENTION, y);
     return y;
 }
 
-/* With z = s_h Q K^T + mask, P = softmax(z), Y = P V:
- *   dV += P^T dY;  dP = dY V^T;  dZ = P * (dP - rowsum(P * dP));
- *   dQ += s_h dZ K;  dK += s_h dZ^T Q;  ds_h = sum(dZ * Q K^T) = sum(Q * (dZ K));
- *   dlog_scale[h] += s_h ds_h. Blocked entries have P = 0, hence dZ = 0. */
+qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const qkt_attn_opts *o) {
+    QKT_CHECK(qkv->ndim == 3 && qkv->shape[2] % 3 == 0, "attention_qkv: qkv must be (B, T, 3C), got %d dims, last %d",
+              qkv->ndim, qkv->shape[qkv->ndim - 1]);
+    int C = qkv->shape[2] / 3;
+    attn_saved *a;
+    qkt_tensor *y = attention(ctx, qkv, qkv->data, qkv->data + C, qkv->data + 2 * C, 3 * C, true, C, n_head, o, &a);
+    qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 2, (qkt_tensor *[]){qkv, o->log_scale});
+    if (n) n->saved = a;
+    qkt_op_done(ctx, QKT_OP_ATTENTION, y);
+    return y;
+}
+
+/* One head (b, h), all of it, so the thread owns dQ, dK, dV of that head. With
+ * z = s_h q.k + mask, P = exp(z - m) / l and D_i = sum_c dY_ic y_ic (= sum_j P_ij dP_ij):
+ *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   dZ_ij = P_ij (dP_ij - D_i);
+ *   dQ_i += s_h sum_j dZ_ij k_j;   dK_j += s_h sum_i dZ_ij q_i = sum_i dZ_ij (s_h q_i);
+ *   ds_h = sum_ij dZ_ij q_i.k_j, so dlog_scale[h] = s_h ds_h = sum_i q_i . dQ_i.
+ * Blocked entries have P = 0, hence dZ = 0. Key tiles outer (dK_j, dV_j accumulate in
+ * small tiles), query tiles from the diagonal down inner. The float32 details matter
+ * when a row is nearly one-hot (dZ is then a small difference): z is recomputed from
+ * s q rounded exactly as in the forward (the same bits), P from the saved m and 1/l
+ * (see fwd_tiles), and D_i in float64, so P here and the P behind y agree to rounding.
+ * dlog_scale uses q . dQ once at the end (summing dZ z per tile loses that accuracy).
+ * `store`: the grads are a new, unzeroed buffer, so results are stored, not added.
+ * Returns dlog_scale[h]'s share from batch b. */
+#define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * BQ * BK + (T) + BK)
+static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
+                       const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, bool store,
+                       int b, int h, qkt_real *w) {
+    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), ld = a->ld;
+    qkt_real *Q = w, *K = Q + (size_t)T * dp, *dY = K + (size_t)T * dp, *dQ = dY + (size_t)T * dp;
+    qkt_real *KT = dQ + (size_t)T * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
+    qkt_real *P = dVj + BK * dp, *G = P + BQ * BK, *D = G + BQ * BK, *kb = D + T;
+    size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
+    size_t row0 = ((size_t)b * a->H + h) * T;
+    const qkt_real *rm = a->rmax + row0, *ri = a->rinv + row0, s = a->s[h];
+    copy_rows(q + base, T, d, ld, s, Q, dp); /* s q, rounded as in the forward: the same z bits */
+    copy_rows(k + base, T, d, ld, 1, K, dp);
+    copy_rows(dy + obase, T, d, C, 1, dY, dp);
+    memset(dQ, 0, (size_t)T * dp * sizeof *dQ);
+    for (int i = 0; i < T; i++) {
+        const qkt_real *dyi = dy + obase + (size_t)i * C, *yi = y + obase + (size_t)i * C;
+        double acc = 0;
+        for (int c = 0; c < d; c++) acc += (double)dyi[c] * yi[c];
+        D[i] = (qkt_real)acc;
+    }
+    for (int c0 = 0; c0 < T; c0 += BK) {
+        int nk = T - c0 < BK ? T - c0 : BK;
+        copy_transposed(k + base + (size_t)c0 * ld, nk, d, ld, KT, BK);
+        copy_transposed(v + base + (size_t)c0 * ld, nk, d, ld, VT, BK);
+        key_bias(a, b, c0, BK, kb);
+        memset(dKj, 0, (size_t)BK * dp * sizeof *dKj);
+        memset(dVj, 0, (size_t)BK * dp * sizeof *dVj);
+        for (int r0 = c0 / BQ * BQ; r0 < T; r0 += BQ) {
+            int nq = T - r0 < BQ ? T - r0 : BQ;
+            qkt_real *Qi = Q + (size_t)r0 * dp, *dYi = dY + (size_t)r0 * dp;
+            qkt__mk_gemm(nq, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (nq, BK) */
+            qkt__mk_gemm(nq, BK, d, dYi, dp, 1, VT, BK, G, BK, false); /* dP = dY V^T */
+            for (int r = 0; r < nq; r++) {
+                qkt_real *p = P + r * BK, *g = G + r * BK, mi = rm[r0 + r], li = ri[r0 + r], Di = D[r0 + r];
+                int jn = r0 + r - c0 + 1; /* causal */
+                if (mi == -INFINITY) jn = 0, mi = 0; /* fully blocked row: no P */
+#pragma omp simd
+                for (int j = 0; j < BK; j++) {
+                    qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li; /* kb: 0 or -inf */
+                    p[j] = pj;
+                    g[j] = pj * (g[j] - Di); /* dZ */
+                }
+            }
+            qkt__mk_gemm(nk, dp, nq, P, 1, BK, dYi, dp, dVj, dp, true);                              /* dV_j += P^T dY_i */
+            qkt__mk_gemm(nk, dp, nq, G, 1, BK, Qi, dp, dKj, dp, true);                               /* dK_j += dZ^T (s Q_i) */
+            qkt__mk_gemm(nq, dp, nk, G, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)r0 * dp, dp, true); /* dQ_i / s += dZ K_j */
+        }
+        for (int j = 0; j < nk; j++) {
+            qkt_real *dkr = dk + base + (size_t)(c0 + j) * ld, *dvr = dv + base + (size_t)(c0 + j) * ld;
+            const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
+            if (store) {
+                memcpy(dkr, gk, (size_t)d * sizeof *dkr);
+                memcpy(dvr, gv, (size_t)d * sizeof *dvr);
+                continue;
+            }
+#pragma omp simd
+            for (int c = 0; c < d; c++) dkr[c] += gk[c];
+#pragma omp simd
+            for (int c = 0; c < d; c++) dvr[c] += gv[c];
+        }
+    }
+    double dlog = 0; /* sum_i q_i . dQ_i = sum_i (s q_i) . (dQ_i / s) */
+    for (int i = 0; i < T; i++) {
+        qkt_real *dqr = dq + base + (size_t)i * ld;
+        const qkt_real *gq = dQ + (size_t)i * dp;
+        if (store) {
+#pragma omp simd
+            for (int c = 0; c < d; c++) dqr[c] = s * gq[c];
+        } else {
+#pragma omp simd
+            for (int c = 0; c < d; c++) dqr[c] += s * gq[c];
+        }
+        dlog += qkt__dot16(Q + (size_t)i * dp, gq, dp); /* columns d..dp of Q are 0 */
+    }
+    return dlog;
+}
+
 void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     attn_saved *a = n->saved;
-    qkt_tensor *q = n->in[0], *k = n->in[1], *v = n->in[2], *ls = n->in[3];
-    int T = a->T, C = a->C, d = a->d;
-    const qkt_real *dY = n->out->grad;
-    qkt_real *dQ = qkt_grad(ctx, q), *dK = qkt_grad(ctx, k), *dV = qkt_grad(ctx, v);
-    qkt_real *dP = qkt_arena_alloc(&ctx->arena, (size_t)T * T * sizeof(qkt_real));
-    qkt_real *tmp = qkt_arena_alloc(&ctx->arena, (size_t)T * d * sizeof(qkt_real));
-    for (int b = 0; b < a->B; b++)
-        for (int h = 0; h < a->H; h++) {
-            size_t off = (size_t)b * T * C + (size_t)h * d;
-            const qkt_real *P = a->P + ((size_t)b * a->H + h) * T * T;
-            qkt_real s = a->s[h];
-            qkt_gemm(true, false, T, d, T, 1, P, T, dY + off, C, 1, dV + off, C);
-            qkt_gemm(false, true, T, T, d, 1, dY + off, C, v->data + off, C, 0, dP, T);
-            for (int i = 0; i < T; i++) {
-                const qkt_real *pr = P + (size_t)i * T;
-                qkt_real *gr = dP + (size_t)i * T;
-                double dot = 0;
-                for (int j = 0; j < T; j++) dot += (double)pr[j] * gr[j];
-                for (int j = 0; j < T; j++) gr[j] = pr[j] * (gr[j] - (qkt_real)dot);
-            }
-            /* tmp = dZ K (T, d); dQ += s tmp */
-            qkt_gemm(false, false, T, d, T, 1, dP, T, k->data + off, C, 0, tmp, d);
-            for (int i = 0; i < T; i++)
-                for (int c = 0; c < d; c++) dQ[off + (size_t)i * C + c] += s * tmp[(size_t)i * d + c];
-            qkt_gemm(true, false, T, d, T, s, dP, T, q->data + off, C, 1, dK + off, C);
-            if (qkt__needs_grad(ls)) {
-                double ds = 0;
-                for (int i = 0; i < T; i++)
-                    for (int c = 0; c < d; c++) ds += (double)q->data[off + (size_t)i * C + c] * tmp[(size_t)i * d + c];
-                qkt_grad(ctx, ls)[h] += s * (qkt_real)ds;
-            }
+    int B = a->B, H = a->H, C = a->C, dp = qkt__round_up(a->d, QKT_MK_PAD), nth = n_threads();
+    /* dQ, dK, dV come out of one pass, so every one is produced; the grads of inputs
+     * that do not require them go to pool buffers nobody reads. */
+    const qkt_real *qd, *kd, *vd;
+    qkt_real *dq, *dk, *dv;
+    qkt_tensor *ls;
+    bool store = false; /* the packed grad is new: every element gets stored once, no zeroing */
+    if (a->packed) {
+        qkt_tensor *qkv = n->in[0];
+        qkt_real *g = qkt__grad_out(ctx, qkv, &store);
+        qd = qkv->data, kd = qd + C, vd = qd + 2 * C;
+        dq = g, dk = g + C, dv = g + 2 * C;
+        ls = n->in[1];
+    } else {
+        qd = n->in[0]->data, kd = n->in[1]->data, vd = n->in[2]->data;
+        dq = qkt_grad(ctx, n->in[0]), dk = qkt_grad(ctx, n->in[1]), dv = qkt_grad(ctx, n->in[2]);
+        ls = n->in[3];
+    }
+    double *dlog = qkt_arena_alloc(&ctx->arena, (size_t)B * H * sizeof(double));
+    size_t wsz = BWD_SCRATCH(a->T, dp, a->d);
+    qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
+    const qkt_real *yd = n->out->data, *dy = n->out->grad;
+#pragma omp parallel for schedule(dynamic, 1) if (B * H > 1)
+    for (int t = 0; t < B * H; t++)
+        dlog[t] = bwd_head(a, qd, kd, vd, yd, dy, dq, dk, dv, store, t / H, t % H, scratch + (size_t)thread_id() * wsz);
+    if (qkt__needs_grad(ls)) {
+        qkt_real *g = qkt_grad(ctx, ls);
+        for (int h = 0; h < H; h++) {
+            double acc = 0;
+            for (int b = 0; b < B; b++) acc += dlog[b * H + h];
+            g[h] += (qkt_real)acc;
         }
+    }
 }

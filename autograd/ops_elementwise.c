@@ -1,5 +1,6 @@
 /* Elementwise ops: add, sub, mul (b broadcast over a's leading dims), scale,
  * GELU, ReLU, dropout. */
+#include "kernels.h"
 #include "ops_internal.h"
 
 /* b must have a's shape or a's trailing dims. Returns the broadcast period (b->size). */
@@ -10,22 +11,32 @@ static int64_t bcast_check(const char *op, const qkt_tensor *a, const qkt_tensor
     return b->size;
 }
 
+/* Column chunk of the broadcast loops (elements). */
+#define QKT_COL_CHUNK 4096
+
 static qkt_tensor *binary(qkt_ctx *ctx, qkt_op op, const char *name, qkt_tensor *a, qkt_tensor *b) {
     int64_t nb = bcast_check(name, a, b), na = a->size;
     qkt_tensor *y = qkt_op_output(ctx, a->ndim, a->shape);
     const qkt_real *A = a->data, *B = b->data;
     qkt_real *Y = y->data;
-    int64_t rows = na / nb;
+    /* Work items: (row, column chunk), so a same-shape op (one "row") still splits over
+     * threads. The op is hoisted out of the loops so each inner loop vectorises. */
+    int64_t ncc = (nb + QKT_COL_CHUNK - 1) / QKT_COL_CHUNK, items = na / nb * ncc;
 #pragma omp parallel for if (na > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t t = 0; t < items; t++) {
+        int64_t r = t / ncc, j0 = t % ncc * QKT_COL_CHUNK, j1 = j0 + QKT_COL_CHUNK < nb ? j0 + QKT_COL_CHUNK : nb;
         const qkt_real *Ar = A + r * nb;
         qkt_real *Yr = Y + r * nb;
-        if (op == QKT_OP_ADD)
-            for (int64_t j = 0; j < nb; j++) Yr[j] = Ar[j] + B[j];
-        else if (op == QKT_OP_SUB)
-            for (int64_t j = 0; j < nb; j++) Yr[j] = Ar[j] - B[j];
-        else
-            for (int64_t j = 0; j < nb; j++) Yr[j] = Ar[j] * B[j];
+        if (op == QKT_OP_ADD) {
+#pragma omp simd
+            for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] + B[j];
+        } else if (op == QKT_OP_SUB) {
+#pragma omp simd
+            for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] - B[j];
+        } else {
+#pragma omp simd
+            for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] * B[j];
+        }
     }
     qkt_op_record(ctx, op, y, 2, (qkt_tensor *[]){a, b});
     qkt_op_done(ctx, op, y);
@@ -44,22 +55,41 @@ static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
     int64_t na = a->size, nb = b->size, rows = na / nb;
     qkt_op op = n->op;
     if (qkt__needs_grad(a)) {
-        qkt_real *dA = qkt_grad(ctx, a);
+        bool fresh;
+        qkt_real *dA = qkt__grad_out(ctx, a, &fresh);
+        const qkt_real *Bd = b->data;
+        int64_t ncc = (nb + QKT_COL_CHUNK - 1) / QKT_COL_CHUNK, items = rows * ncc;
 #pragma omp parallel for if (na > QKT_PAR_MIN)
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < nb; j++)
-                dA[r * nb + j] += op == QKT_OP_MUL ? dY[r * nb + j] * b->data[j] : dY[r * nb + j];
+        for (int64_t t = 0; t < items; t++) {
+            int64_t r = t / ncc, j0 = t % ncc * QKT_COL_CHUNK, j1 = j0 + QKT_COL_CHUNK < nb ? j0 + QKT_COL_CHUNK : nb;
+            qkt_real *da = dA + r * nb;
+            const qkt_real *dy = dY + r * nb;
+            /* a fresh (unzeroed) buffer is stored to, never read */
+            if (op == QKT_OP_MUL && fresh) {
+#pragma omp simd
+                for (int64_t j = j0; j < j1; j++) da[j] = dy[j] * Bd[j];
+            } else if (op == QKT_OP_MUL) {
+#pragma omp simd
+                for (int64_t j = j0; j < j1; j++) da[j] += dy[j] * Bd[j];
+            } else if (fresh) {
+                memcpy(da + j0, dy + j0, (size_t)(j1 - j0) * sizeof *da);
+            } else {
+#pragma omp simd
+                for (int64_t j = j0; j < j1; j++) da[j] += dy[j];
+            }
+        }
     }
     if (qkt__needs_grad(b)) {
         qkt_real *dB = qkt_grad(ctx, b);
         qkt_real sign = op == QKT_OP_SUB ? -1 : 1;
-        /* Reduce over rows; each thread owns a slice of b's columns. */
-#pragma omp parallel for if (na > QKT_PAR_MIN)
-        for (int64_t j = 0; j < nb; j++) {
-            double acc = 0;
-            for (int64_t r = 0; r < rows; r++)
-                acc += op == QKT_OP_MUL ? (double)dY[r * nb + j] * a->data[r * nb + j] : dY[r * nb + j];
-            dB[j] += sign * (qkt_real)acc;
+        if (rows == 1 && op != QKT_OP_MUL) { /* same shapes: no reduction */
+#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
+            for (int64_t j = 0; j < nb; j++) dB[j] += sign * dY[j];
+        } else if (rows == 1) {
+#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
+            for (int64_t j = 0; j < nb; j++) dB[j] += dY[j] * a->data[j];
+        } else {
+            qkt__colsum(ctx, rows, nb, dY, op == QKT_OP_MUL ? a->data : NULL, NULL, NULL, sign, dB);
         }
     }
 }
@@ -71,7 +101,7 @@ void qkt__mul_backward(qkt_ctx *ctx, qkt_node *n) { binary_backward(ctx, n); }
 qkt_tensor *qkt_scale(qkt_ctx *ctx, qkt_tensor *x, double c) {
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
     qkt_real cc = (qkt_real)c;
-#pragma omp parallel for if (x->size > QKT_PAR_MIN)
+#pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
     for (int64_t i = 0; i < x->size; i++) y->data[i] = cc * x->data[i];
     qkt_node *n = qkt_op_record(ctx, QKT_OP_SCALE, y, 1, &x);
     if (n) n->p.f[0] = c;
@@ -82,6 +112,7 @@ qkt_tensor *qkt_scale(qkt_ctx *ctx, qkt_tensor *x, double c) {
 void qkt__scale_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_real *dX = qkt_grad(ctx, n->in[0]), c = (qkt_real)n->p.f[0];
     const qkt_real *dY = n->out->grad;
+#pragma omp parallel for simd if (n->out->size > QKT_PAR_MIN)
     for (int64_t i = 0; i < n->out->size; i++) dX[i] += c * dY[i];
 }
 
@@ -91,27 +122,33 @@ void qkt__scale_backward(qkt_ctx *ctx, qkt_node *n) {
 
 qkt_tensor *qkt_gelu(qkt_ctx *ctx, qkt_tensor *x) {
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
-#pragma omp parallel for if (x->size > QKT_PAR_MIN)
+    const qkt_real *X = x->data;
+    qkt_real *Y = y->data;
+#pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
     for (int64_t i = 0; i < x->size; i++) {
-        qkt_real v = x->data[i];
-        y->data[i] = (qkt_real)0.5 * v * (1 + tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)));
+        qkt_real v = X[i];
+        Y[i] = (qkt_real)0.5 * v * (1 + qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)));
     }
     qkt_op_record(ctx, QKT_OP_GELU, y, 1, &x);
     qkt_op_done(ctx, QKT_OP_GELU, y);
     return y;
 }
 /* u = k (x + c x^3), t = tanh u:  dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
+static inline qkt_real gelu_grad(qkt_real v) {
+    qkt_real t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
+    return (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
+}
 void qkt__gelu_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_tensor *x = n->in[0];
-    qkt_real *dX = qkt_grad(ctx, x);
-    const qkt_real *dY = n->out->grad;
-#pragma omp parallel for if (x->size > QKT_PAR_MIN)
-    for (int64_t i = 0; i < x->size; i++) {
-        qkt_real v = x->data[i];
-        qkt_real t = tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
-        qkt_real d = (qkt_real)0.5 * (1 + t) +
-                     (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
-        dX[i] += d * dY[i];
+    bool fresh;
+    qkt_real *dX = qkt__grad_out(ctx, x, &fresh);
+    const qkt_real *dY = n->out->grad, *X = x->data;
+    if (fresh) { /* an unzeroed buffer: store, never read */
+#pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
+        for (int64_t i = 0; i < x->size; i++) dX[i] = gelu_grad(X[i]) * dY[i];
+    } else {
+#pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
+        for (int64_t i = 0; i < x->size; i++) dX[i] += gelu_grad(X[i]) * dY[i];
     }
 }
 

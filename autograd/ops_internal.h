@@ -9,8 +9,10 @@
 #include "ops.def"
 #undef QKT_OP
 
-/* Parallelise an elementwise loop only when it is big enough to pay for the threads. */
-#define QKT_PAR_MIN 16384
+/* Parallelise an elementwise loop only when it is big enough to pay for the threads:
+ * with passive OpenMP waiting (the qkt CLI's default) waking a thread costs ~10-20 us,
+ * about what one core needs for a memory-bound pass over 2^17 floats. */
+#define QKT_PAR_MIN (1 << 17)
 
 /* Shape check that prints both shapes. */
 #define QKT_CHECK_SHAPES(cond, op, a, b)                                                       \
@@ -21,6 +23,24 @@
                       qkt_shape_str(a, sa_, sizeof sa_), qkt_shape_str(b, sb_, sizeof sb_)); \
         }                                                                                      \
     } while (0)
+
+/* Column sums of a (rows, cols) matrix, for bias and LayerNorm weight grads:
+ *   out[j] += sign * sum_r X[r, j] * f(r, j),  f = 1 if Y is NULL,
+ *                                              else (Y[r, j] - sub[r]) * mul[r] (sub, mul may be NULL: 0, 1).
+ * Rows go in fixed chunks with float64 partial sums added in chunk order, so the
+ * result does not depend on the thread count; rows are read contiguously. */
+void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
+                 const qkt_real *mul, qkt_real sign, qkt_real *out);
+
+/* t's grad for an op that writes every element of it: when the buffer is new (*fresh),
+ * it is NOT zeroed and the op must store (=) instead of accumulate (+=), which saves a
+ * memset and a read per element. Parameters' grads are never fresh. */
+qkt_real *qkt__grad_out(qkt_ctx *ctx, qkt_tensor *t, bool *fresh);
+/* Grad pool (gradpool.c): give t's grad back (t->grad = NULL; params untouched);
+ * reset returns every buffer; free releases the memory. */
+void qkt__grad_release(qkt_ctx *ctx, qkt_tensor *t);
+void qkt__grad_pool_reset(qkt_ctx *ctx);
+void qkt__grad_pool_free(qkt_ctx *ctx);
 
 static inline bool qkt__needs_grad(const qkt_tensor *t) { return t && t->requires_grad; }
 

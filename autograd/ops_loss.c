@@ -1,4 +1,5 @@
 /* Fused cross-entropy with integer targets and an ignore index. */
+#include "kernels.h"
 #include "ops_internal.h"
 
 typedef struct {
@@ -29,7 +30,8 @@ qkt_tensor *qkt_cross_entropy(qkt_ctx *ctx, qkt_tensor *logits, const int32_t *t
         qkt_real mx = xr[0];
         for (int j = 1; j < V; j++) mx = xr[j] > mx ? xr[j] : mx;
         double sum = 0;
-        for (int j = 0; j < V; j++) sum += exp(xr[j] - mx);
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < V; j++) sum += qkt__exp(xr[j] - mx);
         s->lse[r] = mx + (qkt_real)log(sum);
         if (s->targets[r] != QKT_IGNORE) total += (double)s->lse[r] - xr[s->targets[r]];
     }
@@ -56,8 +58,9 @@ void qkt__cross_entropy_backward(qkt_ctx *ctx, qkt_node *n) {
         int t = s->targets[r];
         if (t == QKT_IGNORE) continue;
         const qkt_real *xr = x->data + r * V;
-        qkt_real *dr = dX + r * V;
-        for (int j = 0; j < V; j++) dr[j] += g * (qkt_real)exp(xr[j] - s->lse[r]);
+        qkt_real *dr = dX + r * V, lse = s->lse[r];
+#pragma omp simd
+        for (int j = 0; j < V; j++) dr[j] += g * qkt__exp(xr[j] - lse);
         dr[t] -= g;
     }
 }

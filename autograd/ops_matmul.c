@@ -99,3 +99,42 @@ void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
         }
     }
 }
+
+/* ---------------------------------------------------------------- affine (Linear) */
+/* y = x W^T + b in one node: the bias is written into y first and the gemm adds onto
+ * it (beta = 1), so no separate (rows, out) tensor exists for x W^T, and backward
+ * takes db from dy directly. */
+qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
+    QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "affine (x, W)", x, w);
+    int in = w->shape[1], out = w->shape[0];
+    if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, "affine (W, b)", w, b);
+    int64_t rows = x->size / in;
+    int shape[QKT_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = out;
+    qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
+    if (b) {
+        const qkt_real *bd = b->data;
+#pragma omp parallel for if (y->size > QKT_PAR_MIN)
+        for (int64_t r = 0; r < rows; r++) memcpy(y->data + r * out, bd, (size_t)out * sizeof(qkt_real));
+    }
+    qkt_gemm(false, true, (int)rows, out, in, 1, x->data, in, w->data, in, b ? 1 : 0, y->data, out);
+    qkt_op_record(ctx, QKT_OP_AFFINE, y, 3, (qkt_tensor *[]){x, w, b});
+    qkt_op_done(ctx, QKT_OP_AFFINE, y);
+    return y;
+}
+
+/* dx += dy W;  dW += dy^T x;  db += sum_rows dy */
+void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) {
+    qkt_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
+    int in = w->shape[1], out = w->shape[0];
+    int rows = (int)(x->size / in);
+    const qkt_real *dY = n->out->grad;
+    if (qkt__needs_grad(x)) {
+        bool fresh;
+        qkt_real *dX = qkt__grad_out(ctx, x, &fresh);
+        qkt_gemm(false, false, rows, in, out, 1, dY, out, w->data, in, fresh ? 0 : 1, dX, in);
+    }
+    if (qkt__needs_grad(w)) qkt_gemm(true, false, out, in, rows, 1, dY, out, x->data, in, 1, qkt_grad(ctx, w), in);
+    if (qkt__needs_grad(b)) qkt__colsum(ctx, rows, out, dY, NULL, NULL, NULL, 1, qkt_grad(ctx, b));
+}

@@ -20,6 +20,7 @@ qkt_tensor *qkt_reshape(qkt_ctx *ctx, qkt_tensor *x, int ndim, const int *shape)
 void qkt__reshape_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_real *dX = qkt_grad(ctx, n->in[0]);
     const qkt_real *dY = n->out->grad;
+#pragma omp parallel for simd if (n->out->size > QKT_PAR_MIN)
     for (int64_t i = 0; i < n->out->size; i++) dX[i] += dY[i];
 }
 
@@ -108,8 +109,13 @@ void qkt__split_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_real *dX = qkt_grad(ctx, x);
     const qkt_real *dY = n->out->grad;
     int64_t rows = x->size / C;
-    for (int64_t r = 0; r < rows; r++)
-        for (int j = 0; j < w; j++) dX[r * C + off + j] += dY[r * w + j];
+#pragma omp parallel for if (x->size > QKT_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        qkt_real *dx = dX + r * C + off;
+        const qkt_real *dy = dY + r * w;
+#pragma omp simd
+        for (int j = 0; j < w; j++) dx[j] += dy[j];
+    }
 }
 
 qkt_tensor *qkt_concat(qkt_ctx *ctx, int n, qkt_tensor **xs) {

@@ -51,7 +51,8 @@ typedef struct qkt_err {
 int qkt_err_set(qkt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---------------------------------------------------------------- threads */
-/* One knob for OpenMP and OpenBLAS. n <= 0 means "all cores". */
+/* One knob for every thread qkt uses: the OpenMP team, which also runs the blocks of
+ * large gemms (OpenBLAS itself stays single-threaded). n <= 0 means "all cores". */
 void qkt_set_threads(int n);
 int qkt_get_threads(void);
 
@@ -82,13 +83,26 @@ typedef struct qkt_arena {
     size_t peak;               /* max used_total over the arena's life */
     size_t capacity;           /* sum of block sizes */
     size_t limit;              /* 0 = unlimited */
-    size_t n_mallocs;          /* blocks ever allocated (tests check no-malloc steps) */
+    size_t n_mallocs;          /* blocks ever allocated, plus grad-pool buffers (tests check no-malloc steps) */
 } qkt_arena;
 void qkt_arena_init(qkt_arena *a, size_t initial_bytes, size_t limit);
 void *qkt_arena_alloc(qkt_arena *a, size_t bytes); /* 64-byte aligned, uninitialised */
 void *qkt_arena_calloc(qkt_arena *a, size_t bytes);
 void qkt_arena_reset(qkt_arena *a);
 void qkt_arena_free(qkt_arena *a);
+
+/* ---------------------------------------------------------------- grad pool */
+/* Grads of activations live here, not in the arena: a grad is dead once the op that
+ * produced its tensor has run its backward, so backward returns it to the pool and the
+ * next grad of that size reuses it. Peak grad memory is then the largest live set
+ * (about one layer) instead of one grad per activation. Buffers persist across
+ * steps (reset returns them all), so from the second step on no grad mallocs. */
+typedef struct qkt_grad_buf qkt_grad_buf;
+typedef struct qkt_grad_pool {
+    qkt_grad_buf *all, *free;
+    size_t live, peak;  /* bytes handed out now / at most (since init) */
+    size_t capacity;    /* bytes of all buffers */
+} qkt_grad_pool;
 
 /* ---------------------------------------------------------------- tensor */
 #define QKT_MAX_DIMS 4
@@ -153,8 +167,10 @@ typedef struct qkt_node {
 
 typedef struct qkt_ctx {
     qkt_arena arena;
+    qkt_grad_pool grads;  /* activation grads (see qkt_grad_pool) */
     qkt_node *tape;
     int n_nodes, cap_nodes;
+    bool keep_grads;     /* keep every activation's grad after backward (default: released) */
     bool no_grad;        /* record nothing (eval, sampling) */
     bool training;       /* dropout active */
     bool detect_anomaly; /* check every op output for NaN/Inf */
@@ -167,7 +183,10 @@ void qkt_ctx_reset(qkt_ctx *ctx); /* empty tape and arena; keeps memory */
 void qkt_ctx_free(qkt_ctx *ctx);
 /* Run backward from `out`. seed == NULL: out must be a scalar, d out = 1.
  * Otherwise d out = seed (out->size values). Grads accumulate into params'
- * grad (zero them before) and into activations' grads (fresh per step). */
+ * grad (zero them before) and into activations' grads (fresh per step). The grad
+ * of a tensor an op produced is released (set to NULL) as soon as that op's
+ * backward has consumed it, unless ctx->keep_grads; leaves (parameters, and tensors
+ * no op produced) keep their grads. */
 void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed);
 
 /* ---------------------------------------------------------------- tensor creation */
@@ -178,7 +197,7 @@ qkt_tensor *qkt_tensor_1d(qkt_ctx *ctx, int a);
 qkt_tensor *qkt_tensor_2d(qkt_ctx *ctx, int a, int b);
 qkt_tensor *qkt_tensor_3d(qkt_ctx *ctx, int a, int b, int c);
 qkt_tensor *qkt_tensor_4d(qkt_ctx *ctx, int a, int b, int c, int d);
-/* Grad buffer of t, allocated zeroed from the arena on first use. */
+/* Grad buffer of t, allocated zeroed from ctx's grad pool on first use. */
 qkt_real *qkt_grad(qkt_ctx *ctx, qkt_tensor *t);
 int64_t qkt_shape_size(int ndim, const int *shape);
 /* "(2, 3, 4)" into buf, for error messages. */
@@ -198,6 +217,10 @@ void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_r
 /* C = op(A) op(B). A: (..., M, K) (or (..., K, M) if ta). B: (K, N) / (N, K) if tb,
  * shared by every batch, or with the same leading dims as A. Out: (..., M, N). */
 qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool tb);
+
+/* y = x W^T + b, PyTorch's Linear: W (out, in), b (out) or NULL, x (..., in) -> (..., out).
+ * One node (the bias is added inside the gemm), so x W^T is never a separate tensor. */
+qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b);
 
 /* y = a + b, a - b, a * b. b has a's shape or a's trailing dims (broadcast over
  * a's leading dims, e.g. a bias (C) on (B, T, C)); db sums over those dims. */
@@ -274,6 +297,10 @@ typedef struct qkt_attn_opts {
 } qkt_attn_opts;
 qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head,
                           const qkt_attn_opts *o);
+/* The same op on the fused projection's output: qkv (B, T, 3C) holds [q | k | v] along
+ * the last axis (nanoGPT's c_attn rows), read in place: no split copies, and backward
+ * writes one (B, T, 3C) grad. */
+qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const qkt_attn_opts *o);
 
 /* ---------------------------------------------------------------- helpers for op files */
 /* Internal, but public so that nn/ can define fused ops with the same machinery:

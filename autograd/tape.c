@@ -29,10 +29,12 @@ void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed) {
 void qkt_ctx_reset(qkt_ctx *ctx) {
     ctx->n_nodes = 0;
     qkt_arena_reset(&ctx->arena);
+    qkt__grad_pool_reset(ctx);
 }
 
 void qkt_ctx_free(qkt_ctx *ctx) {
     qkt_arena_free(&ctx->arena);
+    qkt__grad_pool_free(ctx);
     free(ctx->tape);
     memset(ctx, 0, sizeof *ctx);
 }
@@ -94,5 +96,6 @@ void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed) {
         qkt_node *n = &ctx->tape[i];
         if (!n->out->grad) continue; /* nothing flowed into this node */
         op_table[n->op].backward(ctx, n);
+        if (!ctx->keep_grads) qkt__grad_release(ctx, n->out); /* every consumer has run */
     }
 }

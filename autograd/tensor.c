@@ -50,11 +50,6 @@ qkt_tensor *qkt_tensor_4d(qkt_ctx *ctx, int a, int b, int c, int d) {
     return qkt_tensor_new(ctx, 4, (int[]){a, b, c, d});
 }
 
-qkt_real *qkt_grad(qkt_ctx *ctx, qkt_tensor *t) {
-    if (!t->grad) t->grad = qkt_arena_calloc(&ctx->arena, (size_t)t->size * sizeof(qkt_real));
-    return t->grad;
-}
-
 /* ---------------------------------------------------------------- params */
 void qkt_params_init(qkt_params *p) { memset(p, 0, sizeof *p); }
 

@@ -55,13 +55,16 @@ qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, con
     int C = a->n_embd;
     QKT_CHECK(x->ndim == 3 && x->shape[2] == C, "attention input must be (B, T, %d), got %d dims, last %d", C, x->ndim,
               x->shape[x->ndim - 1]);
-    qkt_tensor *qkv[3];
-    qkt_split(ctx, qkt_linear_forward(ctx, &a->c_attn, x), 3, (int[]){C, C, C}, qkv); /* (B, T, C) each */
+    qkt_attn_opts o = {.scale = a->scale, .log_scale = a->log_scale, .key_pad = key_pad, .capture = capture};
+    qkt_tensor *packed = qkt_linear_forward(ctx, &a->c_attn, x), *y; /* (B, T, 3C) = [q | k | v] */
     if (a->kind == QKT_ATTN_QK_LAYERNORM) {
+        qkt_tensor *qkv[3];
+        qkt_split(ctx, packed, 3, (int[]){C, C, C}, qkv); /* (B, T, C) each */
         qkv[0] = head_ln(ctx, &a->q_ln, qkv[0], a->n_head);
         qkv[1] = head_ln(ctx, &a->k_ln, qkv[1], a->n_head);
+        y = qkt_attention(ctx, qkv[0], qkv[1], qkv[2], a->n_head, &o);
+    } else {
+        y = qkt_attention_qkv(ctx, packed, a->n_head, &o); /* reads q, k, v in place: no split copies */
     }
-    qkt_attn_opts o = {.scale = a->scale, .log_scale = a->log_scale, .key_pad = key_pad, .capture = capture};
-    qkt_tensor *y = qkt_attention(ctx, qkv[0], qkv[1], qkv[2], a->n_head, &o); /* (B, T, C), heads merged */
-    return qkt_linear_forward(ctx, &a->c_proj, y);
+    return qkt_linear_forward(ctx, &a->c_proj, y); /* y (B, T, C), heads merged */
 }

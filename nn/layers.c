@@ -20,10 +20,10 @@ void qkt_linear_add(qkt_linear *l, qkt_params *p, const char *prefix, int in, in
     l->bias = bias ? add_param(p, prefix, "bias", 1, (int[]){out}, 0) : NULL;
 }
 
-/* x (..., in) W^T (in, out) folds all leading dims into one gemm (W shared). */
+/* x (..., in) W^T (in, out) + b as one fused op: one gemm over all leading dims, the
+ * bias added inside it (no separate x W^T tensor or bias pass). */
 qkt_tensor *qkt_linear_forward(qkt_ctx *ctx, const qkt_linear *l, qkt_tensor *x) {
-    qkt_tensor *y = qkt_matmul(ctx, x, l->weight, false, true);
-    return l->bias ? qkt_add(ctx, y, l->bias) : y;
+    return qkt_affine(ctx, x, l->weight, l->bias);
 }
 
 /* ---------------------------------------------------------------- Embedding */

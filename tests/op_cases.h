@@ -14,6 +14,20 @@
 static qkt_tensor *f_matmul(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
     return qkt_matmul(ctx, x[0], x[1], c->flags & 1, c->flags & 2);
 }
+static qkt_tensor *f_affine(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+    return qkt_affine(ctx, x[0], x[1], c->flags ? NULL : x[2]);
+}
+/* A chain whose intermediate grads are all new when first written (the ops store
+ * instead of accumulating into unzeroed buffers): affine, GELU, LayerNorm, mul, add,
+ * attention on a packed qkv, each on a computed input. x0 (2, 5, 6), W (18, 6), b (18). */
+static qkt_tensor *f_fresh_chain(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+    (void)c;
+    qkt_tensor *h = qkt_scale(ctx, x[0], 1.3);
+    qkt_tensor *qkv = qkt_affine(ctx, qkt_layernorm(ctx, h, NULL, NULL, 1e-5), x[1], x[2]); /* (2, 5, 18) */
+    qkt_tensor *y = qkt_attention_qkv(ctx, qkt_gelu(ctx, qkv), 2, &(qkt_attn_opts){.scale = 0.6}); /* (2, 5, 6) */
+    qkt_tensor *z = qkt_layernorm(ctx, qkt_add(ctx, y, h), NULL, NULL, 1e-5);
+    return qkt_mul(ctx, z, qkt_scale(ctx, h, 0.7));
+}
 static qkt_tensor *f_add(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_add(ctx, x[0], x[1]); }
 static qkt_tensor *f_sub(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_sub(ctx, x[0], x[1]); }
 static qkt_tensor *f_mul(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_mul(ctx, x[0], x[1]); }
@@ -73,9 +87,24 @@ static qkt_tensor *f_layernorm(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
     return qkt_layernorm(ctx, x[0], x[1], x[2], 1e-5);
 }
 static const uint8_t attn_pad[2 * 5] = {0, 0, 1, 0, 0, 1, 0, 0, 0, 1}; /* b=1 row 0 fully blocked */
+/* key padding for the tiled cases: (2, 33) and (1, 70); blocked keys straddle the
+ * 32-key tile boundary, and key 0 blocked makes query row 0 fully blocked */
+static uint8_t attn_pad33[2 * 33], attn_pad70[70];
+static const uint8_t *attn_pad_tiled(int T) {
+    uint8_t *p = T == 33 ? attn_pad33 : attn_pad70;
+    int n = T == 33 ? 2 * 33 : 70;
+    for (int i = 0; i < n; i++) p[i] = (i % T == 0 && i < T) || (i % T >= 30 && i % T <= 34) || i % 7 == 3;
+    return p;
+}
+/* flags: 1 learned scale (x[3], or x[1] when packed), 2 key padding, 8 packed qkv
+ * (x[0] is (B, T, 3C)), bits 4.. the head count (0: 3 heads) */
 static qkt_tensor *f_attention(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
-    qkt_attn_opts o = {.scale = 0.45, .log_scale = (c->flags & 1) ? x[3] : NULL, .key_pad = (c->flags & 2) ? attn_pad : NULL};
-    return qkt_attention(ctx, x[0], x[1], x[2], 3, &o);
+    int H = (c->flags >> 4) ? c->flags >> 4 : 3, T = x[0]->shape[1];
+    bool packed = c->flags & 8;
+    const uint8_t *pad = NULL;
+    if (c->flags & 2) pad = T == 5 ? attn_pad : attn_pad_tiled(T);
+    qkt_attn_opts o = {.scale = 0.45, .log_scale = (c->flags & 1) ? x[packed ? 1 : 3] : NULL, .key_pad = pad};
+    return packed ? qkt_attention_qkv(ctx, x[0], H, &o) : qkt_attention(ctx, x[0], x[1], x[2], H, &o);
 }
 /* an input used twice in one graph: y = x W + x * x (broadcast-free) */
 static qkt_tensor *f_twice(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
@@ -97,6 +126,8 @@ static const gc_case op_cases[] = {
     CASE("matmul shared B", f_matmul, TOL, 0, 2, .ndim = {3, 2}, .shape = {{2, 7, 3}, {3, 33}}),
     CASE("matmul shared B^T (linear)", f_matmul, TOL, 2, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {5, 7}}),
     CASE("matmul shared B, ta", f_matmul, TOL, 1, 2, .ndim = {3, 2}, .shape = {{2, 3, 4}, {3, 5}}),
+    CASE("affine x W^T + b", f_affine, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 3, 7}, {5, 7}, {5}}),
+    CASE("affine no bias, 2d", f_affine, TOL, 1, 2, .ndim = {2, 2}, .shape = {{33, 4}, {3, 4}}),
     CASE("add same", f_add, TOL, 0, 2, .ndim = {3, 3}, .shape = {{2, 3, 7}, {2, 3, 7}}),
     CASE("add bias (C)", f_add, TOL, 0, 2, .ndim = {3, 1}, .shape = {{2, 3, 7}, {7}}),
     CASE("add (T, C) over B", f_add, TOL, 0, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {3, 7}}),
@@ -130,6 +161,21 @@ static const gc_case op_cases[] = {
          .shape = {{2, 5, 12}, {2, 5, 12}, {2, 5, 12}, {3}}),
     CASE("attention key padding", f_attention, TOL, 3, 4, .ndim = {3, 3, 3, 1},
          .shape = {{2, 5, 12}, {2, 5, 12}, {2, 5, 12}, {3}}),
+    /* the tiled kernel: T = 33 (tiles of 32 do not divide it), d = 1, one head and one
+     * batch, and T = 70 spanning three tiles with padding across a tile boundary */
+    CASE("attention T=33 learned+pad", f_attention, TOL, 3, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{2, 33, 12}, {2, 33, 12}, {2, 33, 12}, {3}}),
+    CASE("attention d=1", f_attention, TOL, 1, 4, .ndim = {3, 3, 3, 1}, .shape = {{2, 7, 3}, {2, 7, 3}, {2, 7, 3}, {3}}),
+    CASE("attention B=1 H=1", f_attention, TOL, 1 | 1 << 4, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{1, 9, 5}, {1, 9, 5}, {1, 9, 5}, {1}}),
+    CASE("attention T=70 > tile, pad", f_attention, TOL, 3 | 2 << 4, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{1, 70, 8}, {1, 70, 8}, {1, 70, 8}, {2}}),
+    CASE("attention T=70 d=40", f_attention, TOL, 1 | 1 << 4, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{1, 70, 40}, {1, 70, 40}, {1, 70, 40}, {1}}),
+    CASE("attention packed qkv, learned+pad", f_attention, TOL, 1 | 2 | 8, 2, .ndim = {3, 1},
+         .shape = {{2, 33, 36}, {3}}),
+    CASE("attention packed qkv, T=70", f_attention, TOL, 8 | 2 << 4, 1, .ndim = {3}, .shape = {{1, 70, 24}}),
+    CASE("chain with fresh grads", f_fresh_chain, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 5, 6}, {18, 6}, {18}}),
     CASE("input used twice", f_twice, TOL, 0, 2, .ndim = {2, 2}, .shape = {{3, 3}, {3, 3}}),
 };
 #define N_OP_CASES ((int)(sizeof op_cases / sizeof op_cases[0]))

@@ -131,6 +131,26 @@ static void test_tape(void) {
     qkt_ctx_reset(&ctx);
     qkt_tensor *r = qkt_reshape(&ctx, x, 2, (int[]){1, 3});
     EXPECT(r->data == x->data && r->shape[0] == 1 && r->shape[1] == 3, "reshape is not a view");
+    /* Grads of intermediate tensors go back to the pool once their op's backward ran
+     * (and are reused), unless keep_grads; leaves keep theirs. */
+    for (int keep = 0; keep < 2; keep++) {
+        qkt_ctx_reset(&ctx);
+        qkt_params_zero_grad(&p);
+        ctx.keep_grads = keep;
+        qkt_tensor *leaf = qkt_tensor_zeros(&ctx, 1, (int[]){3});
+        leaf->requires_grad = true;
+        qkt_tensor *h = qkt_mul(&ctx, x, leaf), *h2 = qkt_add(&ctx, h, x);
+        y = qkt_sum(&ctx, qkt_mul(&ctx, h2, h2));
+        qkt_backward(&ctx, y, NULL);
+        EXPECT(keep ? h->grad && h2->grad : !h->grad && !h2->grad, "keep_grads=%d: intermediate grads %p %p", keep,
+               (void *)h->grad, (void *)h2->grad);
+        EXPECT(leaf->grad && x->grad, "a leaf lost its grad");
+        /* d/dx sum((x*0 + x)^2) = 2x; d/dleaf = 2 x * x */
+        for (int i = 0; i < 3; i++) EXPECT_NEAR(x->grad[i], 2 * x->data[i], 1e-5);
+        for (int i = 0; i < 3; i++) EXPECT_NEAR(leaf->grad[i], 2 * x->data[i] * x->data[i], 1e-5);
+        EXPECT(keep || ctx.grads.live == 64, "%zu grad bytes live after backward (the leaf's 64 expected)", ctx.grads.live);
+    }
+    ctx.keep_grads = false;
     qkt_ctx_free(&ctx);
     qkt_params_free(&p);
 }

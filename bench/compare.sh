@@ -1,0 +1,93 @@
+#!/bin/sh
+# Side-by-side training-step benchmark: qkt bench and bench/torch_gpt.py, run
+# alternately (qkt first in odd rounds, torch first in even ones) for several rounds
+# per config, so both see the same machine load. Prints every run, then per config
+# the medians, the median of the per-round step-time ratios (torch / qkt: > 1 means
+# qkt is faster), the peak-RSS ratio (qkt / torch), and the same ratio of CPU time per
+# step (all threads: on a machine shared with other jobs it shows the work done, where
+# wall time also counts the waiting for a core).
+#
+# usage: bench/compare.sh [-r ROUNDS] [-t THREADS] [-s STEPS] [-w WARMUP] [CONFIG...]
+#   configs default to "tiny small medium"; QKT_BIN (default build-native/qkt, a
+#   -DQKT_NATIVE=ON build) and TORCH_PY (default /usr/bin/python3) can be overridden.
+#   TORCH_ENV holds the environment for PyTorch's process; the default is the setting
+#   measured best on the 2-core machine (docs/performance.md): OMP_WAIT_POLICY=PASSIVE,
+#   so torch's idle OpenMP threads sleep instead of spinning against OpenBLAS's.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+QKT_BIN=${QKT_BIN:-$root/build-native/qkt}
+TORCH_PY=${TORCH_PY:-/usr/bin/python3}
+TORCH_ENV=${TORCH_ENV:-OMP_WAIT_POLICY=PASSIVE}
+rounds=5 threads=2 steps=10 warmup=3
+while getopts r:t:s:w: opt; do
+    case $opt in
+    r) rounds=$OPTARG ;;
+    t) threads=$OPTARG ;;
+    s) steps=$OPTARG ;;
+    w) warmup=$OPTARG ;;
+    *) echo "usage: $0 [-r ROUNDS] [-t THREADS] [-s STEPS] [-w WARMUP] [CONFIG...]" >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+configs=${*:-tiny small medium}
+if [ ! -x "$QKT_BIN" ]; then
+    echo "compare.sh: $QKT_BIN not found: build it (cmake -S . -B build-native -DQKT_NATIVE=ON && cmake --build build-native)" >&2
+    exit 2
+fi
+
+peak=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# sgemm peak ${peak} GFLOP/s at $threads threads; torch env: $TORCH_ENV"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+for cfg in $configs; do
+    r=1
+    while [ "$r" -le "$rounds" ]; do
+        # the result line, with cpu_ms_per_step (from the stderr diagnostics) appended
+        run_qkt() {
+            out=$("$QKT_BIN" bench --config "$cfg" --threads "$threads" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1)
+            echo "$(echo "$out" | grep "^qkt $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')"
+        }
+        run_torch() {
+            out=$(env $TORCH_ENV "$TORCH_PY" "$here/torch_gpt.py" --config "$cfg" --threads "$threads" --steps "$steps" \
+                --warmup "$warmup" --peak "$peak" 2>&1)
+            echo "$(echo "$out" | grep "^torch $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')"
+        }
+        if [ $((r % 2)) -eq 1 ]; then a=$(run_qkt); b=$(run_torch); else b=$(run_torch); a=$(run_qkt); fi
+        echo "$a"
+        echo "$b"
+        echo "$r $a" >>"$log"
+        echo "$r $b" >>"$log"
+        r=$((r + 1))
+    done
+done
+echo
+awk -v rounds="$rounds" '
+function med(arr, n,    i, j, v) {
+    for (i = 2; i <= n; i++) { v = arr[i]; j = i - 1; while (j > 0 && arr[j] > v) { arr[j + 1] = arr[j]; j-- } arr[j + 1] = v }
+    return n % 2 ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
+}
+function field(name,    i, kv) { for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == name) return kv[2] } return "" }
+{
+    who = $2; cfg = $3; r = $1
+    ms[who, cfg, r] = field("ms_per_step"); rss[who, cfg, r] = field("peak_rss_mb"); mfu[who, cfg, r] = field("mfu")
+    cpu[who, cfg, r] = field("cpu_ms_per_step")
+    if (!(cfg in seen)) { seen[cfg] = 1; order[++nc] = cfg }
+}
+END {
+    printf "%-8s %9s %9s %8s %8s %9s %9s %8s %9s %8s %9s %9s\n", "config", "qkt_ms", "torch_ms", "speedup", "qkt_rss", "torch_rss", "rss_ratio", "qkt_mfu", "torch_mfu", "qkt_cpu", "torch_cpu", "cpu_ratio"
+    for (c = 1; c <= nc; c++) {
+        cfg = order[c]; n = 0
+        for (r = 1; r <= rounds; r++) {
+            if (!(("qkt", cfg, r) in ms) || !(("torch", cfg, r) in ms)) continue
+            n++
+            q[n] = ms["qkt", cfg, r]; t[n] = ms["torch", cfg, r]; s[n] = t[n] / q[n]
+            qr[n] = rss["qkt", cfg, r]; tr[n] = rss["torch", cfg, r]; rr[n] = qr[n] / tr[n]
+            qm[n] = mfu["qkt", cfg, r]; tm[n] = mfu["torch", cfg, r]
+            qc[n] = cpu["qkt", cfg, r]; tc[n] = cpu["torch", cfg, r]; cr[n] = (qc[n] > 0) ? tc[n] / qc[n] : 0
+        }
+        if (!n) continue
+        printf "%-8s %9.2f %9.2f %7.2fx %8.1f %9.1f %9.2f %8.3f %9.3f %8.1f %9.1f %8.2fx\n", cfg, med(q, n), med(t, n), med(s, n), med(qr, n), med(tr, n), med(rr, n), med(qm, n), med(tm, n), med(qc, n), med(tc, n), med(cr, n)
+    }
+}' "$log"

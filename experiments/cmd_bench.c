@@ -1,0 +1,219 @@
+/* qkt bench: steady-state training-step time of the GPT model (forward, backward,
+ * AdamW update), and the machine's sgemm peak that MFU is measured against.
+ *
+ * One line per run, the format bench/torch_gpt.py prints too:
+ *   qkt NAME threads=N ms_per_step=X tokens_per_s=Y peak_rss_mb=Z mfu=W
+ * ms_per_step is the median over --steps timed steps after --warmup untimed ones.
+ * mfu = analytic training FLOPs per step / step time / sgemm peak, where
+ *   FLOPs = 6 B T (12 L C^2 + V C)  +  6 B L T^2 C
+ * (matmul weights: 2 flops per weight and token forward, 4 backward, the tied head
+ * included; causal attention: q k^T and P v over the T^2/2 visible pairs, times three
+ * for training). docs/performance.md derives it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "qkt_autograd.h"
+#include "qkt_cli.h"
+#include "qkt_flags.h"
+
+#if __has_include("qkt_nn.h") && __has_include("qkt_optim.h")
+#include "qkt_nn.h"
+#include "qkt_optim.h"
+#define QKT_BENCH_HAVE_MODEL 1
+#endif
+
+typedef struct {
+    const char *name;
+    int V, T, B, C, L, NH;
+} bench_config;
+
+/* The configurations (V vocab, T length, B batch, C width, L layers, NH heads). */
+static const bench_config configs[] = {
+    {"tiny", 65, 64, 16, 64, 2, 4},
+    {"small", 65, 128, 16, 128, 4, 4},
+    {"medium", 65, 256, 8, 384, 6, 6},
+};
+
+static double clock_s(clockid_t id) {
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+
+/* Best-of-reps GFLOP/s of C = A B on n x n matrices through qkt_gemm (threads as set). */
+static double sgemm_peak(int n, int reps) {
+    size_t nn = (size_t)n * n;
+    qkt_real *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
+    QKT_CHECK(a && b && c, "out of memory for %d x %d matrices", n, n);
+    qkt_rng r;
+    qkt_rng_seed(&r, 1);
+    for (size_t i = 0; i < nn; i++) a[i] = (qkt_real)(qkt_rng_uniform(&r) - 0.5), b[i] = (qkt_real)(qkt_rng_uniform(&r) - 0.5);
+    qkt_gemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n); /* warm-up: thread start, page faults */
+    double best = 1e30;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_s();
+        qkt_gemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n);
+        double t = now_s() - t0;
+        if (t < best) best = t;
+    }
+    free(a), free(b), free(c);
+    return 2.0 * n * (double)nn / best * 1e-9;
+}
+
+#ifdef QKT_BENCH_HAVE_MODEL
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static double peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
+}
+
+static double bench_flops(const bench_config *c) {
+    double B = c->B, T = c->T, C = c->C, L = c->L, V = c->V;
+    return 6 * B * T * (12 * L * C * C + V * C) + 6 * B * L * T * T * C;
+}
+
+/* Times the training steps; fills the median step time (s) and the median CPU time of
+ * the process per step (all threads: on a loaded machine, wall time minus waiting).
+ * Returns 0, or -1 with a message. */
+static int run_model(const bench_config *bc, int warmup, int steps, double *median_s, double *median_cpu_s,
+                     qkt_err *err) {
+    qkt_gpt_config cfg = qkt_gpt_config_default();
+    cfg.vocab_size = bc->V, cfg.block_size = bc->T, cfg.n_layer = bc->L, cfg.n_head = bc->NH, cfg.n_embd = bc->C;
+    cfg.dropout = 0, cfg.bias = true;
+    qkt_gpt g;
+    if (qkt_gpt_init(&g, &cfg, err)) return -1;
+    qkt_rng rng;
+    qkt_rng_seed(&rng, 1337);
+    qkt_gpt_init_weights(&g, &rng);
+    qkt_optim_config oc = qkt_optim_defaults(QKT_OPTIM_ADAMW);
+    oc.weight_decay = 0.1;
+    qkt_optim opt;
+    qkt_optim_init(&opt, &g.params, &oc);
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
+    size_t n = (size_t)bc->B * bc->T;
+    int32_t *idx = malloc(n * sizeof *idx), *tgt = malloc(n * sizeof *tgt);
+    double *times = malloc((size_t)steps * sizeof *times), *cpu = malloc((size_t)steps * sizeof *cpu);
+    QKT_CHECK(idx && tgt && times && cpu, "out of memory");
+    for (int s = 0; s < warmup + steps; s++) {
+        /* A fresh random batch each step (drawn outside the timed region). */
+        for (size_t i = 0; i < n; i++) idx[i] = (int32_t)qkt_rng_below(&rng, (uint32_t)bc->V);
+        for (size_t i = 0; i < n; i++) tgt[i] = (int32_t)qkt_rng_below(&rng, (uint32_t)bc->V);
+        double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        qkt_ctx_reset(&ctx);
+        qkt_tensor *loss = qkt_gpt_forward(&ctx, &g, idx, tgt, bc->B, bc->T, NULL, NULL);
+        qkt_params_zero_grad(&g.params);
+        qkt_backward(&ctx, loss, NULL);
+        qkt_optim_step(&opt, 1e-3);
+        double t = now_s() - t0, c = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+        if (!isfinite(loss->data[0])) {
+            qkt_err_set(err, "loss is %g at step %d", (double)loss->data[0], s);
+            break;
+        }
+        if (s >= warmup) times[s - warmup] = t, cpu[s - warmup] = c;
+    }
+    *median_s = median(times, steps);
+    *median_cpu_s = median(cpu, steps);
+    free(times), free(cpu), free(idx), free(tgt);
+    qkt_ctx_free(&ctx);
+    qkt_optim_free(&opt);
+    qkt_gpt_free(&g);
+    return err && err->msg[0] ? -1 : 0;
+}
+#endif
+
+int qkt_cmd_bench(int argc, char **argv) {
+    const char *config = NULL;
+    int threads = 0, steps = 10, warmup = 3, V = 0, T = 0, B = 0, C = 0, L = 0, NH = 0, peak_n = 2048;
+    bool want_peak = false;
+    double peak = 0;
+    qkt_flag flags[] = {
+        {"config", QKT_FLAG_STRING, &config, "tiny, small or medium (flags below override its fields)", 1, 0, false, false},
+        {"vocab", QKT_FLAG_INT, &V, "vocabulary size V", 2, 1 << 20, true, false},
+        {"seq", QKT_FLAG_INT, &T, "sequence length T", 1, 1 << 16, true, false},
+        {"batch", QKT_FLAG_INT, &B, "batch size B", 1, 1 << 16, true, false},
+        {"n-embd", QKT_FLAG_INT, &C, "width C", 1, 1 << 16, true, false},
+        {"n-layer", QKT_FLAG_INT, &L, "layers L", 1, 1024, true, false},
+        {"n-head", QKT_FLAG_INT, &NH, "heads NH (must divide C)", 1, 1024, true, false},
+        {"threads", QKT_FLAG_INT, &threads, "threads for OpenMP and OpenBLAS (0 = all cores)", 0, 1024, false, false},
+        {"steps", QKT_FLAG_INT, &steps, "timed steps (median reported)", 1, 100000, true, false},
+        {"warmup", QKT_FLAG_INT, &warmup, "untimed steps first", 0, 100000, false, false},
+        {"sgemm-peak", QKT_FLAG_BOOL, &want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
+        {"peak-n", QKT_FLAG_INT, &peak_n, "matrix size for the sgemm peak", 64, 16384, true, false},
+        {"peak", QKT_FLAG_DOUBLE, &peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, 1e9, false, false},
+    };
+    int nf = (int)(sizeof flags / sizeof flags[0]);
+    int rc = qkt_flags_parse("bench", "Time steady-state GPT training steps (forward, backward, AdamW), or the sgemm peak.",
+                             flags, nf, argc, argv, NULL, 0, NULL);
+    if (rc) return rc == 1 ? 0 : 2;
+    qkt_set_threads(threads);
+    threads = qkt_get_threads();
+
+    if (want_peak) {
+        printf("qkt sgemm threads=%d n=%d gflops=%.1f\n", threads, peak_n, sgemm_peak(peak_n, 5));
+        return 0;
+    }
+    bench_config bc = configs[0];
+    bool custom = V || T || B || C || L || NH;
+    if (config) {
+        int found = -1;
+        for (int i = 0; i < (int)(sizeof configs / sizeof configs[0]); i++)
+            if (!strcmp(config, configs[i].name)) found = i;
+        if (found < 0) {
+            fprintf(stderr, "qkt bench: --config '%s': expected tiny, small or medium\n", config);
+            return 2;
+        }
+        bc = configs[found];
+    } else if (!custom) {
+        fprintf(stderr, "qkt bench: --config: expected tiny, small or medium (or the model flags, or --sgemm-peak)\n");
+        return 2;
+    }
+    if (custom) bc.name = "custom";
+    if (V) bc.V = V;
+    if (T) bc.T = T;
+    if (B) bc.B = B;
+    if (C) bc.C = C;
+    if (L) bc.L = L;
+    if (NH) bc.NH = NH;
+    if (bc.C % bc.NH) {
+        fprintf(stderr, "qkt bench: --n-head %d: expected a divisor of the width %d\n", bc.NH, bc.C);
+        return 2;
+    }
+#ifdef QKT_BENCH_HAVE_MODEL
+    if (peak <= 0) peak = sgemm_peak(peak_n, 3);
+    qkt_err err = {{0}};
+    double t, cpu;
+    if (run_model(&bc, warmup, steps, &t, &cpu, &err)) {
+        fprintf(stderr, "qkt bench: %s\n", err.msg);
+        return 1;
+    }
+    double flops = bench_flops(&bc);
+    printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f\n", bc.name, threads, t * 1e3,
+           (double)bc.B * bc.T / t, peak_rss_mb(), flops / t / (peak * 1e9));
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    fprintf(stderr,
+            "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
+            "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s\n",
+            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, flops * 1e-9, peak, cpu * 1e3, wait ? wait : "(unset)");
+    return 0;
+#else
+    (void)peak;
+    fprintf(stderr, "qkt bench: this build has no model (nn and optim are not in the tree yet)\n");
+    return 1;
+#endif
+}

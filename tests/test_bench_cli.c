@@ -1,0 +1,67 @@
+/* `qkt bench` smoke test (CI): a few steps of the tiny config and of a custom config,
+ * the sgemm peak on a small matrix, the output line's format, and bad flags. No timed
+ * assertion: only that the numbers are there, finite and positive. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_test.h"
+
+static char out[1 << 14];
+
+static int run(const char *args) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s bench %s", qkt_test_bin(), args);
+    return qkt_test_run(cmd, out, sizeof out);
+}
+
+/* Value of `key=` in the first line that starts with `prefix`, or -1. */
+static double field(const char *prefix, const char *key) {
+    for (const char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, prefix, strlen(prefix)) != 0) continue;
+        const char *end = strchr(line, '\n'), *k = strstr(line, key);
+        if (!k || (end && k > end)) return -1;
+        return atof(k + strlen(key));
+    }
+    return -1;
+}
+
+static void expect_run(const char *args, const char *prefix, int threads) {
+    int rc = run(args);
+    EXPECT(rc == 0, "qkt bench %s: exit %d\n%s", args, rc, out);
+    char want[64];
+    snprintf(want, sizeof want, "threads=%d ", threads);
+    EXPECT(strstr(out, prefix) && strstr(out, want), "qkt bench %s: no '%s ... %s' line:\n%s", args, prefix, want, out);
+    const char *keys[] = {"ms_per_step=", "tokens_per_s=", "peak_rss_mb=", "mfu="};
+    for (int i = 0; i < 4; i++) {
+        double v = field(prefix, keys[i]);
+        EXPECT(v > 0 && v < 1e9, "qkt bench %s: %s%g\n%s", args, keys[i], v, out);
+    }
+}
+
+static void expect_bad(const char *args, const char *want) {
+    int rc = run(args);
+    EXPECT(rc == 2, "qkt bench %s: exit %d, expected 2\n%s", args, rc, out);
+    EXPECT(strstr(out, want) != NULL, "qkt bench %s: message lacks '%s': %s", args, want, out);
+    int lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    EXPECT(lines == 1, "qkt bench %s: %d lines of error, expected 1: %s", args, lines, out);
+}
+
+int main(void) {
+    expect_run("--config tiny --steps 2 --warmup 1 --threads 1 --peak 50", "qkt tiny ", 1);
+    expect_run("--config tiny --steps 3 --warmup 0 --threads 2 --peak 50", "qkt tiny ", 2);
+    expect_run("--vocab 11 --seq 20 --batch 2 --n-embd 24 --n-layer 1 --n-head 3 --steps 2 --warmup 1 --threads 1 --peak-n 128",
+               "qkt custom ", 1);
+    EXPECT(strstr(out, "V=11 T=20 B=2 C=24 L=1 NH=3"), "custom config not echoed:\n%s", out);
+
+    EXPECT(run("--sgemm-peak --peak-n 256 --threads 1") == 0, "sgemm peak failed:\n%s", out);
+    double g = field("qkt sgemm ", "gflops=");
+    EXPECT(g > 0 && g < 1e6, "sgemm peak gflops=%g:\n%s", g, out);
+
+    EXPECT(run("--help") == 0 && strstr(out, "--sgemm-peak"), "--help:\n%s", out);
+    expect_bad("--config huge", "--config 'huge': expected tiny, small or medium");
+    expect_bad("--config tiny --steps 0", "--steps '0'");
+    expect_bad("--n-embd 30 --n-head 4", "--n-head 4: expected a divisor of the width 30");
+    expect_bad("", "--config");
+    return qkt_test_finish();
+}

@@ -1,0 +1,135 @@
+/* The internal kernels of autograd/kernels.h and the gemm split: the vectorised exp
+ * and tanh against libm, the register-blocked tile product against a naive loop
+ * (ragged sizes, transposed A, accumulate), column sums, and qkt_gemm's thread split
+ * giving the same result as one thread. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "ops_internal.h"
+#include "qkt_test.h"
+
+static void test_exp_tanh(void) {
+    double worst_exp = 0, worst_tanh = 0;
+    for (double x = -87; x <= 88; x += 0.000731) {
+        qkt_real xr = (qkt_real)x;
+        double want = exp((double)xr), got = qkt__exp(xr);
+        double e = fabs(got - want) / want;
+        if (!(e <= worst_exp)) worst_exp = e;
+        if (fabs(x) < 20) {
+            double t = fabs(qkt__tanh(xr) - tanh((double)xr));
+            if (!(t <= worst_tanh)) worst_tanh = t;
+        }
+    }
+    printf("exp: max relative error %.3g; tanh: max absolute error %.3g\n", worst_exp, worst_tanh);
+    EXPECT(worst_exp < 3e-7, "exp relative error %.3g", worst_exp);
+    EXPECT(worst_tanh < 3e-7, "tanh absolute error %.3g", worst_tanh);
+    EXPECT(qkt__exp(-INFINITY) == 0, "exp(-inf) = %g", (double)qkt__exp(-INFINITY));
+#ifndef QKT_DOUBLE
+    EXPECT(qkt__exp(-100) == 0, "exp(-100) = %g (the float kernel flushes below -87)", (double)qkt__exp(-100));
+#endif
+    EXPECT(qkt__exp(0) == 1, "exp(0) = %.9g", (double)qkt__exp(0));
+    EXPECT(qkt__tanh(30) == 1 && qkt__tanh(-30) == -1, "tanh does not saturate");
+}
+
+static void test_tile_product(void) {
+    qkt_rng r;
+    qkt_rng_seed(&r, 5);
+    int sizes[][3] = {{1, 16, 1}, {7, 16, 5}, {8, 32, 64}, {33, 48, 17}, {32, 64, 32}, {19, 80, 3}};
+    for (int s = 0; s < 6; s++) {
+        int M = sizes[s][0], N = sizes[s][1], K = sizes[s][2];
+        for (int trans = 0; trans < 2; trans++)
+            for (int acc = 0; acc < 2; acc++) {
+                int lda = trans ? M + 3 : K + 2, ldb = N + 5, ldc = N + 1;
+                qkt_real *A = malloc(sizeof(qkt_real) * (size_t)(trans ? K * lda : M * lda));
+                qkt_real *B = malloc(sizeof(qkt_real) * (size_t)K * ldb), *C = malloc(sizeof(qkt_real) * (size_t)M * ldc);
+                for (int i = 0; i < (trans ? K * lda : M * lda); i++) A[i] = (qkt_real)qkt_rng_normal(&r);
+                for (int i = 0; i < K * ldb; i++) B[i] = (qkt_real)qkt_rng_normal(&r);
+                for (int i = 0; i < M * ldc; i++) C[i] = (qkt_real)qkt_rng_normal(&r);
+                double *want = malloc(sizeof(double) * (size_t)M * N);
+                for (int m = 0; m < M; m++)
+                    for (int n = 0; n < N; n++) {
+                        double v = acc ? C[m * ldc + n] : 0;
+                        for (int k = 0; k < K; k++) v += (double)(trans ? A[k * lda + m] : A[m * lda + k]) * B[k * ldb + n];
+                        want[m * N + n] = v;
+                    }
+                qkt_real keep = C[(M - 1) * ldc + N]; /* just past the last row's N columns */
+                qkt__mk_gemm(M, N, K, A, trans ? 1 : lda, trans ? lda : 1, B, ldb, C, ldc, acc);
+                double worst = 0;
+                for (int m = 0; m < M; m++)
+                    for (int n = 0; n < N; n++) {
+                        double e = fabs(C[m * ldc + n] - want[m * N + n]) / (1 + fabs(want[m * N + n]));
+                        if (!(e <= worst)) worst = e;
+                    }
+                EXPECT(worst < 1e-5, "tile product %dx%dx%d trans=%d acc=%d: error %.3g", M, N, K, trans, acc, worst);
+                EXPECT(C[(M - 1) * ldc + N] == keep, "tile product wrote past column N");
+                free(A), free(B), free(C), free(want);
+            }
+    }
+}
+
+static void test_colsum(void) {
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 1 << 20, 1);
+    int rows = 200, cols = 37;
+    qkt_real *X = qkt_arena_alloc(&ctx.arena, sizeof(qkt_real) * rows * cols), *Y = qkt_arena_alloc(&ctx.arena, sizeof(qkt_real) * rows * cols);
+    qkt_real sub[200], mul[200], out[37], out2[37];
+    qkt_rng r;
+    qkt_rng_seed(&r, 9);
+    for (int i = 0; i < rows * cols; i++) X[i] = (qkt_real)qkt_rng_normal(&r), Y[i] = (qkt_real)qkt_rng_normal(&r);
+    for (int i = 0; i < rows; i++) sub[i] = (qkt_real)qkt_rng_normal(&r), mul[i] = (qkt_real)qkt_rng_uniform(&r);
+    for (int threads = 1; threads <= 2; threads++) {
+        qkt_set_threads(threads);
+        for (int j = 0; j < cols; j++) out[j] = 1;
+        qkt__colsum(&ctx, rows, cols, X, Y, sub, mul, -1, out);
+        double worst = 0;
+        for (int j = 0; j < cols; j++) {
+            double want = 1;
+            for (int i = 0; i < rows; i++) want -= (double)X[i * cols + j] * (Y[i * cols + j] - sub[i]) * mul[i];
+            double e = fabs(out[j] - want);
+            if (!(e <= worst)) worst = e;
+        }
+        EXPECT(worst < 1e-4, "colsum threads=%d: error %.3g", threads, worst);
+        if (threads == 1) memcpy(out2, out, sizeof out);
+        else EXPECT(memcmp(out, out2, sizeof out) == 0, "colsum depends on the thread count");
+    }
+    qkt_set_threads(0);
+    qkt_ctx_free(&ctx);
+}
+
+/* qkt_gemm splits large products over the threads: by rows (M >= N) or columns. */
+static void test_gemm_split(void) {
+    int shapes[][3] = {{700, 90, 130}, {60, 1500, 70}, {333, 334, 65}}; /* above QKT_GEMM_PAR_FLOPS */
+    qkt_rng r;
+    qkt_rng_seed(&r, 11);
+    for (int s = 0; s < 3; s++)
+        for (int t = 0; t < 4; t++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            bool ta = t & 1, tb = t & 2;
+            qkt_real *A = malloc(sizeof(qkt_real) * (size_t)M * K), *B = malloc(sizeof(qkt_real) * (size_t)K * N);
+            qkt_real *C1 = malloc(sizeof(qkt_real) * (size_t)M * N), *C2 = malloc(sizeof(qkt_real) * (size_t)M * N);
+            for (int i = 0; i < M * K; i++) A[i] = (qkt_real)qkt_rng_normal(&r);
+            for (int i = 0; i < K * N; i++) B[i] = (qkt_real)qkt_rng_normal(&r);
+            for (int i = 0; i < M * N; i++) C1[i] = C2[i] = (qkt_real)qkt_rng_normal(&r);
+            qkt_set_threads(1);
+            qkt_gemm(ta, tb, M, N, K, 0.5, A, ta ? M : K, B, tb ? K : N, 0.25, C1, N);
+            qkt_set_threads(2);
+            qkt_gemm(ta, tb, M, N, K, 0.5, A, ta ? M : K, B, tb ? K : N, 0.25, C2, N);
+            double worst = 0;
+            for (int i = 0; i < M * N; i++) {
+                double e = fabs(C1[i] - C2[i]) / (1 + fabs(C1[i]));
+                if (!(e <= worst)) worst = e;
+            }
+            EXPECT(worst < 1e-5, "gemm %dx%dx%d ta=%d tb=%d: 2 threads differ from 1 by %.3g", M, N, K, ta, tb, worst);
+            free(A), free(B), free(C1), free(C2);
+        }
+    qkt_set_threads(0);
+}
+
+int main(void) {
+    test_exp_tanh();
+    test_tile_product();
+    test_colsum();
+    test_gemm_split();
+    return qkt_test_finish();
+}
