@@ -113,7 +113,7 @@ static void part_init(rep *r) {
     int nd = c->n_init_dk;
     qkt_buf_printf(md, "## 1. At initialisation\n\n### iid q and k (unit variance, no model)\n\n");
     qkt_buf_printf(md, "q and k are N(0, 1) of width d_k, %d x %d causal query rows; `sqrt_dmodel` uses d_model = %d x d_k.\n\n",
-                   8, c->seq_len, c->n_head);
+                   QKT_IID_BATCH, c->seq_len, c->n_head);
     qkt_buf_printf(md, "| d_k | sqrt(d_k) | std(q.k) measured | error | std of scaled logits: sqrt_dk / none / dk / sqrt_dmodel | normalised entropy: sqrt_dk / none / dk / sqrt_dmodel | Jacobian norm: sqrt_dk / none | rows whose key ranking changed |\n");
     qkt_buf_printf(md, "|---:|---:|---:|---:|---|---|---|---:|\n");
     double xs[QKT_AB_MAX_LIST], ys[4][QKT_AB_MAX_LIST], raw[QKT_AB_MAX_LIST], ref[QKT_AB_MAX_LIST], one[QKT_AB_MAX_LIST];
