@@ -172,7 +172,7 @@ typedef struct qkt_ctx {
     bool keep_grads;     /* keep every activation's grad after backward (default: released) */
     bool no_grad;        /* record nothing (eval, sampling) */
     bool training;       /* dropout active */
-    bool detect_anomaly; /* check every op output for NaN/Inf */
+    bool detect_anomaly; /* check every op output, and every grad a backward wrote, for NaN/Inf */
     const char *scope;   /* set by layers, copied into nodes */
     qkt_rng rng;         /* dropout draws */
 } qkt_ctx;

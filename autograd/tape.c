@@ -83,6 +83,23 @@ void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out) {
     }
 }
 
+/* detect_anomaly in backward: the grads a node's backward wrote must be finite. */
+static void check_backward(const qkt_node *n) {
+    for (int k = 0; k < n->n_in; k++) {
+        const qkt_tensor *t = n->in[k];
+        if (!t || !t->grad) continue;
+        for (int64_t i = 0; i < t->size; i++) {
+            if (!isfinite(t->grad[i])) {
+                fprintf(stderr, "qkt: anomaly: op %s%s%s produced %s in its backward (the grad of input %d, element %lld of %lld)\n",
+                        n->op == QKT_OP_CUSTOM && n->custom_name ? n->custom_name : qkt_op_name(n->op),
+                        n->scope ? " in " : "", n->scope ? n->scope : "", isnan(t->grad[i]) ? "NaN" : "Inf", k,
+                        (long long)i, (long long)t->size);
+                exit(3);
+            }
+        }
+    }
+}
+
 void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed) {
     QKT_CHECK(out->requires_grad, "qkt_backward: output does not require grad (no_grad mode, or no parameter in the graph)");
     qkt_real *g = qkt_grad(ctx, out);
@@ -96,6 +113,7 @@ void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed) {
         qkt_node *n = &ctx->tape[i];
         if (!n->out->grad) continue; /* nothing flowed into this node */
         op_table[n->op].backward(ctx, n);
+        if (ctx->detect_anomaly) check_backward(n);
         if (!ctx->keep_grads) qkt__grad_release(ctx, n->out); /* every consumer has run */
     }
 }
