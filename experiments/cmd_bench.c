@@ -144,12 +144,12 @@ int qkt_cmd_bench(int argc, char **argv) {
     double peak = 0;
     qkt_flag flags[] = {
         {"config", QKT_FLAG_STRING, &config, "tiny, small or medium (flags below override its fields)", 1, 0, false, false},
-        {"vocab", QKT_FLAG_INT, &V, "vocabulary size V", 2, 1 << 20, true, false},
-        {"seq", QKT_FLAG_INT, &T, "sequence length T", 1, 1 << 16, true, false},
-        {"batch", QKT_FLAG_INT, &B, "batch size B", 1, 1 << 16, true, false},
-        {"n-embd", QKT_FLAG_INT, &C, "width C", 1, 1 << 16, true, false},
-        {"n-layer", QKT_FLAG_INT, &L, "layers L", 1, 1024, true, false},
-        {"n-head", QKT_FLAG_INT, &NH, "heads NH (must divide C)", 1, 1024, true, false},
+        {"vocab", QKT_FLAG_INT, &V, "vocabulary size V; unset: the config's", 2, 1 << 20, true, false},
+        {"seq", QKT_FLAG_INT, &T, "sequence length T; unset: the config's", 1, 1 << 16, true, false},
+        {"batch", QKT_FLAG_INT, &B, "batch size B; unset: the config's", 1, 1 << 16, true, false},
+        {"n-embd", QKT_FLAG_INT, &C, "width C; unset: the config's", 1, 1 << 16, true, false},
+        {"n-layer", QKT_FLAG_INT, &L, "layers L; unset: the config's", 1, 1024, true, false},
+        {"n-head", QKT_FLAG_INT, &NH, "heads NH, a divisor of C; unset: the config's", 1, 1024, true, false},
         {"threads", QKT_FLAG_INT, &threads, "threads for OpenMP and OpenBLAS (0 = all cores)", 0, 1024, false, false},
         {"steps", QKT_FLAG_INT, &steps, "timed steps (median reported)", 1, 100000, true, false},
         {"warmup", QKT_FLAG_INT, &warmup, "untimed steps first", 0, 100000, false, false},
