@@ -150,7 +150,7 @@ int qkt_cmd_bench(int argc, char **argv) {
         {"n-embd", QKT_FLAG_INT, &C, "width C; unset: the config's", 1, 1 << 16, true, false},
         {"n-layer", QKT_FLAG_INT, &L, "layers L; unset: the config's", 1, 1024, true, false},
         {"n-head", QKT_FLAG_INT, &NH, "heads NH, a divisor of C; unset: the config's", 1, 1024, true, false},
-        {"threads", QKT_FLAG_INT, &threads, "threads for OpenMP and OpenBLAS (0 = all cores)", 0, 1024, false, false},
+        {"threads", QKT_FLAG_INT, &threads, "threads (the OpenMP team; 0 = all cores)", 0, 1024, false, false},
         {"steps", QKT_FLAG_INT, &steps, "timed steps (median reported)", 1, 100000, true, false},
         {"warmup", QKT_FLAG_INT, &warmup, "untimed steps first", 0, 100000, false, false},
         {"sgemm-peak", QKT_FLAG_BOOL, &want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
