@@ -62,10 +62,13 @@ void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_r
 #ifdef _OPENMP
     if (!omp_in_parallel() && 2.0 * M * N * K >= QKT_GEMM_PAR_FLOPS) nt = qkt_get_threads();
 #endif
-    /* Split the longer of M and N into blocks (whole rows of C, or whole columns). */
+    /* Split the longer of M and N into one block per thread (whole rows of C, or whole
+     * columns). Every block packs the other operand again: by rows that is B (K x N), by
+     * columns A (M x K), so splitting the longer side copies the smaller one; more blocks
+     * than threads would pack it more often (measured: 3 % more CPU on `small`). */
     bool by_rows = M >= N;
     int len = by_rows ? M : N, nb = len / QKT_GEMM_MIN_BLOCK;
-    if (nb > 2 * nt) nb = 2 * nt; /* two blocks per thread absorb a descheduled thread */
+    if (nb > nt) nb = nt;
     if (nt <= 1 || nb < 2) {
         gemm_serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;

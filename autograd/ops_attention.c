@@ -88,9 +88,13 @@ static int kt_ld(int n) { return n + 16; }
 /* Query tiles [qt0, qt1) of one head: rows of y, m and 1/l. `w` is the thread's scratch
  * (FWD_SCRATCH); the keys the tiles see are copied once, K transposed. z = s q.k +
  * bias; online softmax over key tiles, per row:
- *   m' = max(m, max_j z_j),  l = l e^{m - m'} + sum_j e^{z_j - m'},  O = O e^{m - m'} + P V.
- * l is kept in float64 and m and 1/l are saved (not lse = m + log l, whose float32
- * rounding at |lse| ~ 100 would already be a 1e-5 relative error in P). */
+ *   m' = max(m, max_j z_j),  l' = l e^{m - m'} + sum_j e^{z_j - m'},
+ *   O' = O (l e^{m - m'} / l') + (e^{z - m'} / l') V,
+ * so O stays the softmax-weighted mean of the V rows seen so far (a convex combination:
+ * it cannot overflow where the output does not; FlashAttention's unnormalised O can, by
+ * a factor up to T) and y = O at the end. l is kept in float64 and m and 1/l are saved
+ * (not lse = m + log l, whose float32 rounding at |lse| ~ 100 would already be a 1e-5
+ * relative error in P). */
 #define FWD_SCRATCH(Tp, dp, d) ((size_t)(d) * kt_ld(Tp) + (size_t)(Tp) * (dp) + (Tp) + (size_t)BQ * (dp) * 2 + BQ * BK)
 static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v, int b, int h,
                       int qt0, int qt1, qkt_real *y, qkt_real *w) {
@@ -129,24 +133,25 @@ static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k,
                 }
 #pragma omp simd
                 for (int j = 0; j < BK; j++) z[j] = qkt__exp(z[j] - mx);
-                qkt_real alpha = qkt__exp(m[r] - mx);
-                l[r] = l[r] * alpha + qkt__dot16(z, NULL, BK);
+                double kept = l[r] * qkt__exp(m[r] - mx), lnew = kept + qkt__dot16(z, NULL, BK);
+                qkt_real pinv = (qkt_real)(1 / lnew), oscale = (qkt_real)(kept / lnew);
+                l[r] = lnew;
                 m[r] = mx;
-                if (alpha != 1) {
+#pragma omp simd
+                for (int j = 0; j < BK; j++) z[j] *= pinv;
+                if (oscale != 1) {
                     qkt_real *o = O + (size_t)r * dp;
 #pragma omp simd
-                    for (int c = 0; c < dp; c++) o[c] *= alpha;
+                    for (int c = 0; c < dp; c++) o[c] *= oscale;
                 }
             }
             qkt__mk_gemm(nq, dp, nk, S, BK, 1, V + (size_t)c0 * dp, dp, O, dp, true); /* O += P V */
         }
         for (int r = 0; r < nq; r++) {
             qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
-            qkt_real inv = l[r] > 0 ? (qkt_real)(1 / l[r]) : 0;
-#pragma omp simd
-            for (int c = 0; c < d; c++) yr[c] = o[c] * inv;
+            memcpy(yr, o, (size_t)d * sizeof *yr); /* already normalised; 0 for a fully blocked row */
             a->rmax[row0 + r0 + r] = m[r];
-            a->rinv[row0 + r0 + r] = inv;
+            a->rinv[row0 + r0 + r] = l[r] > 0 ? (qkt_real)(1 / l[r]) : 0;
         }
     }
 }

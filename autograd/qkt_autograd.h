@@ -46,8 +46,7 @@ _Noreturn void qkt_fatal(const char *file, int line, const char *cond, const cha
 typedef struct qkt_err {
     char msg[QKT_ERR_LEN];
 } qkt_err;
-/* Sets err->msg (if err is non-NULL; control characters become '?', so it is one line)
- * and returns -1, so: return qkt_err_set(err, ...). */
+/* Sets err->msg (if err is non-NULL) and returns -1, so: return qkt_err_set(err, ...). */
 int qkt_err_set(qkt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---------------------------------------------------------------- threads */
@@ -173,7 +172,7 @@ typedef struct qkt_ctx {
     bool keep_grads;     /* keep every activation's grad after backward (default: released) */
     bool no_grad;        /* record nothing (eval, sampling) */
     bool training;       /* dropout active */
-    bool detect_anomaly; /* check every op output (and every backward) for NaN/Inf */
+    bool detect_anomaly; /* check every op output, and every grad a backward wrote, for NaN/Inf */
     const char *scope;   /* set by layers, copied into nodes */
     qkt_rng rng;         /* dropout draws */
 } qkt_ctx;

@@ -83,19 +83,20 @@ void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out) {
     }
 }
 
-/* Anomaly detection in backward: the first node whose backward leaves a non-finite value
- * in an input's gradient is named (earlier nodes in the walk were checked already). */
+/* detect_anomaly in backward: the grads a node's backward wrote must be finite. */
 static void check_backward(const qkt_node *n) {
     for (int k = 0; k < n->n_in; k++) {
         const qkt_tensor *t = n->in[k];
         if (!t || !t->grad) continue;
-        for (int64_t i = 0; i < t->size; i++)
+        for (int64_t i = 0; i < t->size; i++) {
             if (!isfinite(t->grad[i])) {
-                fprintf(stderr, "qkt: anomaly: op %s%s%s (backward) produced %s in the gradient of its input %d, element %lld of %lld\n",
-                        n->op == QKT_OP_CUSTOM && n->custom_name ? n->custom_name : qkt_op_name(n->op), n->scope ? " in " : "",
-                        n->scope ? n->scope : "", isnan(t->grad[i]) ? "NaN" : "Inf", k, (long long)i, (long long)t->size);
+                fprintf(stderr, "qkt: anomaly: op %s%s%s produced %s in its backward (the grad of input %d, element %lld of %lld)\n",
+                        n->op == QKT_OP_CUSTOM && n->custom_name ? n->custom_name : qkt_op_name(n->op),
+                        n->scope ? " in " : "", n->scope ? n->scope : "", isnan(t->grad[i]) ? "NaN" : "Inf", k,
+                        (long long)i, (long long)t->size);
                 exit(3);
             }
+        }
     }
 }
 

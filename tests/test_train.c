@@ -230,9 +230,13 @@ static void test_nonfinite(void) {
                strstr(out, "last good checkpoint"),
            "(%d) %s", rc, out);
 #else
-    /* float64 activations stay finite up to 1e308: the squared gradient norm overflows
-     * first, which is the ordinary non-finite check (anomaly detection checks op outputs) */
-    EXPECT(rc == 1 && strstr(out, "non-finite gradient norm"), "(%d) %s", rc, out);
+    /* float64 values stay finite up to 1e308, so this run explodes for ~20-30 steps, and
+     * which non-finite value comes first depends on the kernels' rounding: the gradient
+     * norm (the ordinary non-finite check) or an overflowing attention logit (inf - inf,
+     * named by the anomaly check). Either way the run must stop with its cause named. */
+    bool by_norm = rc == 1 && strstr(out, "non-finite gradient norm");
+    bool by_anomaly = rc == 3 && strstr(out, "anomaly: op ") && strstr(out, " in h.0") && strstr(out, "--detect-anomaly in step");
+    EXPECT(by_norm || by_anomaly, "(%d) %s", rc, out);
 #endif
     /* an infinite init (1e300 x the W_q, W_k std) trips it in the first op of validation */
     snprintf(args, sizeof args, "train " TINY " --steps 5 --qk-init-mult 1e300 --out %s/anomaly0 --detect-anomaly", tmp);
