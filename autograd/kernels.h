@@ -140,8 +140,8 @@ static inline double qkt__dot16(const qkt_real *a, const qkt_real *b, int n) {
     return s;
 }
 
-/* max and sum of 32 values as a vectorised tree. (gcc 12 lowers `omp simd reduction`
- * through a per-lane array reduced by a scalar loop: ~40 extra instructions a row.) */
+/* max of 32 values as a vectorised tree. (gcc 12 lowers `omp simd reduction` through a
+ * per-lane array reduced by a scalar loop: ~40 extra instructions a row.) */
 static inline qkt_real qkt__max32(const qkt_real *z) {
     qkt_real t[16];
 #pragma omp simd
@@ -150,16 +150,6 @@ static inline qkt_real qkt__max32(const qkt_real *z) {
     for (int w = 8; w > 0; w /= 2)
 #pragma omp simd
         for (int l = 0; l < w; l++) t[l] = t[l] > t[l + w] ? t[l] : t[l + w];
-    return t[0];
-}
-static inline qkt_real qkt__sum32(const qkt_real *z) {
-    qkt_real t[16];
-#pragma omp simd
-    for (int l = 0; l < 16; l++) t[l] = z[l] + z[l + 16];
-#pragma GCC unroll 4
-    for (int w = 8; w > 0; w /= 2)
-#pragma omp simd
-        for (int l = 0; l < w; l++) t[l] = t[l] + t[l + w];
     return t[0];
 }
 

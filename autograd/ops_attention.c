@@ -1,8 +1,8 @@
 /* Causal multi-head attention as one fused op (see qkt_attention in qkt_autograd.h),
  * FlashAttention-2 style (Dao 2023) on the CPU:
  *   forward:  per (b, h, query tile) an online softmax over key tiles j <= the diagonal
- *             (tiles wholly above it are skipped); only the row logsumexp
- *             row max m and 1 / l (B, H, T each) are saved, never P;
+ *             (tiles wholly above it are skipped); only the row max m and 1 / l
+ *             (B, H, T each) are saved, never P;
  *   backward: per (b, h) P is recomputed tile by tile as exp(z - m) / l.
  * q, k, v, y stay in the (B, T, H, d) layout; tiles are copied into small padded
  * buffers, and the tile products are the register-blocked kernels of kernels.h (the
@@ -18,7 +18,7 @@
 /* Tile sizes: BK keys is the vector width of the S and dP tiles (a multiple of 32). */
 #define BQ 32
 #define BK 32
-_Static_assert(BK == 32, "row reductions use qkt__max32 / qkt__sum32");
+_Static_assert(BK == 32, "the row max uses qkt__max32");
 
 typedef struct {
     int B, T, C, H, d;

@@ -4,7 +4,8 @@
 #   T sweep: V=65, B=16, C=128, L=4, NH=4, T = 64 128 256 512 1024
 #   C sweep: V=65, B=16, T=128, L=4, NH=4, C = 64 128 256 384 512 768
 # usage: bench/scaling.sh [-t] [-n THREADS] [-s STEPS]   (-t adds PyTorch runs)
-# QKT_BIN, TORCH_PY and TORCH_ENV as in bench/compare.sh.
+# QKT_BIN and TORCH_PY as in bench/compare.sh; TORCH_ENV is PyTorch's environment
+# (default OMP_WAIT_POLICY=PASSIVE, its best setting for all but the smallest configs).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")

@@ -205,11 +205,12 @@ int qkt_cmd_bench(int argc, char **argv) {
     double flops = bench_flops(&bc);
     printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f\n", bc.name, threads, t * 1e3,
            (double)bc.B * bc.T / t, peak_rss_mb(), flops / t / (peak * 1e9));
-    const char *wait = getenv("OMP_WAIT_POLICY");
+    const char *wait = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
     fprintf(stderr,
             "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
-            "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s\n",
-            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, flops * 1e-9, peak, cpu * 1e3, wait ? wait : "(unset)");
+            "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n",
+            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, flops * 1e-9, peak, cpu * 1e3, wait ? wait : "(unset)",
+            spin ? spin : "(unset)");
     return 0;
 #else
     (void)peak;
