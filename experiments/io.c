@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +10,14 @@
 
 #include "qkt_io.h"
 
-static int write_all(int fd, const char *p, size_t n) {
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
+int qkt_write_all(int fd, const void *buf, size_t n) {
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n > (1u << 30) ? (1u << 30) : n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return -1;
+        if (w == 0) {
+            errno = ENOSPC;
             return -1;
         }
         p += w, n -= (size_t)w;
@@ -21,49 +25,72 @@ static int write_all(int fd, const char *p, size_t n) {
     return 0;
 }
 
-int qkt_write_atomic(const char *path, const void *buf, size_t n, qkt_err *err) {
-    struct stat st;
+/* Temp names are unique per process (pid) and per call (counter). */
+static atomic_uint tmp_counter;
+
+int qkt_write_atomic_fn(const char *path, qkt_write_fn fill, void *user, qkt_err *err) {
+    struct stat sb;
     /* Never rename over a device, directory or pipe (as root that would replace /dev/full). */
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return qkt_err_set(err, "%s: exists and is not a regular file", path);
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 48);
-    if (!tmp) return qkt_err_set(err, "%s: out of memory", path);
-    static unsigned counter; /* unique temp names for concurrent writes from one process */
-    unsigned k = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    snprintf(tmp, len + 48, "%s.tmp.%d.%u", path, (int)getpid(), k);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return qkt_err_set(err, "%s: exists and is not a regular file (%s); refusing to replace it", path,
+                           S_ISDIR(sb.st_mode) ? "a directory" : "a device, fifo or socket");
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 64);
+    QKT_CHECK(tmp, "out of memory");
+    int fd = -1;
+    for (int tries = 0; tries < 100 && fd < 0; tries++) {
+        snprintf(tmp, plen + 64, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
     if (fd < 0) {
-        qkt_err_set(err, "%s: cannot write: %s", path, strerror(errno));
+        int e = errno;
+        free(tmp);
+        return qkt_err_set(err, "%s: cannot create a temporary file next to it: %s", path, strerror(e));
+    }
+    int rc = fill(fd, path, user, err);
+    if (!rc && fsync(fd) != 0) rc = qkt_err_set(err, "%s: fsync failed: %s", path, strerror(errno));
+    if (close(fd) != 0 && !rc) rc = qkt_err_set(err, "%s: close failed: %s", path, strerror(errno));
+    if (!rc && rename(tmp, path) != 0)
+        rc = qkt_err_set(err, "%s: cannot rename the temporary file into place: %s", path, strerror(errno));
+    if (rc) {
+        unlink(tmp);
         free(tmp);
         return -1;
     }
-    if (write_all(fd, buf, n) != 0 || fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return qkt_err_set(err, "%s: write failed: %s", path, strerror(e));
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        return qkt_err_set(err, "%s: cannot replace: %s", path, strerror(e));
-    }
     free(tmp);
-    /* fsync the directory so the rename itself is durable */
+    /* Make the rename itself durable. Filesystems that cannot sync a directory
+     * (EINVAL, ENOTSUP) are accepted; any other failure is reported although the new
+     * file is already in place. */
     char *dir = strdup(path);
-    char *slash = dir ? strrchr(dir, '/') : NULL;
-    if (dir) {
-        if (slash) *slash = 0;
-        int dfd = open(slash ? (*dir ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int bad = dfd < 0 || fsync(dfd) != 0;
-        int e = errno;
-        if (dfd >= 0) close(dfd);
-        free(dir);
-        if (bad) return qkt_err_set(err, "%s: written, but syncing its directory failed: %s", path, strerror(e));
+    QKT_CHECK(dir, "out of memory");
+    char *slash = strrchr(dir, '/');
+    const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+    int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        rc = qkt_err_set(err, "%s: written, but its directory %s cannot be opened to sync it: %s", path, d, strerror(errno));
+    } else {
+        if (fsync(dfd) != 0 && errno != EINVAL && errno != ENOTSUP)
+            rc = qkt_err_set(err, "%s: written, but syncing directory %s failed: %s", path, d, strerror(errno));
+        close(dfd);
     }
-    return 0;
+    free(dir);
+    return rc;
+}
+
+typedef struct {
+    const void *buf;
+    size_t n;
+} mem_src;
+
+static int fill_mem(int fd, const char *label, void *user, qkt_err *err) {
+    const mem_src *m = user;
+    return qkt_write_all(fd, m->buf, m->n) ? qkt_err_set(err, "%s: write failed: %s", label, strerror(errno)) : 0;
+}
+
+int qkt_write_atomic(const char *path, const void *buf, size_t n, qkt_err *err) {
+    mem_src m = {buf, n};
+    return qkt_write_atomic_fn(path, fill_mem, &m, err);
 }
 
 int qkt_mkdirs(const char *path, qkt_err *err) {

@@ -10,6 +10,12 @@
  * rename, fsync the directory. On failure the previous file is intact, the temp
  * file removed, and err names the path and the OS error. */
 int qkt_write_atomic(const char *path, const void *buf, size_t n, qkt_err *err);
+/* The same for content produced by `fill`, which writes to fd (the temp file) and
+ * returns 0, or -1 with err set naming `label` (the target path). */
+typedef int (*qkt_write_fn)(int fd, const char *label, void *user, qkt_err *err);
+int qkt_write_atomic_fn(const char *path, qkt_write_fn fill, void *user, qkt_err *err);
+/* write(2) until all n bytes are out (EINTR retried; a zero write is ENOSPC). 0 or -1 with errno. */
+int qkt_write_all(int fd, const void *buf, size_t n);
 /* mkdir -p; err names the first path that could not be made. */
 int qkt_mkdirs(const char *path, qkt_err *err);
 bool qkt_file_exists(const char *path);

@@ -1,18 +1,16 @@
 /* safetensors writer: header built with cJSON's string escaping and exact
  * integer formatting, tensors laid out back to back, atomic replacement of the
  * target. API: qkt_safetensors.h. */
+#include "qkt_io.h"
 #include "qkt_safetensors.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -125,21 +123,6 @@ static int build_header(const char *label, const qkt_st_write *t, int n, const q
     return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n > (1u << 30) ? (1u << 30) : n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return -1;
-        if (w == 0) {
-            errno = ENOSPC;
-            return -1;
-        }
-        c += w, n -= (size_t)w;
-    }
-    return 0;
-}
-
 int qkt_safetensors_write_fd(int fd, const char *label, const qkt_st_write *t, int n, const qkt_st_meta *meta,
                              int n_meta, qkt_err *err) {
     strbuf hb = {0};
@@ -149,11 +132,11 @@ int qkt_safetensors_write_fd(int fd, const char *label, const qkt_st_write *t, i
     }
     uint8_t len8[8];
     for (int k = 0; k < 8; k++) len8[k] = (uint8_t)((uint64_t)hb.len >> (8 * k));
-    int rc = write_all(fd, len8, 8) || write_all(fd, hb.s, hb.len);
+    int rc = qkt_write_all(fd, len8, 8) || qkt_write_all(fd, hb.s, hb.len);
     for (int i = 0; i < n && !rc; i++) {
         uint64_t nb = tensor_bytes(&t[i]);
         QKT_CHECK(nb == 0 || t[i].data, "tensor %s: NULL data", t[i].name);
-        rc = nb ? write_all(fd, t[i].data, (size_t)nb) : 0;
+        rc = nb ? qkt_write_all(fd, t[i].data, (size_t)nb) : 0;
     }
     int e = errno;
     free(hb.s);
@@ -161,53 +144,21 @@ int qkt_safetensors_write_fd(int fd, const char *label, const qkt_st_write *t, i
     return 0;
 }
 
-/* Temp names are unique per process (pid) and per call (counter). */
-static atomic_uint tmp_counter;
+typedef struct {
+    const qkt_st_write *t;
+    int n;
+    const qkt_st_meta *meta;
+    int n_meta;
+} st_src;
 
+static int fill_st(int fd, const char *label, void *user, qkt_err *err) {
+    const st_src *s = user;
+    return qkt_safetensors_write_fd(fd, label, s->t, s->n, s->meta, s->n_meta, err);
+}
+
+/* Atomic: temp file, write, fsync, rename, directory fsync (qkt_write_atomic_fn). */
 int qkt_safetensors_write(const char *path, const qkt_st_write *t, int n, const qkt_st_meta *meta, int n_meta,
                           qkt_err *err) {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return qkt_err_set(err, "%s: exists and is not a regular file (%s); refusing to replace it", path,
-                           S_ISDIR(sb.st_mode) ? "a directory" : "a device, fifo or socket");
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 64);
-    QKT_CHECK(tmp, "out of memory");
-    int fd = -1;
-    for (int tries = 0; tries < 100 && fd < 0; tries++) {
-        snprintf(tmp, plen + 64, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return qkt_err_set(err, "%s: cannot create a temporary file next to it: %s", path, strerror(e));
-    }
-    int rc = qkt_safetensors_write_fd(fd, path, t, n, meta, n_meta, err);
-    if (!rc && fsync(fd) != 0) rc = qkt_err_set(err, "%s: fsync failed: %s", path, strerror(errno));
-    if (close(fd) != 0 && !rc) rc = qkt_err_set(err, "%s: close failed: %s", path, strerror(errno));
-    if (!rc && rename(tmp, path) != 0)
-        rc = qkt_err_set(err, "%s: cannot rename the temporary file into place: %s", path, strerror(errno));
-    if (rc) {
-        unlink(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    /* Make the rename itself durable. Filesystems that cannot sync a directory
-     * (EINVAL) are accepted; any other failure is reported although the new file
-     * is already in place. */
-    char *dir = strdup(path);
-    QKT_CHECK(dir, "out of memory");
-    char *slash = strrchr(dir, '/');
-    const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-    int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        if (fsync(dfd) != 0 && errno != EINVAL && errno != ENOTSUP)
-            rc = qkt_err_set(err, "%s: written, but syncing directory %s failed: %s", path, d, strerror(errno));
-        close(dfd);
-    }
-    free(dir);
-    return rc;
+    st_src s = {t, n, meta, n_meta};
+    return qkt_write_atomic_fn(path, fill_st, &s, err);
 }
