@@ -6,15 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qkt_nn.h"
 #include "qkt_study.h"
 
 double qkt_study_scale(const char *variant, int d_k, int n_embd) {
-    if (!strcmp(variant, "sqrt_dk") || !strcmp(variant, "learned") || !strcmp(variant, "qk_layernorm"))
-        return 1.0 / sqrt((double)d_k);
-    if (!strcmp(variant, "none")) return 1.0;
-    if (!strcmp(variant, "dk")) return 1.0 / d_k;
-    if (!strcmp(variant, "sqrt_dmodel")) return 1.0 / sqrt((double)n_embd);
-    return NAN;
+    qkt_attn_scale kind;
+    return qkt_attn_scale_parse(variant, &kind, NULL) == 0 ? qkt_attn_scale_at_init(kind, n_embd, d_k) : NAN;
 }
 
 /* Fraction of rows whose order of keys differs between raw and scaled logits. */

@@ -22,6 +22,11 @@ static double variant_scale(qkt_attn_scale kind, int C, int d) {
     }
 }
 
+double qkt_attn_scale_at_init(qkt_attn_scale kind, int n_embd, int d_k) {
+    /* learned: the fixed factor is 1 and exp(log_scale) starts at the standard 1/sqrt(d_k) */
+    return kind == QKT_ATTN_LEARNED ? variant_scale(QKT_ATTN_SQRT_DK, n_embd, d_k) : variant_scale(kind, n_embd, d_k);
+}
+
 void qkt_attn_add(qkt_attn *a, qkt_params *p, const char *prefix, const qkt_gpt_config *c) {
     int C = c->n_embd, H = c->n_head, d = C / H;
     char name[QKT_NAME_LEN];

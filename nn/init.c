@@ -37,7 +37,7 @@ void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng) {
         } else if (t->ndim == 2) {
             fill_normal(t->data, t->size, std, &r);
         } else if (ends_with(t->name, "log_scale")) {
-            fill_const(t->data, t->size, log(1.0 / sqrt((double)d)));
+            fill_const(t->data, t->size, log(qkt_attn_scale_at_init(QKT_ATTN_LEARNED, C, d)));
         } else if (ends_with(t->name, ".weight")) {
             fill_const(t->data, t->size, 1.0);
         } else {

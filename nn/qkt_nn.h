@@ -36,6 +36,10 @@ typedef enum qkt_attn_scale {
 const char *qkt_attn_scale_name(qkt_attn_scale s);
 /* Name -> enum; returns -1 (and a one-line message listing the names) if unknown. */
 int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err);
+/* The scale s a variant applies to q.k at init, without attn_temp, for width n_embd and
+ * key width d_k: 1/sqrt(d_k), 1, 1/d_k, 1/sqrt(n_embd); learned: exp(log_scale) at init
+ * = 1/sqrt(d_k); qk_layernorm: the 1/sqrt(d_k) after the q/k LayerNorm. */
+double qkt_attn_scale_at_init(qkt_attn_scale kind, int n_embd, int d_k);
 
 typedef struct qkt_gpt_config {
     int vocab_size, block_size, n_layer, n_head, n_embd;
