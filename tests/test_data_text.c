@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "qkt_data.h"
+#include "qkt_io.h"
 #include "qkt_test.h"
 
 uint64_t qkt__rng_below64(qkt_rng *r, uint64_t n); /* data/, internal */
@@ -24,17 +25,8 @@ static char *write_file(const char *dir, const char *name, const uint8_t *bytes,
     return p;
 }
 
-static uint8_t *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    return b;
-}
+/* The whole file (NULL if it cannot be read). */
+static uint8_t *read_all(const char *path, size_t *n) { return (uint8_t *)qkt_read_file(path, n, NULL); }
 
 static qkt_data *open_text(const char *spec, int T, uint64_t seed) {
     qkt_data *d = NULL;

@@ -12,19 +12,11 @@
 #include <fcntl.h>
 
 #include "qkt_safetensors.h"
+#include "qkt_io.h"
 #include "qkt_test.h"
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)sz + 1);
-    *n = fread(b, 1, (size_t)sz, f);
-    fclose(f);
-    return b;
-}
+/* The whole file (NULL if it cannot be read). */
+static uint8_t *slurp(const char *path, size_t *n) { return (uint8_t *)qkt_read_file(path, n, NULL); }
 
 static void spit(const char *path, const void *b, size_t n) {
     FILE *f = fopen(path, "wb");
