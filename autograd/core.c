@@ -26,6 +26,10 @@ int qkt_err_set(qkt_err *err, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* one line whatever it quotes (a spec, a JSON string, a file name): control
+         * characters such as newlines become '?' */
+        for (char *p = err->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     }
     return -1;
 }

@@ -54,7 +54,8 @@ int qkt__text_open(qkt_data *d, const char *rest, qkt_err *err) {
     if (parse_text_spec(d, rest, err)) return -1;
     const char *path = d->path;
     d->T = d->T_req ? d->T_req : QKT_DATA_DEFAULT_T;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open (it is refused below); no effect on regular files */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT) return qkt_err_set(err, "text file '%s': no such file", path);
         return qkt_err_set(err, "text file '%s': cannot open: %s", path, strerror(errno));
@@ -104,8 +105,13 @@ int qkt__text_open(qkt_data *d, const char *rest, qkt_err *err) {
         if (seen[c]) d->vocab_bytes[V] = (uint8_t)c, d->enc[c] = (int16_t)V++;
     d->vocab = d->answer_k = V;
     d->used = d->T;
+    /* the shortest form that reads back as the same double: the canonical spec must
+     * reopen to the same split (train.json keeps it for --resume) */
     char frac[32];
-    snprintf(frac, sizeof frac, "%g", d->val_frac);
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(frac, sizeof frac, "%.*g", prec, d->val_frac);
+        if (strtod(frac, NULL) == d->val_frac) break;
+    }
     size_t sl = strlen(path) + strlen(frac) + 32;
     d->spec = malloc(sl);
     QKT_CHECK(d->spec, "out of memory");

@@ -246,7 +246,7 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
 }
 
 int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
-    qkt_init_opts o = {c->init_dks, c->n_init_dk, init_variants, 4, 8, c->seq_len, c->n_head, c->seed};
+    qkt_init_opts o = {c->init_dks, c->n_init_dk, init_variants, 4, QKT_IID_BATCH, c->seq_len, c->n_head, c->seed};
     qkt_init_row *rows = calloc((size_t)c->n_init_dk * 4, sizeof *rows);
     int n = qkt_init_study_iid(&o, rows);
     qkt_buf b = {0};

@@ -21,7 +21,7 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     snprintf(c->preset, sizeof c->preset, "%s", name);
     snprintf(c->name, sizeof c->name, "%s", name);
     snprintf(c->task, sizeof c->task, "mqar");
-    c->seq_len = 64;
+    c->seq_len = 32;
     c->n_layer = 2;
     c->n_head = 2;
     c->batch_size = 32;
@@ -33,7 +33,10 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     c->beta2 = 0.95;
     c->attn_temp = 1;
     c->qk_init_mult = 1;
-    c->init_std = 0.02;
+    /* 0.08 rather than GPT-2's 0.02: at these widths (d_model 16..512) 0.02 leaves q.k tiny
+     * for every variant and no model leaves mqar's plateau within the budget (measured:
+     * docs/ablate.md); 0.08 is about PyTorch's default Linear init at d_model 64. */
+    c->init_std = 0.08;
     c->seed = 1;
     c->workers = 2;
     set_list(c->variants, &c->n_variants, all, 6);
@@ -41,18 +44,19 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     c->growth_steps = 5;
     c->growth_lr = 1e-3;
     if (!strcmp(name, "quick")) {
-        c->steps = 400, c->eval_every = 25, c->eval_batches = 4;
-        c->n_dk = 2, c->dks[0] = 16, c->dks[1] = 64;
+        c->steps = 600, c->eval_every = 25, c->eval_batches = 4;
+        c->n_dk = 2, c->dks[0] = 8, c->dks[1] = 16;
         c->seeds = 2;
         c->n_lr = 4;
         const double lrs[] = {3e-4, 3e-3, 3e-2, 3e-1};
         memcpy(c->lrs, lrs, sizeof lrs);
-        c->lr_steps = 200, c->lr_dk = 64;
+        c->lr_steps = 300, c->lr_dk = 16;
         c->n_init_dk = 8;
         for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i; /* 4 .. 512 */
         c->n_growth_dk = 4;
         for (int i = 0; i < 4; i++) c->growth_dks[i] = 8 << i; /* 8 .. 64 */
     } else if (!strcmp(name, "full")) {
+        c->seq_len = 64;
         c->steps = 1500, c->eval_every = 50, c->eval_batches = 8;
         c->n_dk = 5;
         for (int i = 0; i < 5; i++) c->dks[i] = 16 << i; /* 16 .. 256 */
@@ -92,14 +96,16 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (c->seq_len < 2 || c->seq_len > 4096) return qkt_err_set(err, "seq_len %d: expected 2 .. 4096", c->seq_len);
     if (c->n_layer < 1 || c->n_layer > 64) return qkt_err_set(err, "n_layer %d: expected 1 .. 64", c->n_layer);
     if (c->n_head < 1 || c->n_head > 64) return qkt_err_set(err, "n_head %d: expected 1 .. 64", c->n_head);
-    if (c->batch_size < 1) return qkt_err_set(err, "batch_size %d: expected a positive integer", c->batch_size);
-    if (c->steps < 1 || c->lr_steps < 1) return qkt_err_set(err, "steps %d / lr_steps %d: expected positive integers", c->steps, c->lr_steps);
+    /* the flags' ranges, so a hand-edited config.json cannot ask for more */
+    if (c->batch_size < 1 || c->batch_size > 1 << 16) return qkt_err_set(err, "batch_size %d: expected 1 .. 65536", c->batch_size);
+    if (c->steps < 1 || c->lr_steps < 1 || c->steps > 100000000 || c->lr_steps > 100000000)
+        return qkt_err_set(err, "steps %d / lr_steps %d: expected 1 .. 1e8", c->steps, c->lr_steps);
     if (c->eval_every < 1 || c->eval_batches < 1) return qkt_err_set(err, "eval_every %d / eval_batches %d: expected positive integers", c->eval_every, c->eval_batches);
     if (c->warmup < 0) return qkt_err_set(err, "warmup %d: expected >= 0", c->warmup);
     if (!(c->lr > 0) || !isfinite(c->lr)) return qkt_err_set(err, "lr %g: expected a positive number", c->lr);
     if (!(c->min_lr_frac >= 0 && c->min_lr_frac <= 1)) return qkt_err_set(err, "min_lr_frac %g: expected 0 .. 1", c->min_lr_frac);
-    if (!(c->weight_decay >= 0)) return qkt_err_set(err, "weight_decay %g: expected >= 0", c->weight_decay);
-    if (!(c->grad_clip >= 0)) return qkt_err_set(err, "grad_clip %g: expected >= 0 (0 = off)", c->grad_clip);
+    if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay)) return qkt_err_set(err, "weight_decay %g: expected >= 0", c->weight_decay);
+    if (!(c->grad_clip >= 0) || !isfinite(c->grad_clip)) return qkt_err_set(err, "grad_clip %g: expected >= 0 (0 = off)", c->grad_clip);
     if (!(c->beta2 > 0 && c->beta2 < 1)) return qkt_err_set(err, "beta2 %g: expected a number in (0, 1)", c->beta2);
     if (!(c->attn_temp > 0) || !isfinite(c->attn_temp)) return qkt_err_set(err, "attn_temp %g: expected a positive number", c->attn_temp);
     if (!(c->init_std > 0) || !isfinite(c->init_std)) return qkt_err_set(err, "init_std %g: expected a positive number", c->init_std);
@@ -112,7 +118,7 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (check_ints("init_d_k", c->init_dks, c->n_init_dk, 1, 4096, err)) return -1;
     if (check_ints("growth_d_k", c->growth_dks, c->n_growth_dk, 1, 1024, err)) return -1;
     if (c->lr_dk < 1 || c->lr_dk > 1024) return qkt_err_set(err, "lr_d_k %d: expected 1 .. 1024", c->lr_dk);
-    if (c->growth_steps < 1 || !(c->growth_lr > 0)) return qkt_err_set(err, "growth_steps %d / growth_lr %g: expected positive values", c->growth_steps, c->growth_lr);
+    if (c->growth_steps < 1 || !(c->growth_lr > 0) || !isfinite(c->growth_lr)) return qkt_err_set(err, "growth_steps %d / growth_lr %g: expected positive values", c->growth_steps, c->growth_lr);
     if (c->n_lr < 1) return qkt_err_set(err, "lr_grid: expected at least one learning rate");
     for (int i = 0; i < c->n_lr; i++)
         if (!(c->lrs[i] > 0) || !isfinite(c->lrs[i])) return qkt_err_set(err, "lr_grid: %g is not a positive number", c->lrs[i]);
@@ -165,7 +171,8 @@ int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err
 
 static int get_num(const char *path, cJSON *j, const char *key, double *out, qkt_err *err) {
     cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    if (!cJSON_IsNumber(v)) return qkt_err_set(err, "%s: field '%s' missing or not a number", path, key);
+    /* JSON has no infinity, but 1e999 parses to one: refuse it (it would be saved as null) */
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return qkt_err_set(err, "%s: field '%s' missing or not a finite number", path, key);
     *out = v->valuedouble;
     return 0;
 }
@@ -197,7 +204,7 @@ static int get_list(const char *path, cJSON *j, const char *key, int *ints, doub
             if (!cJSON_IsString(v) || strlen(v->valuestring) >= 32) return qkt_err_set(err, "%s: '%s'[%d] is not a short string", path, key, i);
             snprintf(strs[i], 32, "%s", v->valuestring);
         } else {
-            if (!cJSON_IsNumber(v)) return qkt_err_set(err, "%s: '%s'[%d] is not a number", path, key, i);
+            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return qkt_err_set(err, "%s: '%s'[%d] is not a finite number", path, key, i);
             if (ints) {
                 if (v->valuedouble != floor(v->valuedouble) || fabs(v->valuedouble) > 1e9)
                     return qkt_err_set(err, "%s: '%s'[%d] is not an integer", path, key, i);
@@ -217,8 +224,13 @@ int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err)
     size_t n;
     char *text = qkt_read_file(path, &n, err);
     if (!text) return -1;
-    cJSON *j = cJSON_ParseWithLength(text, n);
+    int rc = qkt_ablate_parse_config(text, n, path, c, err);
     free(text);
+    return rc;
+}
+
+int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ablate_cfg *c, qkt_err *err) {
+    cJSON *j = cJSON_ParseWithLength(text, n);
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return qkt_err_set(err, "%s: not a JSON object (damaged? rerun into a new directory)", path);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,10 +12,13 @@
 #include "qkt_data.h"
 #include "qkt_flags.h"
 #include "qkt_io.h"
+#include "qkt_study.h"
 #include "qkt_sweep.h"
 
-/* "16,64" -> ints; -1 with a message naming the flag. */
-static int parse_list(const char *flag, const char *s, int *ints, double *dbls, char (*strs)[32], int *n) {
+/* "16,64" -> ints in [1, hi] (or positive numbers, or scale variants); -1 with a
+ * message naming the flag. The ranges are qkt_ablate_validate's, so that a bad list
+ * is reported by its flag rather than by its config.json field. */
+static int parse_list(const char *flag, const char *s, int hi, int *ints, double *dbls, char (*strs)[32], int *n) {
     char buf[1024];
     if (strlen(s) >= sizeof buf) return fprintf(stderr, "qkt ablate: --%s: list too long\n", flag), -1;
     snprintf(buf, sizeof buf, "%s", s);
@@ -29,10 +33,13 @@ static int parse_list(const char *flag, const char *s, int *ints, double *dbls, 
         if (strs) {
             if (strlen(tok) >= 32) return fprintf(stderr, "qkt ablate: --%s: '%s' is too long\n", flag, tok), -1;
             snprintf(strs[k], 32, "%s", tok);
+            if (isnan(qkt_study_scale(tok, 16, 64)))
+                return fprintf(stderr, "qkt ablate: --%s: unknown variant '%s' (expected sqrt_dk, none, dk, sqrt_dmodel, learned, qk_layernorm)\n",
+                               flag, tok), -1;
         } else if (ints) {
             long v = strtol(tok, &end, 10);
-            if (*end || v <= 0 || v > 1 << 20)
-                return fprintf(stderr, "qkt ablate: --%s '%s': expected a comma-separated list of positive integers\n", flag, s), -1;
+            if (!*tok || *end || v <= 0 || v > hi)
+                return fprintf(stderr, "qkt ablate: --%s '%s': expected a comma-separated list of integers in [1, %d]\n", flag, s, hi), -1;
             ints[k] = (int)v;
         } else {
             double v = strtod(tok, &end);
@@ -98,14 +105,17 @@ int qkt_cmd_ablate(int argc, char **argv) {
     qkt_ablate_cfg c;
     qkt_err err;
     if (qkt_ablate_preset(preset, &c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    if (name && (strchr(name, '/') || strlen(name) >= sizeof c.name))
+        return fprintf(stderr, "qkt ablate: --name '%s': expected a name without '/' of at most %zu characters\n", name, sizeof c.name - 1), 2;
+    if (task && strlen(task) >= sizeof c.task) return fprintf(stderr, "qkt ablate: --task: spec too long (at most %zu characters)\n", sizeof c.task - 1), 2;
     if (name) snprintf(c.name, sizeof c.name, "%s", name);
     if (task) snprintf(c.task, sizeof c.task, "%s", task);
-    if (variants && parse_list("variants", variants, NULL, NULL, c.variants, &c.n_variants)) return 2;
-    if (lr_variants && parse_list("lr-variants", lr_variants, NULL, NULL, c.lr_variants, &c.n_lr_variants)) return 2;
-    if (dks && parse_list("d-k", dks, c.dks, NULL, NULL, &c.n_dk)) return 2;
-    if (init_dks && parse_list("init-d-k", init_dks, c.init_dks, NULL, NULL, &c.n_init_dk)) return 2;
-    if (growth_dks && parse_list("growth-d-k", growth_dks, c.growth_dks, NULL, NULL, &c.n_growth_dk)) return 2;
-    if (lr_grid && parse_list("lr-grid", lr_grid, NULL, c.lrs, NULL, &c.n_lr)) return 2;
+    if (variants && parse_list("variants", variants, 0, NULL, NULL, c.variants, &c.n_variants)) return 2;
+    if (lr_variants && parse_list("lr-variants", lr_variants, 0, NULL, NULL, c.lr_variants, &c.n_lr_variants)) return 2;
+    if (dks && parse_list("d-k", dks, 1024, c.dks, NULL, NULL, &c.n_dk)) return 2;
+    if (init_dks && parse_list("init-d-k", init_dks, 4096, c.init_dks, NULL, NULL, &c.n_init_dk)) return 2;
+    if (growth_dks && parse_list("growth-d-k", growth_dks, 1024, c.growth_dks, NULL, NULL, &c.n_growth_dk)) return 2;
+    if (lr_grid && parse_list("lr-grid", lr_grid, 0, NULL, c.lrs, NULL, &c.n_lr)) return 2;
     if (seq_len) c.seq_len = seq_len;
     if (seeds) c.seeds = seeds;
     if (steps) c.steps = steps;
@@ -154,8 +164,8 @@ int qkt_cmd_ablate(int argc, char **argv) {
         }
         fprintf(stderr, "qkt ablate: resuming %s (finished cells are kept)\n", dir);
     }
-    if (qkt_mkdirs(dir, &err) != 0 || qkt_ablate_save_config(dir, &c, &err) != 0)
-        return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
+    if (qkt_mkdirs(dir, &err) != 0 || qkt_ablate_save_config(dir, &c, &err) != 0) /* before any work, like a bad flag */
+        return fprintf(stderr, "qkt ablate: --out %s: %s\n", out, err.msg), 2;
     if (qkt_ablate_load_config(dir, &c, &err) != 0) /* what the cells will see */
         return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
     time_t t0 = time(NULL);
@@ -233,6 +243,14 @@ int qkt_cmd_plot(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : 2;
     if (np != 1) return fprintf(stderr, "qkt plot: expected one run directory (qkt plot runs/quick)\n"), 2;
     qkt_err err;
+    /* Not a run (no valid config.json, no cells/): refused like a bad flag, exit 2.
+     * A failure while reading the cells or writing the report is exit 1. */
+    qkt_ablate_cfg c;
+    if (qkt_ablate_load_config(pos[0], &c, &err) != 0) return fprintf(stderr, "qkt plot: %s\n", err.msg), 2;
+    char cells[1100];
+    snprintf(cells, sizeof cells, "%s/cells", pos[0]);
+    struct stat sb;
+    if (stat(cells, &sb) != 0 || !S_ISDIR(sb.st_mode)) return fprintf(stderr, "qkt plot: %s: not a directory (is %s a qkt ablate run?)\n", cells, pos[0]), 2;
     if (qkt_ablate_report(pos[0], &err) != 0) return fprintf(stderr, "qkt plot: %s\n", err.msg), 1;
     printf("%s/report.md\n", pos[0]);
     return 0;

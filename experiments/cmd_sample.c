@@ -102,8 +102,9 @@ int qkt_cmd_sample(int argc, char **argv) {
     bool text = false;
     int32_t *ids = NULL;
     qkt_gpt_config cfg;
-    if (qkt_checkpoint_open(ckpt, &ck, &err)) return fprintf(stderr, CMD ": --ckpt: %s\n", err.msg), 1;
-    rc = 1;
+    /* an unusable checkpoint is refused like a bad flag: exit 2 */
+    if (qkt_checkpoint_open(ckpt, &ck, &err)) return fprintf(stderr, CMD ": --ckpt: %s\n", err.msg), 2;
+    rc = 2;
     if (qkt_gpt_config_from_checkpoint(&ck, &cfg, &err) || qkt_gpt_init(&g, &cfg, &err) || qkt_gpt_restore(&ck, &g, NULL, 0, &err) ||
         open_decoder(&ck, cfg.vocab_size, &d, &text, &err)) {
         fprintf(stderr, CMD ": --ckpt: %s\n", err.msg);

@@ -95,16 +95,17 @@ int qkt_cmd_step(int argc, char **argv) {
 
     qkt_err err = {{0}};
     qkt_gpt g;
+    /* Unusable input files are refused like bad flags (exit 2); a failed write is exit 1. */
     if (qkt_gpt_open(ckpt, &g, &err)) {
-        fprintf(stderr, "qkt step: %s\n", err.msg);
-        return 1;
+        fprintf(stderr, "qkt step: --ckpt: %s\n", err.msg);
+        return 2;
     }
     int32_t *idx, *tgt;
     int B, T;
     if (read_batch(batch, &g.cfg, &idx, &tgt, &B, &T, &err)) {
-        fprintf(stderr, "qkt step: %s\n", err.msg);
+        fprintf(stderr, "qkt step: --batch: %s\n", err.msg);
         qkt_gpt_free(&g);
-        return 1;
+        return 2;
     }
     qkt_ctx ctx;
     qkt_ctx_init(&ctx, 1 << 20, seed);

@@ -303,8 +303,11 @@ int qkt_cmd_train(int argc, char **argv) {
         if (do_eval) qkt_trainer_eval(&t, r->eval_batches, c->batch_size, &ev), val = ev.loss;
         g_anomaly.active = 0;
         log_row(log, s, &st, do_eval ? &ev : NULL, (double)tokens_per_step / dt, now_s() - t0);
-        if (fflush(log) || ferror(log)) {
-            fprintf(stderr, CMD ": %s: write failed: %s; stopped at step %lld\n", p_log, strerror(errno), s);
+        if (fflush(log) || ferror(log)) { /* a full disk: stop rather than lose rows */
+            if (o.tty) fprintf(stderr, "\n");
+            fprintf(stderr, CMD ": %s: write failed: %s; stopped at step %lld. ", p_log, strerror(errno), s);
+            if (last_ckpt >= 0) fprintf(stderr, "Last checkpoint: %s (step %lld); free space and continue with --resume %s\n", p_ckpt, last_ckpt, o.out);
+            else fprintf(stderr, "No checkpoint was saved before it\n");
             goto done;
         }
         if (!st.finite) {
@@ -333,8 +336,9 @@ int qkt_cmd_train(int argc, char **argv) {
             snprintf(el_s, sizeof el_s, "%.3f", now_s() - t0);
             if (qkt_trainer_save(&t, p_ckpt, meta, 1, &err)) {
                 if (o.tty) fprintf(stderr, "\n");
-                fprintf(stderr, CMD ": %s; stopped at step %lld%s\n", err.msg, s,
-                        last_ckpt >= 0 ? " (the previous checkpoint is intact)" : "");
+                fprintf(stderr, CMD ": %s; stopped at step %lld", err.msg, s);
+                if (last_ckpt >= 0) fprintf(stderr, " (the previous checkpoint, step %lld, is intact: --resume %s)", last_ckpt, o.out);
+                fprintf(stderr, "\n");
                 goto done;
             }
             last_ckpt = s;

@@ -2,9 +2,12 @@
 
 #include "qkt_autograd.h"
 #include "qkt_cli.h"
+#include "qkt_flags.h"
 
 int qkt_cmd_version(int argc, char **argv) {
-    (void)argc, (void)argv;
+    qkt_flag flags[1];
+    int rc = qkt_flags_parse("version", "Prints the version and build options.", flags, 0, argc, argv, NULL, 0, NULL);
+    if (rc) return rc == 1 ? 0 : 2;
     printf("qkt %s (scalar %s, threads %d%s)\n", QKT_VERSION, QKT_REAL_NAME, qkt_get_threads(),
 #ifdef QKT_NO_BLAS
            ", reference gemm"

@@ -97,6 +97,24 @@ int qkt_gpt_config_from_checkpoint(const qkt_checkpoint *ck, qkt_gpt_config *cfg
         meta_real(ck, "qk_init_mult", 1, false, &c.qk_init_mult, err))
         return -1;
     if (qkt_gpt_config_validate(&c, &e2)) return qkt_err_set(err, "checkpoint %s: bad config: %s", ck->path, e2.msg);
+    /* The tensors that fix the sizes must agree with the metadata before the model is
+     * allocated: metadata that lies (or was edited) would otherwise ask for any amount. */
+    char last[64];
+    snprintf(last, sizeof last, "transformer.h.%d.ln_1.weight", c.n_layer - 1);
+    const struct {
+        const char *name;
+        int ndim;
+        int64_t d0, d1;
+    } want[] = {{"transformer.wte.weight", 2, c.vocab_size, c.n_embd},
+                {"transformer.wpe.weight", 2, c.block_size, c.n_embd},
+                {last, 1, c.n_embd, 0}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const qkt_st_tensor *t = qkt_safetensors_find(&ck->st, want[i].name);
+        if (!t) return qkt_err_set(err, "checkpoint %s has no tensor '%s' that its config (n_layer=%d) needs", ck->path, want[i].name, c.n_layer);
+        if (t->ndim != want[i].ndim || t->shape[0] != want[i].d0 || (want[i].ndim == 2 && t->shape[1] != want[i].d1))
+            return qkt_err_set(err, "checkpoint %s: tensor '%s' does not have the shape its config gives (vocab_size=%d, block_size=%d, n_embd=%d)",
+                               ck->path, want[i].name, c.vocab_size, c.block_size, c.n_embd);
+    }
     *cfg = c;
     return 0;
 }

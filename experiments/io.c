@@ -89,9 +89,12 @@ bool qkt_file_exists(const char *path) {
 }
 
 char *qkt_read_file(const char *path, size_t *n, qkt_err *err) {
-    FILE *f = fopen(path, "rb");
+    /* O_NONBLOCK: a FIFO must not block the open (it is refused below); no effect on regular files */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
         qkt_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
         return NULL;
     }
     struct stat st;

@@ -45,9 +45,13 @@ static void thread_environment(char **argv) {
 
 int main(int argc, char **argv) {
     thread_environment(argv);
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) { /* a usage error like any other: one line on stderr, exit 2 */
+        fprintf(stderr, "qkt: no command given (usage: qkt <command> [flags]; run 'qkt --help' for the list)\n");
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
     }
     for (int i = 0; i < n_commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);

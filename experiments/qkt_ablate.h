@@ -10,6 +10,8 @@
 #include "qkt_autograd.h"
 
 #define QKT_AB_MAX_LIST 16
+/* Sequences of iid q, k per d_k in part 1: 64 x T queries, enough for the std to within ~1 %. */
+#define QKT_IID_BATCH 64
 
 typedef struct qkt_ablate_cfg {
     char name[64];
@@ -54,6 +56,9 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err);
 char *qkt_ablate_config_json(const qkt_ablate_cfg *c);
 int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
 int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err);
+/* The same from the JSON text (n bytes, need not be NUL-terminated); errors start
+ * with `label`. */
+int qkt_ablate_parse_config(const char *text, size_t n, const char *label, qkt_ablate_cfg *c, qkt_err *err);
 
 /* ---------------------------------------------------------------- cells */
 typedef enum { QKT_CELL_INIT = 0, QKT_CELL_TRAIN, QKT_CELL_LR, QKT_CELL_GROWTH, QKT_CELL_IID } qkt_cell_kind;

@@ -25,6 +25,8 @@ typedef struct {
 } qkt_table;
 
 int qkt_table_load(const char *path, qkt_table *t, qkt_err *err);
+/* The same from the CSV text (n bytes, need not be NUL-terminated); errors start with `label`. */
+int qkt_table_parse(const char *text, size_t n, const char *label, qkt_table *t, qkt_err *err);
 void qkt_table_free(qkt_table *t);
 int qkt_table_metric(const qkt_table *t, const char *m);
 /* seed < 0 or lr <= 0: any. Returns the run index or -1. */

@@ -28,6 +28,8 @@ int qkt_train_run_validate(const qkt_train_run *r, qkt_err *err);
  * then validates; errors start with the file name. */
 char *qkt_train_run_json(const qkt_train_run *r);
 int qkt_train_run_load(const char *path, qkt_train_run *r, qkt_err *err);
+/* The same from the JSON text (n bytes, need not be NUL-terminated); errors start with `label`. */
+int qkt_train_run_parse(const char *text, size_t n, const char *label, qkt_train_run *r, qkt_err *err);
 
 /* Keep the header and the rows with step <= `step` of log.csv (atomically); a missing
  * file becomes the header alone. A file with another header is an error. */

@@ -32,7 +32,7 @@ static int gather(const char *run_dir, qkt_err *err) {
         names[n++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    if (n) qsort(names, (size_t)n, sizeof *names, cmp_str); /* qsort(NULL, 0) is undefined */
     qkt_buf b = {0};
     qkt_buf_printf(&b, "%s", qkt_metrics_header);
     int rc = 0;
@@ -113,7 +113,7 @@ static void part_init(rep *r) {
     int nd = c->n_init_dk;
     qkt_buf_printf(md, "## 1. At initialisation\n\n### iid q and k (unit variance, no model)\n\n");
     qkt_buf_printf(md, "q and k are N(0, 1) of width d_k, %d x %d causal query rows; `sqrt_dmodel` uses d_model = %d x d_k.\n\n",
-                   8, c->seq_len, c->n_head);
+                   QKT_IID_BATCH, c->seq_len, c->n_head);
     qkt_buf_printf(md, "| d_k | sqrt(d_k) | std(q.k) measured | error | std of scaled logits: sqrt_dk / none / dk / sqrt_dmodel | normalised entropy: sqrt_dk / none / dk / sqrt_dmodel | Jacobian norm: sqrt_dk / none | rows whose key ranking changed |\n");
     qkt_buf_printf(md, "|---:|---:|---:|---:|---|---|---|---:|\n");
     double xs[QKT_AB_MAX_LIST], ys[4][QKT_AB_MAX_LIST], raw[QKT_AB_MAX_LIST], ref[QKT_AB_MAX_LIST], one[QKT_AB_MAX_LIST];
@@ -556,8 +556,11 @@ static void reading(rep *r, double slope_sqrt, double slope_dk) {
             if (cs[v].n_runs && cs[v].loss_m < best_l) best_l = cs[v].loss_m, best = v;
         }
         if (best < 0) continue;
-        qkt_buf_printf(md, "- **Training, d_k = %d.** Lowest final validation loss: `%s` (%.3f +- %.3f).", dk, c->variants[best],
-                       cs[best].loss_m, cs[best].loss_sd);
+        qkt_buf_printf(md, "- **Training, d_k = %d.** Lowest final validation loss: `%s` (%.3f +- %.3f). Runs reaching 90 %% "
+                           "validation accuracy:", dk, c->variants[best], cs[best].loss_m, cs[best].loss_sd);
+        for (int v = 0; v < c->n_variants; v++)
+            if (cs[v].n_runs) qkt_buf_printf(md, "%s `%s` %d/%d", v ? "," : "", c->variants[v], cs[v].n_s90, cs[v].n_runs);
+        qkt_buf_printf(md, ".");
         int vs = -1, vn = -1;
         for (int v = 0; v < c->n_variants; v++) {
             if (!strcmp(c->variants[v], "sqrt_dk")) vs = v;
@@ -589,10 +592,22 @@ static void reading(rep *r, double slope_sqrt, double slope_dk) {
         if (sv < best_sens) best_sens = sv, bi = v;
         if (sv > worst_sens) worst_sens = sv, wi = v;
     }
-    if (bi >= 0 && wi >= 0)
-        qkt_buf_printf(md, "- **Learning rate.** Least LR-sensitive: `%s` (%.3f); most: `%s` (%.3f). Wortsman et al. expect unscaled or "
-                           "under-scaled logits to be the most sensitive at high LR and qk-LayerNorm the least.\n",
-                       c->lr_variants[bi], best_sens, c->lr_variants[wi], worst_sens);
+    if (bi >= 0 && wi >= 0) {
+        qkt_buf_printf(md, "- **Learning rate.** Least LR-sensitive: `%s` (%.3f); most: `%s` (%.3f). The measure is relative to each "
+                           "variant's own best final loss (best:", c->lr_variants[bi], best_sens, c->lr_variants[wi], worst_sens);
+        for (int v = 0; v < c->n_lr_variants; v++) {
+            double blr = NAN, bl = INFINITY;
+            lr_sensitivity(t, c, c->lr_variants[v], &blr);
+            for (int i = 0; i < c->n_lr; i++) {
+                int run = qkt_table_find_run(t, "lr", c->lr_variants[v], c->lr_dk, 0, c->lrs[i]);
+                double l = run < 0 ? NAN : final_val(t, run, "val_loss");
+                if (isfinite(l) && l < bl) bl = l;
+            }
+            qkt_buf_printf(md, "%s `%s` %.3f at lr %g", v ? "," : "", c->lr_variants[v], bl, blr);
+        }
+        qkt_buf_printf(md, "), so a variant that reaches a much lower loss at one learning rate scores as more sensitive. Wortsman "
+                           "et al. expect unscaled or under-scaled logits to be the most sensitive at high LR and qk-LayerNorm the least.\n");
+    }
     qkt_buf_printf(md, "- **Logit growth.** Slope of the logit change against d_k: %.2f with 1/sqrt(d_k), %.2f with 1/d_k. muP predicts "
                        "growth with width under 1/sqrt(d_k) and a flat line under 1/d_k; %s\n\n",
                    slope_sqrt, slope_dk,

@@ -1,5 +1,8 @@
 /* Reading metrics.csv back into memory for the report and `qkt plot`. */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,10 +10,11 @@
 #include "qkt_io.h"
 #include "qkt_report.h"
 
+/* The metric's index, interning a new name; -1 when the table is full. */
 static int intern_metric(qkt_table *t, const char *m) {
     for (int i = 0; i < t->n_metrics; i++)
         if (!strcmp(t->metrics[i], m)) return i;
-    QKT_CHECK(t->n_metrics < QKT_MAX_METRICS, "too many metric names");
+    if (t->n_metrics == QKT_MAX_METRICS) return -1;
     snprintf(t->metrics[t->n_metrics], sizeof t->metrics[0], "%s", m);
     return t->n_metrics++;
 }
@@ -39,60 +43,95 @@ int qkt_table_load(const char *path, qkt_table *t, qkt_err *err) {
     size_t n;
     char *text = qkt_read_file(path, &n, err);
     if (!text) return -1;
+    int rc = qkt_table_parse(text, n, path, t, err);
+    free(text);
+    return rc;
+}
+
+/* Strict field readers: the whole field, in range. */
+static bool field_int(const char *s, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+static bool field_real(const char *s, double *out) {
+    char *end;
+    double v = strtod(s, &end); /* nan and inf are values (a diverged run) */
+    if (end == s || *end) return false;
+    *out = v;
+    return true;
+}
+
+int qkt_table_parse(const char *src, size_t n, const char *path, qkt_table *t, qkt_err *err) {
+    static const char *const names[11] = {"run", "experiment", "variant", "d_k", "seed", "lr", "step", "metric", "layer", "head", "value"};
+    memset(t, 0, sizeof *t);
+    char *text = malloc(n + 1); /* split in place on a NUL-terminated copy */
+    QKT_CHECK(text, "out of memory (%zu bytes)", n);
+    memcpy(text, src, n);
+    text[n] = 0;
+    int lineno = 0, rc = 0;
     char *line = text, *next;
-    int lineno = 0;
+#define FAIL(...) do { rc = qkt_err_set(err, __VA_ARGS__); goto done; } while (0)
     for (; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
         lineno++;
         if (lineno == 1) {
-            if (strncmp(line, "run,experiment,variant,", 23) != 0) {
-                free(text);
-                return qkt_err_set(err, "%s: line 1 is not the qkt metrics header", path);
-            }
+            if (strncmp(line, "run,experiment,variant,", 23) != 0) FAIL("%s: line 1 is not the qkt metrics header", path);
             continue;
         }
         if (!*line) continue;
         char *f[12];
-        if (split(line, f, 12) != 11) {
-            free(text);
-            return qkt_err_set(err, "%s: line %d: expected 11 fields", path, lineno);
-        }
+        if (split(line, f, 12) != 11) FAIL("%s: line %d: expected 11 fields", path, lineno);
+        int d_k, seed, step, layer, head, bad = -1;
+        double lr, value;
+        if (strlen(f[0]) >= sizeof t->runs->id || !f[0][0]) bad = 0;
+        else if (strlen(f[1]) >= sizeof t->runs->exp) bad = 1;
+        else if (strlen(f[2]) >= sizeof t->runs->variant) bad = 2;
+        else if (!field_int(f[3], 0, 1 << 30, &d_k)) bad = 3;
+        else if (!field_int(f[4], -1, 1 << 30, &seed)) bad = 4;
+        else if (!field_real(f[5], &lr) || !(lr >= 0 && isfinite(lr))) bad = 5; /* a setting: finite (runs are looked up by it) */
+        else if (!field_int(f[6], -1, INT_MAX, &step)) bad = 6;
+        else if (strlen(f[7]) >= sizeof t->metrics[0] || !f[7][0]) bad = 7;
+        else if (!field_int(f[8], -1, SHRT_MAX, &layer)) bad = 8;
+        else if (!field_int(f[9], -1, SHRT_MAX, &head)) bad = 9;
+        else if (!field_real(f[10], &value)) bad = 10;
+        if (bad >= 0) FAIL("%s: line %d: field %s = '%.40s' is malformed", path, lineno, names[bad], f[bad]);
         if (t->n_runs == 0 || strcmp(t->runs[t->n_runs - 1].id, f[0]) != 0) {
-            int found = -1;
-            for (int i = 0; i < t->n_runs && found < 0; i++)
-                if (!strcmp(t->runs[i].id, f[0])) found = i;
-            if (found >= 0) {
-                free(text);
-                return qkt_err_set(err, "%s: line %d: rows of run %s are not contiguous", path, lineno, f[0]);
-            }
+            for (int i = 0; i < t->n_runs; i++)
+                if (!strcmp(t->runs[i].id, f[0])) FAIL("%s: line %d: rows of run %s are not contiguous", path, lineno, f[0]);
             if (t->n_runs == t->cap_runs) {
                 t->cap_runs = t->cap_runs ? 2 * t->cap_runs : 64;
                 t->runs = realloc(t->runs, (size_t)t->cap_runs * sizeof *t->runs);
+                QKT_CHECK(t->runs, "out of memory (%d runs)", t->cap_runs);
             }
             qkt_run *r = &t->runs[t->n_runs++];
             memset(r, 0, sizeof *r);
             snprintf(r->id, sizeof r->id, "%s", f[0]);
             snprintf(r->exp, sizeof r->exp, "%s", f[1]);
             snprintf(r->variant, sizeof r->variant, "%s", f[2]);
-            r->d_k = atoi(f[3]), r->seed = atoi(f[4]), r->lr = atof(f[5]);
+            r->d_k = d_k, r->seed = seed, r->lr = lr;
             r->first = t->n_rows;
         }
+        int m = intern_metric(t, f[7]);
+        if (m < 0) FAIL("%s: line %d: more than %d metric names", path, lineno, QKT_MAX_METRICS);
         if (t->n_rows == t->cap_rows) {
             t->cap_rows = t->cap_rows ? 2 * t->cap_rows : 4096;
             t->rows = realloc(t->rows, (size_t)t->cap_rows * sizeof *t->rows);
+            QKT_CHECK(t->rows, "out of memory (%d rows)", t->cap_rows);
         }
         qkt_row *r = &t->rows[t->n_rows++];
-        r->run = t->n_runs - 1;
-        r->step = atoi(f[6]);
-        r->metric = (short)intern_metric(t, f[7]);
-        r->layer = (short)atoi(f[8]);
-        r->head = (short)atoi(f[9]);
-        r->value = strtod(f[10], NULL);
+        *r = (qkt_row){.run = t->n_runs - 1, .step = step, .metric = (short)m, .layer = (short)layer, .head = (short)head, .value = value};
         t->runs[t->n_runs - 1].count++;
     }
+#undef FAIL
+done:
     free(text);
-    return 0;
+    if (rc) qkt_table_free(t); /* all or nothing */
+    return rc;
 }
 
 void qkt_table_free(qkt_table *t) {

@@ -334,7 +334,8 @@ int qkt_safetensors_parse(const uint8_t *buf, size_t n, const char *label, qkt_s
 
 int qkt_safetensors_read(const char *path, qkt_safetensors *st, qkt_err *err) {
     memset(st, 0, sizeof *st);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open (it is refused below); no effect on regular files */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return qkt_err_set(err, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {

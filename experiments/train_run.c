@@ -172,8 +172,14 @@ int qkt_train_run_load(const char *path, qkt_train_run *r, qkt_err *err) {
     size_t n;
     char *text = qkt_read_file(path, &n, err);
     if (!text) return -1;
-    cJSON *o = cJSON_ParseWithLength(text, n);
+    int rc = qkt_train_run_parse(text, n, path, r, err);
     free(text);
+    return rc;
+}
+
+int qkt_train_run_parse(const char *text, size_t n, const char *path, qkt_train_run *r, qkt_err *err) {
+    qkt_train_run_default(r);
+    cJSON *o = cJSON_ParseWithLength(text, n);
     if (!o) return qkt_err_set(err, "%s: not valid JSON", path);
     int rc = from_json(o, path, r, err);
     cJSON_Delete(o);

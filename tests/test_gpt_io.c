@@ -189,26 +189,26 @@ static void test_step(void) {
     }
     qkt_safetensors_free(&st);
 
-    /* user errors: one line, exit 1 */
+    /* unusable input files: one line naming the flag, exit 2 (like a bad flag) */
     int32_t bad_idx[14];
     memcpy(bad_idx, idx, sizeof idx);
     bad_idx[9] = 13;
     write_batch(batch, bad_idx, tgt, B, T);
-    EXPECT(run(args, out, sizeof out) == 1 && strstr(out, "idx[1][2] = 13 is outside the vocabulary [0, 13)") &&
+    EXPECT(run(args, out, sizeof out) == 2 && strstr(out, "idx[1][2] = 13 is outside the vocabulary [0, 13)") &&
                !strchr(strchr(out, '\n') + 1, '\n'), "bad token: %s", out);
     int32_t bad_t[14];
     memcpy(bad_t, tgt, sizeof tgt);
     bad_t[3] = -2;
     write_batch(batch, idx, bad_t, B, T);
-    EXPECT(run(args, out, sizeof out) == 1 && strstr(out, "targets[0][3] = -2"), "bad target: %s", out);
+    EXPECT(run(args, out, sizeof out) == 2 && strstr(out, "targets[0][3] = -2"), "bad target: %s", out);
     int32_t long_idx[10] = {0}, long_t[10] = {0};
     write_batch(batch, long_idx, long_t, 1, 10);
-    EXPECT(run(args, out, sizeof out) == 1 && strstr(out, "exceeds the model's block_size 9"), "too long: %s", out);
+    EXPECT(run(args, out, sizeof out) == 2 && strstr(out, "exceeds the model's block_size 9"), "too long: %s", out);
     qkt_st_write only[] = {{"idx", QKT_ST_I32, 2, {B, T}, idx}};
     EXPECT(qkt_safetensors_write(batch, only, 1, NULL, 0, &err) == 0, "%s", err.msg);
-    EXPECT(run(args, out, sizeof out) == 1 && strstr(out, "no tensor 'targets'"), "no targets: %s", out);
+    EXPECT(run(args, out, sizeof out) == 2 && strstr(out, "--batch: ") && strstr(out, "no tensor 'targets'"), "no targets: %s", out);
     snprintf(args, sizeof args, "--ckpt %s/nope.safetensors --batch %s --out %s", g_dir, batch, grads);
-    EXPECT(run(args, out, sizeof out) == 1 && strstr(out, "nope.safetensors"), "missing ckpt: %s", out);
+    EXPECT(run(args, out, sizeof out) == 2 && strstr(out, "--ckpt: ") && strstr(out, "nope.safetensors"), "missing ckpt: %s", out);
     qkt_ctx_free(&ctx);
     qkt_gpt_free(&g);
 }
