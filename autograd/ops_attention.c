@@ -30,6 +30,11 @@ typedef struct {
     uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
 } attn_saved;
 
+/* Threads only when the op has work for them: B T^2 C (~ its flops) of at least 2^20,
+ * some 10-20 us on one core. Below that a parallel region costs more than it saves
+ * (and gradient checks call the op thousands of times on tiny shapes). */
+static bool worth_threads(const attn_saved *a) { return (double)a->B * a->T * a->T * a->C >= (double)(1 << 20); }
+
 static int n_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
@@ -160,7 +165,7 @@ static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k,
  * row by row from m and 1/l after the fused forward. */
 static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
     int T = a->T, ld = a->ld, d = a->d, H = a->H;
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (worth_threads(a))
     for (int b = 0; b < a->B; b++)
         for (int h = 0; h < H; h++) {
             size_t base = (size_t)b * T * ld + (size_t)h * d, poff = ((size_t)b * H + h) * T * T;
@@ -213,7 +218,7 @@ static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
     qkt_real *yd = y->data;
     /* Chunks in decreasing cost order (late query tiles see the most keys) for the dynamic schedule. */
-#pragma omp parallel for schedule(dynamic, 1) if (ntask > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (ntask > 1 && worth_threads(a))
     for (int t = 0; t < ntask; t++) {
         int c = nch - 1 - t / (B * H), bh = t % (B * H);
         int qt0 = (int)(nqt * sqrt((double)c / nch) + 0.5), qt1 = (int)(nqt * sqrt((double)(c + 1) / nch) + 0.5);
@@ -367,7 +372,7 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     size_t wsz = BWD_SCRATCH(a->T, dp, a->d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
     const qkt_real *yd = n->out->data, *dy = n->out->grad;
-#pragma omp parallel for schedule(dynamic, 1) if (B * H > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (B * H > 1 && worth_threads(a))
     for (int t = 0; t < B * H; t++)
         dlog[t] = bwd_head(a, qd, kd, vd, yd, dy, dq, dk, dv, store, t / H, t % H, scratch + (size_t)thread_id() * wsz);
     if (qkt__needs_grad(ls)) {

@@ -1,4 +1,5 @@
 /* qkt: one program, one subcommand per job. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,19 +27,24 @@ static void usage(FILE *f) {
  * step). A short spin keeps most of both: a step's parallel regions follow each other
  * within microseconds, and a thread whose partner was descheduled sleeps after ~26 us
  * (tiny: 7.3 ms on an idle machine). So unless the user set OMP_WAIT_POLICY or
- * GOMP_SPINCOUNT, qkt sets GOMP_SPINCOUNT=1000 and re-executes itself once. */
-static void openmp_wait_policy(char **argv) {
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+ * GOMP_SPINCOUNT, qkt sets GOMP_SPINCOUNT=1000. It also sets OPENBLAS_NUM_THREADS=1
+ * unless set: qkt never uses OpenBLAS's threads (gemm.c), and without it OpenBLAS
+ * starts a worker per core when it loads, which spins on an idle core for a while.
+ * Both are read when the libraries load, so qkt sets them and re-executes itself once. */
+static void thread_environment(char **argv) {
+    bool policy = !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"), blas = !getenv("OPENBLAS_NUM_THREADS");
+    if (!policy && !blas) return;
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1); /* the binary's real path: keeps its name in ps */
     if (n <= 0 || (size_t)n >= sizeof self - 1) return;
     self[n] = 0;
-    if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
+    if (policy && setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
+    if (blas && setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0) return;
     execv(self, argv); /* returns only on failure: then run as we are */
 }
 
 int main(int argc, char **argv) {
-    openmp_wait_policy(argv);
+    thread_environment(argv);
     if (argc < 2) { /* a usage error like any other: one line on stderr, exit 2 */
         fprintf(stderr, "qkt: no command given (usage: qkt <command> [flags]; run 'qkt --help' for the list)\n");
         return 2;
