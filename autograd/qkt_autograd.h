@@ -175,11 +175,19 @@ typedef struct qkt_ctx {
     bool detect_anomaly; /* check every op output, and every grad a backward wrote, for NaN/Inf */
     const char *scope;   /* set by layers, copied into nodes */
     qkt_rng rng;         /* dropout draws */
+    /* Set by qkt_ctx_redirect_param_grads: parameters' grads go to pg_to, not pg_home. */
+    const qkt_real *pg_home;
+    qkt_real *pg_to;
+    int64_t pg_size;
 } qkt_ctx;
 
 void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed);
 void qkt_ctx_reset(qkt_ctx *ctx); /* empty tape and arena; keeps memory */
 void qkt_ctx_free(qkt_ctx *ctx);
+/* Backward in ctx accumulates the grads of p's parameters into `grad` (p->size values,
+ * laid out as p->grad) instead of p->grad; NULL restores p->grad. Data-parallel replicas
+ * (nn's qkt_dp) each own such a buffer and sum them after the step. */
+void qkt_ctx_redirect_param_grads(qkt_ctx *ctx, const qkt_params *p, qkt_real *grad);
 /* Run backward from `out`. seed == NULL: out must be a scalar, d out = 1.
  * Otherwise d out = seed (out->size values). Grads accumulate into params'
  * grad (zero them before) and into activations' grads (fresh per step). The grad

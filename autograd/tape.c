@@ -39,6 +39,13 @@ void qkt_ctx_free(qkt_ctx *ctx) {
     memset(ctx, 0, sizeof *ctx);
 }
 
+void qkt_ctx_redirect_param_grads(qkt_ctx *ctx, const qkt_params *p, qkt_real *grad) {
+    QKT_CHECK(p->finalized, "qkt_ctx_redirect_param_grads before qkt_params_finalize");
+    ctx->pg_home = grad ? p->grad : NULL;
+    ctx->pg_to = grad;
+    ctx->pg_size = grad ? p->size : 0;
+}
+
 qkt_tensor *qkt_op_output(qkt_ctx *ctx, int ndim, const int *shape) { return qkt_tensor_new(ctx, ndim, shape); }
 
 qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_tensor **in) {
@@ -84,15 +91,16 @@ void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out) {
 }
 
 /* detect_anomaly in backward: the grads a node's backward wrote must be finite. */
-static void check_backward(const qkt_node *n) {
+static void check_backward(const qkt_ctx *ctx, const qkt_node *n) {
     for (int k = 0; k < n->n_in; k++) {
         const qkt_tensor *t = n->in[k];
         if (!t || !t->grad) continue;
+        const qkt_real *g = t->is_param && ctx->pg_to ? ctx->pg_to + (t->grad - ctx->pg_home) : t->grad;
         for (int64_t i = 0; i < t->size; i++) {
-            if (!isfinite(t->grad[i])) {
+            if (!isfinite(g[i])) {
                 fprintf(stderr, "qkt: anomaly: op %s%s%s produced %s in its backward (the grad of input %d, element %lld of %lld)\n",
                         n->op == QKT_OP_CUSTOM && n->custom_name ? n->custom_name : qkt_op_name(n->op),
-                        n->scope ? " in " : "", n->scope ? n->scope : "", isnan(t->grad[i]) ? "NaN" : "Inf", k,
+                        n->scope ? " in " : "", n->scope ? n->scope : "", isnan(g[i]) ? "NaN" : "Inf", k,
                         (long long)i, (long long)t->size);
                 exit(3);
             }
@@ -113,7 +121,7 @@ void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed) {
         qkt_node *n = &ctx->tape[i];
         if (!n->out->grad) continue; /* nothing flowed into this node */
         op_table[n->op].backward(ctx, n);
-        if (ctx->detect_anomaly) check_backward(n);
+        if (ctx->detect_anomaly) check_backward(ctx, n);
         if (!ctx->keep_grads) qkt__grad_release(ctx, n->out); /* every consumer has run */
     }
 }

@@ -7,7 +7,9 @@
 # step (all threads: on a machine shared with other jobs it shows the work done, where
 # wall time also counts the waiting for a core).
 #
-# usage: bench/compare.sh [-r ROUNDS] [-t THREADS] [-s STEPS] [-w WARMUP] [CONFIG...]
+# usage: bench/compare.sh [-r ROUNDS] [-t THREADS] [-p REPLICAS] [-s STEPS] [-w WARMUP] [CONFIG...]
+#   qkt runs with --replicas REPLICAS (default: THREADS, each thread a data-parallel
+#   shard of the batch; -p 1 times the plain step, every op split over the threads).
 #   configs default to "tiny small medium"; QKT_BIN (default build-native/qkt, a
 #   -DQKT_NATIVE=ON build) and TORCH_PY (default /usr/bin/python3) can be overridden.
 #   TORCH_ENVS lists environments for PyTorch's process, separated by '|'; every round
@@ -21,16 +23,18 @@ root=$(dirname "$here")
 QKT_BIN=${QKT_BIN:-$root/build-native/qkt}
 TORCH_PY=${TORCH_PY:-/usr/bin/python3}
 TORCH_ENVS=${TORCH_ENVS:-OMP_WAIT_POLICY=PASSIVE|GOMP_SPINCOUNT=1000}
-rounds=5 threads=2 steps=10 warmup=3
-while getopts r:t:s:w: opt; do
+rounds=5 threads=2 steps=10 warmup=3 replicas=""
+while getopts r:t:p:s:w: opt; do
     case $opt in
     r) rounds=$OPTARG ;;
     t) threads=$OPTARG ;;
+    p) replicas=$OPTARG ;;
     s) steps=$OPTARG ;;
     w) warmup=$OPTARG ;;
-    *) echo "usage: $0 [-r ROUNDS] [-t THREADS] [-s STEPS] [-w WARMUP] [CONFIG...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-r ROUNDS] [-t THREADS] [-p REPLICAS] [-s STEPS] [-w WARMUP] [CONFIG...]" >&2; exit 2 ;;
     esac
 done
+replicas=${replicas:-$threads}
 shift $((OPTIND - 1))
 configs=${*:-tiny small medium}
 if [ ! -x "$QKT_BIN" ]; then
@@ -40,7 +44,7 @@ fi
 
 peak=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# sgemm peak ${peak} GFLOP/s at $threads threads; torch envs (best of): $TORCH_ENVS"
+echo "# sgemm peak ${peak} GFLOP/s at $threads threads; qkt --replicas $replicas; torch envs (best of): $TORCH_ENVS"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for cfg in $configs; do
@@ -48,7 +52,7 @@ for cfg in $configs; do
     while [ "$r" -le "$rounds" ]; do
         # the result line, with cpu_ms_per_step (from the stderr diagnostics) appended
         run_qkt() {
-            out=$("$QKT_BIN" bench --config "$cfg" --threads "$threads" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1)
+            out=$("$QKT_BIN" bench --config "$cfg" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1)
             echo "$(echo "$out" | grep "^qkt $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')"
         }
         run_torch() { # the fastest of the TORCH_ENVS runs

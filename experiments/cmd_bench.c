@@ -90,7 +90,7 @@ static double bench_flops(const bench_config *c) {
 /* Times the training steps; fills the median step time (s) and the median CPU time of
  * the process per step (all threads: on a loaded machine, wall time minus waiting).
  * Returns 0, or -1 with a message. */
-static int run_model(const bench_config *bc, int warmup, int steps, double *median_s, double *median_cpu_s,
+static int run_model(const bench_config *bc, int replicas, int warmup, int steps, double *median_s, double *median_cpu_s,
                      qkt_err *err) {
     qkt_gpt_config cfg = qkt_gpt_config_default();
     cfg.vocab_size = bc->V, cfg.block_size = bc->T, cfg.n_layer = bc->L, cfg.n_head = bc->NH, cfg.n_embd = bc->C;
@@ -106,6 +106,8 @@ static int run_model(const bench_config *bc, int warmup, int steps, double *medi
     qkt_optim_init(&opt, &g.params, &oc);
     qkt_ctx ctx;
     qkt_ctx_init(&ctx, 0, 1);
+    qkt_dp dp;
+    qkt_dp_init(&dp, &ctx, &g.params, replicas);
     size_t n = (size_t)bc->B * bc->T;
     int32_t *idx = malloc(n * sizeof *idx), *tgt = malloc(n * sizeof *tgt);
     double *times = malloc((size_t)steps * sizeof *times), *cpu = malloc((size_t)steps * sizeof *cpu);
@@ -115,14 +117,11 @@ static int run_model(const bench_config *bc, int warmup, int steps, double *medi
         for (size_t i = 0; i < n; i++) idx[i] = (int32_t)qkt_rng_below(&rng, (uint32_t)bc->V);
         for (size_t i = 0; i < n; i++) tgt[i] = (int32_t)qkt_rng_below(&rng, (uint32_t)bc->V);
         double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-        qkt_ctx_reset(&ctx);
-        qkt_tensor *loss = qkt_gpt_forward(&ctx, &g, idx, tgt, bc->B, bc->T, NULL, NULL);
-        qkt_params_zero_grad(&g.params);
-        qkt_backward(&ctx, loss, NULL);
+        double loss = qkt_dp_forward_backward(&dp, &g, idx, tgt, bc->B, bc->T);
         qkt_optim_step(&opt, 1e-3);
         double t = now_s() - t0, c = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-        if (!isfinite(loss->data[0])) {
-            qkt_err_set(err, "loss is %g at step %d", (double)loss->data[0], s);
+        if (!isfinite(loss)) {
+            qkt_err_set(err, "loss is %g at step %d", loss, s);
             break;
         }
         if (s >= warmup) times[s - warmup] = t, cpu[s - warmup] = c;
@@ -130,6 +129,7 @@ static int run_model(const bench_config *bc, int warmup, int steps, double *medi
     *median_s = median(times, steps);
     *median_cpu_s = median(cpu, steps);
     free(times), free(cpu), free(idx), free(tgt);
+    qkt_dp_free(&dp);
     qkt_ctx_free(&ctx);
     qkt_optim_free(&opt);
     qkt_gpt_free(&g);
@@ -139,7 +139,7 @@ static int run_model(const bench_config *bc, int warmup, int steps, double *medi
 
 int qkt_cmd_bench(int argc, char **argv) {
     const char *config = NULL;
-    int threads = 0, steps = 10, warmup = 3, V = 0, T = 0, B = 0, C = 0, L = 0, NH = 0, peak_n = 2048;
+    int threads = 0, replicas = 1, steps = 10, warmup = 3, V = 0, T = 0, B = 0, C = 0, L = 0, NH = 0, peak_n = 2048;
     bool want_peak = false;
     double peak = 0;
     qkt_flag flags[] = {
@@ -151,6 +151,7 @@ int qkt_cmd_bench(int argc, char **argv) {
         {"n-layer", QKT_FLAG_INT, &L, "layers L; unset: the config's", 1, 1024, true, false},
         {"n-head", QKT_FLAG_INT, &NH, "heads NH, a divisor of C; unset: the config's", 1, 1024, true, false},
         {"threads", QKT_FLAG_INT, &threads, "threads (the OpenMP team; 0 = all cores)", 0, 1024, false, false},
+        {"replicas", QKT_FLAG_INT, &replicas, "data-parallel replicas: batch shards run side by side, grads summed (at most the batch)", 1, QKT_DP_MAX, true, false},
         {"steps", QKT_FLAG_INT, &steps, "timed steps (median reported)", 1, 100000, true, false},
         {"warmup", QKT_FLAG_INT, &warmup, "untimed steps first", 0, 100000, false, false},
         {"sgemm-peak", QKT_FLAG_BOOL, &want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
@@ -190,6 +191,10 @@ int qkt_cmd_bench(int argc, char **argv) {
     if (C) bc.C = C;
     if (L) bc.L = L;
     if (NH) bc.NH = NH;
+    if (replicas > bc.B) {
+        fprintf(stderr, "qkt bench: --replicas %d: expected at most the batch size %d\n", replicas, bc.B);
+        return 2;
+    }
     if (bc.C % bc.NH) {
         fprintf(stderr, "qkt bench: --n-head %d: expected a divisor of the width %d\n", bc.NH, bc.C);
         return 2;
@@ -198,7 +203,7 @@ int qkt_cmd_bench(int argc, char **argv) {
     if (peak <= 0) peak = sgemm_peak(peak_n, 3);
     qkt_err err = {{0}};
     double t, cpu;
-    if (run_model(&bc, warmup, steps, &t, &cpu, &err)) {
+    if (run_model(&bc, replicas, warmup, steps, &t, &cpu, &err)) {
         fprintf(stderr, "qkt bench: %s\n", err.msg);
         return 1;
     }
@@ -207,9 +212,9 @@ int qkt_cmd_bench(int argc, char **argv) {
            (double)bc.B * bc.T / t, peak_rss_mb(), flops / t / (peak * 1e9));
     const char *wait = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
     fprintf(stderr,
-            "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
+            "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, replicas %d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
             "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n",
-            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, flops * 1e-9, peak, cpu * 1e3, wait ? wait : "(unset)",
+            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, replicas, flops * 1e-9, peak, cpu * 1e3, wait ? wait : "(unset)",
             spin ? spin : "(unset)");
     return 0;
 #else

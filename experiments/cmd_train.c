@@ -79,7 +79,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     qkt_train_run *r = &o->r;
     qkt_train_run_default(r);
     qkt_train_config *c = &r->tc;
-    int n_layer = 4, n_head = 4, n_embd = 128, block = 128, batch = 32, steps = 2000, warmup = 0, threads = 0;
+    int n_layer = 4, n_head = 4, n_embd = 128, block = 128, batch = 32, steps = 2000, warmup = 0, threads = 0, replicas = 1;
     double lr = 1e-3, min_lr = 0, wd = 0.1, clip = 1.0, temp = 1, qk_mult = 1, dropout = 0, beta1 = 0.9, beta2 = 0.95;
     const char *scale = "sqrt_dk", *data = NULL, *out = "out", *resume = NULL, *sched = "cosine";
     uint64_t seed = 1337;
@@ -94,6 +94,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"n-embd", QKT_FLAG_INT, &n_embd, "model width C", 1, 65536, true, false},
         {"block-size", QKT_FLAG_INT, &block, "context length T", 1, 46340, true, false},
         {"batch-size", QKT_FLAG_INT, &batch, "sequences per step", 1, 1 << 20, true, false},
+        {"replicas", QKT_FLAG_INT, &replicas, "data-parallel batch shards per step, side by side on the threads (results depend on it, not on --threads)", 1, QKT_DP_MAX, true, false},
         {"steps", QKT_FLAG_INT, &steps, "optimizer steps", 1, INT_MAX, true, false},
         {"lr", QKT_FLAG_DOUBLE, &lr, "peak learning rate (AdamW)", 1, 0, true, false},
         {"min-lr", QKT_FLAG_DOUBLE, &min_lr, "cosine floor (default lr/10)", 0, 1e300, false, false},
@@ -161,7 +162,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     c->model.attn_temp = temp, c->model.qk_init_mult = qk_mult, c->model.dropout = dropout;
     if (qkt_attn_scale_parse(scale, &c->model.attn_scale, &err)) return fprintf(stderr, CMD ": --attn-scale: %s\n", err.msg), 2;
     if (qkt_sched_kind_parse(sched, &c->schedule, &err)) return fprintf(stderr, CMD ": --schedule: %s\n", err.msg), 2;
-    c->batch_size = batch, c->steps = steps, c->lr = lr, c->weight_decay = wd, c->grad_clip = clip;
+    c->batch_size = batch, c->replicas = replicas, c->steps = steps, c->lr = lr, c->weight_decay = wd, c->grad_clip = clip;
     c->min_lr = qkt_flag_seen(f, nf, "min-lr") ? min_lr : lr / 10;
     c->warmup_steps = qkt_flag_seen(f, nf, "warmup-steps") ? warmup : (steps / 10 < 100 ? steps / 10 : 100);
     c->beta1 = beta1, c->beta2 = beta2, c->seed = seed, c->optim = QKT_OPTIM_ADAMW;

@@ -16,6 +16,8 @@ typedef struct qkt_train_config {
     qkt_gpt_config model;       /* vocab_size is taken from the data source */
     const char *data;           /* data spec: mqar, text:PATH, ... */
     int batch_size;
+    int replicas;               /* data-parallel batch shards per step (qkt_dp): 1 = the plain step;
+                                   results depend on it, not on the thread count */
     int64_t steps;
     double lr, min_lr, weight_decay, grad_clip, beta1, beta2;
     int64_t warmup_steps;
@@ -41,6 +43,7 @@ typedef struct qkt_trainer {
     qkt_optim opt;
     qkt_schedule sched;
     qkt_ctx ctx;
+    qkt_dp dp;          /* cfg.replicas replicas, ctx the first */
     int32_t *idx, *tgt; /* (B, T) */
     int64_t step;       /* steps done */
     int T;

@@ -31,6 +31,9 @@ int qkt_train_run_validate(const qkt_train_run *r, qkt_err *err) {
     if (m->block_size < 1 || m->block_size > 46340) BAD("--block-size %d: expected an integer in [1, 46340]", m->block_size);
     if (c->batch_size < 1 || (int64_t)c->batch_size * m->block_size > (1 << 28))
         BAD("--batch-size %d: expected a positive integer with batch-size x block-size <= 2^28", c->batch_size);
+    if (c->replicas < 1 || c->replicas > QKT_DP_MAX || c->replicas > c->batch_size)
+        BAD("--replicas %d: expected an integer in [1, %d] and at most --batch-size %d", c->replicas, QKT_DP_MAX, c->batch_size);
+    if (!(m->ln_eps > 0 && m->ln_eps < 1)) BAD("ln_eps %g: expected a number in (0, 1)", m->ln_eps);
     if (c->steps < 1 || c->steps > (int64_t)1e12) BAD("--steps %" PRId64 ": expected an integer in [1, 1e12]", c->steps);
     if (!(c->lr > 0 && isfinite(c->lr))) BAD("--lr %g: expected a positive number", c->lr);
     if (!(c->min_lr >= 0 && c->min_lr <= c->lr)) BAD("--min-lr %g: expected a number in [0, --lr %g]", c->min_lr, c->lr);
@@ -74,6 +77,7 @@ char *qkt_train_run_json(const qkt_train_run *r) {
     cJSON_AddNumberToObject(o, "qk_init_mult", m->qk_init_mult);
     cJSON_AddNumberToObject(o, "ln_eps", m->ln_eps);
     cJSON_AddNumberToObject(o, "batch_size", c->batch_size);
+    cJSON_AddNumberToObject(o, "replicas", c->replicas);
     cJSON_AddNumberToObject(o, "steps", (double)c->steps);
     cJSON_AddStringToObject(o, "optim", qkt_optim_kind_name(c->optim));
     cJSON_AddNumberToObject(o, "lr", c->lr);
@@ -139,6 +143,12 @@ static int from_json(const cJSON *o, const char *path, qkt_train_run *r, qkt_err
         if (get_int(o, ikeys[i], path, -1, 1 << 30, &v[i], err)) return -1;
     m->n_layer = (int)v[0], m->n_head = (int)v[1], m->n_embd = (int)v[2], m->block_size = (int)v[3];
     c->batch_size = (int)v[4], r->eval_every = (int)v[5], r->eval_batches = (int)v[6], r->ckpt_every = (int)v[7];
+    c->replicas = 1; /* runs written before replicas existed had one */
+    if (cJSON_GetObjectItemCaseSensitive(o, "replicas")) {
+        int64_t rep;
+        if (get_int(o, "replicas", path, 1, QKT_DP_MAX, &rep, err)) return -1;
+        c->replicas = (int)rep;
+    }
     if (get_int(o, "steps", path, 0, (int64_t)1e12, &c->steps, err) ||
         get_int(o, "warmup_steps", path, 0, (int64_t)1e12, &c->warmup_steps, err))
         return -1;

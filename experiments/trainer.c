@@ -16,6 +16,7 @@ qkt_train_config qkt_train_config_default(void) {
     c.model.n_embd = 64;
     c.data = "mqar";
     c.batch_size = 32;
+    c.replicas = 1;
     c.steps = 500;
     c.lr = 1e-3;
     c.min_lr = 1e-4;
@@ -34,6 +35,9 @@ int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
     memset(t, 0, sizeof *t);
     t->cfg = *c;
     if (c->batch_size <= 0) return qkt_err_set(err, "batch_size %d: expected a positive integer", c->batch_size);
+    if (c->replicas < 1 || c->replicas > QKT_DP_MAX || c->replicas > c->batch_size)
+        return qkt_err_set(err, "replicas %d: expected an integer in [1, min(%d, batch_size %d)]", c->replicas, QKT_DP_MAX,
+                           c->batch_size);
     if (c->steps < 0) return qkt_err_set(err, "steps %lld: expected >= 0", (long long)c->steps);
     if (!(c->lr > 0) || !isfinite(c->lr)) return qkt_err_set(err, "lr %g: expected a positive number", c->lr);
     if (c->min_lr < 0 || c->min_lr > c->lr) return qkt_err_set(err, "min_lr %g: expected a number in [0, lr]", c->min_lr);
@@ -56,6 +60,7 @@ int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
     qkt_optim_init(&t->opt, &t->gpt.params, &oc);
     t->sched = (qkt_schedule){c->schedule, c->lr, c->min_lr, c->warmup_steps, c->steps};
     qkt_ctx_init(&t->ctx, 1 << 20, c->seed ^ 0xD50Full);
+    qkt_dp_init(&t->dp, &t->ctx, &t->gpt.params, c->replicas);
     size_t n = (size_t)c->batch_size * t->T;
     t->idx = malloc(n * sizeof *t->idx);
     t->tgt = malloc(n * sizeof *t->tgt);
@@ -67,6 +72,7 @@ void qkt_trainer_free(qkt_trainer *t) {
     if (t->data) qkt_data_free(t->data);
     if (t->gpt.h) {
         qkt_optim_free(&t->opt);
+        qkt_dp_free(&t->dp);
         qkt_gpt_free(&t->gpt);
         qkt_ctx_free(&t->ctx);
     }
@@ -89,12 +95,8 @@ static double qk_grad_norm(const qkt_gpt *g, int which) {
 void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
     int B = t->cfg.batch_size;
     qkt_data_batch(t->data, QKT_SPLIT_TRAIN, B, t->idx, t->tgt, NULL);
-    qkt_ctx_reset(&t->ctx);
     t->ctx.training = true;
-    qkt_tensor *loss = qkt_gpt_forward(&t->ctx, &t->gpt, t->idx, t->tgt, B, t->T, NULL, NULL);
-    qkt_params_zero_grad(&t->gpt.params);
-    qkt_backward(&t->ctx, loss, NULL);
-    st->loss = loss->data[0];
+    st->loss = qkt_dp_forward_backward(&t->dp, &t->gpt, t->idx, t->tgt, B, t->T);
     st->grad_norm_wq = qk_grad_norm(&t->gpt, 0);
     st->grad_norm_wk = qk_grad_norm(&t->gpt, 1);
     st->grad_norm = qkt_clip_grad_norm(&t->gpt.params, t->cfg.grad_clip);

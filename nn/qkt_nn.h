@@ -168,6 +168,35 @@ typedef struct qkt_gpt_opts {
  * *logits_out (if non-NULL) receives the logits (B, T, V) = ln_f(x) wte^T. */
 qkt_tensor *qkt_gpt_forward(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const int32_t *targets, int B, int T,
                             qkt_tensor **logits_out, const qkt_gpt_opts *opts);
+/* ---------------------------------------------------------------- data parallel */
+/* A training step's forward and backward split over n replicas inside this process:
+ * the batch's rows in n contiguous shards, each replica with its own context (arena,
+ * tape, dropout stream) and, past the first, its own parameter-grad buffer. Replicas
+ * run side by side on the OpenMP threads (min(threads, n) of them; the ops inside a
+ * replica then run on its one thread), and their grads are summed into params.grad in
+ * replica order. The batch loss is the mean over all counted targets, as one forward on
+ * the whole batch: replica r's backward is seeded with n_r / n (its share of them).
+ * Results depend on n (the order of sums), not on the thread count; n = 1 is the
+ * plain step (forward, zero grads, backward) exactly. Replica r > 0 draws its dropout
+ * from a stream split off ctx0's RNG each step, so ctx0's RNG state is the whole state
+ * (checkpoints). Per-step memory: the activations are the same in total (each replica
+ * holds its shard's), plus n - 1 grad buffers the size of the parameters. */
+#define QKT_DP_MAX 64
+typedef struct qkt_dp {
+    int n;
+    qkt_ctx **ctx;   /* n contexts: ctx[0] is the caller's */
+    qkt_ctx *own;    /* ctx[1..n-1] */
+    qkt_real *grad;  /* (n - 1) x params.size */
+    int64_t size;
+} qkt_dp;
+/* n in [1, QKT_DP_MAX]; ctx0 (the caller's step context, kept) is replica 0's. */
+void qkt_dp_init(qkt_dp *dp, qkt_ctx *ctx0, const qkt_params *p, int n);
+void qkt_dp_free(qkt_dp *dp);
+/* Zeroes g's grads, runs every shard's forward and backward, leaves the sum in
+ * g->params.grad and returns the batch loss (0, and no backward, when no target is
+ * counted). Needs B >= n. Replica 0's tensors live in ctx0 until its next reset. */
+double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const int32_t *tgt, int B, int T);
+
 /* The final hidden states ln_f(x) (B, T, C), without the LM head (for generation and probes). */
 qkt_tensor *qkt_gpt_hidden(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, int B, int T, const qkt_gpt_opts *opts);
 

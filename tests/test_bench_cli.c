@@ -50,6 +50,7 @@ static void expect_bad(const char *args, const char *want) {
 int main(void) {
     expect_run("--config tiny --steps 2 --warmup 1 --threads 1 --peak 50", "qkt tiny ", 1);
     expect_run("--config tiny --steps 3 --warmup 0 --threads 2 --peak 50", "qkt tiny ", 2);
+    expect_run("--config tiny --steps 2 --warmup 1 --threads 2 --replicas 2 --peak 50", "qkt tiny ", 2);
     expect_run("--vocab 11 --seq 20 --batch 2 --n-embd 24 --n-layer 1 --n-head 3 --steps 2 --warmup 1 --threads 1 --peak-n 128",
                "qkt custom ", 1);
     EXPECT(strstr(out, "V=11 T=20 B=2 C=24 L=1 NH=3"), "custom config not echoed:\n%s", out);
@@ -63,5 +64,7 @@ int main(void) {
     expect_bad("--config tiny --steps 0", "--steps '0'");
     expect_bad("--n-embd 30 --n-head 4", "--n-head 4: expected a divisor of the width 30");
     expect_bad("", "--config");
+    expect_bad("--config tiny --replicas 17", "--replicas 17: expected at most the batch size 16");
+    expect_bad("--config tiny --replicas 0", "--replicas '0'");
     return qkt_test_finish();
 }

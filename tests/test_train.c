@@ -19,8 +19,9 @@ static const char *tmp;
 
 /* A tiny model on mqar: 1 layer, C 16, T 32, batch 4; dropout on, so the dropout
  * stream is part of what must resume exactly. */
-#define TINY "--data mqar:n_pairs=4,n_queries=4 --n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --batch-size 4 --dropout 0.1 " \
-             "--eval-batches 2 --threads 1"
+#define TINY_MODEL "--data mqar:n_pairs=4,n_queries=4 --n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --batch-size 4 --dropout 0.1 " \
+                   "--eval-batches 2"
+#define TINY TINY_MODEL " --threads 1"
 
 static int run(const char *args) {
     char cmd[4096];
@@ -135,6 +136,29 @@ static void test_resume(void) {
     snprintf(args, sizeof args, "train --resume %s --lr 0.1", b);
     rc = run(args);
     EXPECT(rc == 2 && one_line(out) && strstr(out, "--lr"), "(%d) %s", rc, out);
+    snprintf(args, sizeof args, "train --resume %s --replicas 2", b);
+    rc = run(args);
+    EXPECT(rc == 2 && one_line(out) && strstr(out, "--replicas"), "(%d) %s", rc, out);
+    /* data-parallel replicas: a run on 2 threads paused and resumed on 1 ends where the
+     * straight 1-thread run does (replicas, not threads, decide the sums) */
+    snprintf(args, sizeof args, "train " TINY_MODEL " --replicas 2 --threads 1 --steps 20 --eval-every 5 --out %s/rep_straight", tmp);
+    rc = run(args);
+    EXPECT(rc == 0, "replicas straight run exited %d: %s", rc, out);
+    snprintf(args, sizeof args, "train " TINY_MODEL " --replicas 2 --threads 2 --steps 20 --eval-every 5 --out %s/rep_paused --pause-at 10", tmp);
+    rc = run(args);
+    EXPECT(rc == 0 && strstr(out, "paused after step 10"), "replicas pause exited %d: %s", rc, out);
+    snprintf(args, sizeof args, "train --resume %s/rep_paused --threads 1", tmp);
+    rc = run(args);
+    EXPECT(rc == 0 && strstr(out, "done"), "replicas resume exited %d: %s", rc, out);
+    snprintf(a, sizeof a, "%s/rep_straight", tmp);
+    snprintf(b, sizeof b, "%s/rep_paused", tmp);
+    expect_same_run(a, b, 21, __LINE__);
+    snprintf(args, sizeof args, "%s/rep_straight/train.json", tmp);
+    size_t n;
+    char *js = qkt_read_file(args, &n, NULL);
+    EXPECT(js && strstr(js, "\"replicas\":\t2"), "train.json lacks replicas: %s", js ? js : "(unreadable)");
+    free(js);
+    snprintf(b, sizeof b, "%s/paused", tmp);
     /* a fresh run into a directory that holds one is refused */
     snprintf(args, sizeof args, "train " TINY " --steps 20 --out %s", b);
     rc = run(args);
@@ -296,6 +320,9 @@ static void test_bad_flags(void) {
         {"train --data text:/nonexistent/file.txt", "--data"},
         {"train --data sort:len=40 --block-size 16", "--data"},
         {"train --data mqar --threads -1", "--threads"},
+        {"train --data mqar --replicas 0", "--replicas"},
+        {"train --data mqar --replicas 65", "--replicas"},
+        {"train --data mqar --batch-size 4 --replicas 5", "--replicas"},
         {"train --data mqar --eval-batches 0", "--eval-batches"},
         {"train --data mqar --seed -5", "--seed"},
         {"train --data mqar --frobnicate 1", "--frobnicate"},

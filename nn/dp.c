@@ -1,0 +1,106 @@
+/* Data-parallel training step inside one process (see qkt_dp in qkt_nn.h).
+ *
+ * Why: a small model's step is ~100 ops, each its own OpenMP region; on 2 threads the
+ * wake-ups and the serial tails of those regions cost more than the work they split.
+ * Replicas make one region per step: each thread runs whole shards of the batch with
+ * single-threaded ops, and the grads are summed once, in replica order. */
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "qkt_nn.h"
+
+void qkt_dp_init(qkt_dp *dp, qkt_ctx *ctx0, const qkt_params *p, int n) {
+    QKT_CHECK(n >= 1 && n <= QKT_DP_MAX, "qkt_dp_init: %d replicas (expected 1 .. %d)", n, QKT_DP_MAX);
+    QKT_CHECK(p->finalized, "qkt_dp_init before the parameters are finalized");
+    memset(dp, 0, sizeof *dp);
+    dp->n = n;
+    dp->size = p->size;
+    dp->ctx = malloc((size_t)n * sizeof *dp->ctx);
+    QKT_CHECK(dp->ctx, "out of memory");
+    dp->ctx[0] = ctx0;
+    if (n > 1) {
+        dp->own = malloc((size_t)(n - 1) * sizeof *dp->own);
+        void *mem = NULL;
+        QKT_CHECK(dp->own && posix_memalign(&mem, 64, (size_t)(n - 1) * (size_t)p->size * sizeof(qkt_real)) == 0,
+                  "out of memory for %d replica grads of %lld values", n - 1, (long long)p->size);
+        dp->grad = mem;
+        for (int r = 1; r < n; r++) {
+            qkt_ctx_init(&dp->own[r - 1], 1 << 20, 0); /* its RNG is re-split from ctx0's every step */
+            qkt_ctx_redirect_param_grads(&dp->own[r - 1], p, dp->grad + (size_t)(r - 1) * p->size);
+            dp->ctx[r] = &dp->own[r - 1];
+        }
+    }
+}
+
+void qkt_dp_free(qkt_dp *dp) {
+    for (int r = 1; r < dp->n; r++) qkt_ctx_free(&dp->own[r - 1]);
+    free(dp->own);
+    free(dp->grad);
+    free(dp->ctx);
+    memset(dp, 0, sizeof *dp);
+}
+
+static int64_t counted(const int32_t *tgt, int64_t n) {
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) c += tgt[i] != QKT_IGNORE;
+    return c;
+}
+
+double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const int32_t *tgt, int B, int T) {
+    const int R = dp->n;
+    QKT_CHECK(B >= R, "qkt_dp_forward_backward: batch %d is smaller than the %d replicas", B, R);
+    QKT_CHECK(dp->size == g->params.size, "qkt_dp_forward_backward: the replicas were made for another model");
+    qkt_ctx *c0 = dp->ctx[0];
+    qkt_params_zero_grad(&g->params);
+    if (R == 1) { /* the plain step, exactly */
+        qkt_ctx_reset(c0);
+        qkt_tensor *loss = qkt_gpt_forward(c0, g, idx, tgt, B, T, NULL, NULL);
+        if (counted(tgt, (int64_t)B * T)) qkt_backward(c0, loss, NULL);
+        return loss->data[0];
+    }
+    int64_t total = counted(tgt, (int64_t)B * T);
+    if (!total) return 0; /* nothing counted: loss 0, grads 0 (as the plain step) */
+    double loss_r[QKT_DP_MAX];
+    /* Replica r's dropout stream comes from ctx0's, so a checkpoint of ctx0's RNG
+     * is the whole RNG state. */
+    for (int r = 1; r < R; r++) {
+        qkt_rng_split(&c0->rng, (uint64_t)r, &dp->ctx[r]->rng);
+        dp->ctx[r]->training = c0->training;
+        dp->ctx[r]->detect_anomaly = c0->detect_anomaly;
+    }
+    int nt = 1;
+#ifdef _OPENMP
+    nt = qkt_get_threads() < R ? qkt_get_threads() : R;
+#endif
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+    for (int r = 0; r < R; r++) {
+        int b0 = (int)((int64_t)B * r / R), b1 = (int)((int64_t)B * (r + 1) / R);
+        const int32_t *ti = tgt + (size_t)b0 * T;
+        qkt_ctx *c = dp->ctx[r];
+        if (r > 0) memset(dp->grad + (size_t)(r - 1) * dp->size, 0, (size_t)dp->size * sizeof(qkt_real));
+        qkt_ctx_reset(c);
+        qkt_tensor *loss = qkt_gpt_forward(c, g, idx + (size_t)b0 * T, ti, b1 - b0, T, NULL, NULL);
+        int64_t n_r = counted(ti, (int64_t)(b1 - b0) * T);
+        /* The batch loss is sum_r (n_r / total) loss_r: replica r's backward is seeded with
+         * its weight. */
+        qkt_real w = (qkt_real)((double)n_r / (double)total);
+        if (n_r) qkt_backward(c, loss, &w);
+        loss_r[r] = (double)n_r / (double)total * (double)loss->data[0];
+    }
+    /* Sum the replicas' grads into the store, in replica order whatever the threads. */
+    qkt_real *home = g->params.grad;
+    const qkt_real *gr = dp->grad;
+    int64_t size = dp->size;
+#pragma omp parallel for num_threads(qkt_get_threads()) schedule(static) if (size > (1 << 16))
+    for (int64_t i = 0; i < size; i++) {
+        qkt_real s = home[i];
+        for (int r = 1; r < R; r++) s += gr[(size_t)(r - 1) * size + i];
+        home[i] = s;
+    }
+    double loss = 0;
+    for (int r = 0; r < R; r++) loss += loss_r[r];
+    return loss;
+}
