@@ -1,5 +1,5 @@
 /* The fused attention in the float32 build: forward against a naive float64
- * reference (T = 45, 100 and 130, ragged tiles, key padding with a fully blocked row),
+ * reference (T = 45, 100, 130 and 300, ragged tiles, key padding with a fully blocked row),
  * backward against the reference's gradients, capture of probs and logits, results
  * independent of the thread count, and memory linear in T (no (T, T) kept per head). */
 #include <stdlib.h>
@@ -177,6 +177,7 @@ int main(void) {
     check_config(1, 100, 64, 2, false);
     check_config(2, 33, 6, 3, true); /* d = 2 */
     check_config(2, 130, 64, 4, true); /* big enough for the threaded path (B T^2 C >= 2^20) */
+    check_config(1, 300, 16, 2, true); /* strips wider than 256 keys (the softmax sum in blocks) */
     /* Memory: doubling T at most doubles the op's arena use (plus a constant), and at
      * T = 1024 (4 heads, 2 threads' scratch) it is under a quarter of one (T, T) matrix
      * per head. */
