@@ -265,22 +265,23 @@ qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const q
  *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   dZ_ij = P_ij (dP_ij - D_i);
  *   dQ_i += s_h sum_j dZ_ij k_j;   dK_j += s_h sum_i dZ_ij q_i = sum_i dZ_ij (s_h q_i);
  *   ds_h = sum_ij dZ_ij q_i.k_j, so dlog_scale[h] = s_h ds_h = sum_i q_i . dQ_i.
- * Blocked entries have P = 0, hence dZ = 0. Key tiles outer (dK_j, dV_j accumulate in
- * small tiles), query tiles from the diagonal down inner. The float32 details matter
+ * Blocked entries have P = 0, hence dZ = 0. Per key tile, all query rows from the
+ * diagonal down as one strip (T x BK scratch for P and dZ): dK_j and dV_j are then one
+ * product each over the whole strip, not a sum of 32-row products. The float32 details matter
  * when a row is nearly one-hot (dZ is then a small difference): z is recomputed from
  * s q rounded exactly as in the forward (the same bits), P from the saved m and 1/l
  * (see fwd_tiles), and D_i in float64, so P here and the P behind y agree to rounding.
  * dlog_scale uses q . dQ once at the end (summing dZ z per tile loses that accuracy).
  * `store`: the grads are a new, unzeroed buffer, so results are stored, not added.
  * Returns dlog_scale[h]'s share from batch b. */
-#define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * BQ * BK + (T) + BK)
+#define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * (size_t)(T) * BK + (T) + BK)
 static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
                        const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, bool store,
                        int b, int h, qkt_real *w) {
     int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), ld = a->ld;
     qkt_real *Q = w, *K = Q + (size_t)T * dp, *dY = K + (size_t)T * dp, *dQ = dY + (size_t)T * dp;
     qkt_real *KT = dQ + (size_t)T * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
-    qkt_real *P = dVj + BK * dp, *G = P + BQ * BK, *D = G + BQ * BK, *kb = D + T;
+    qkt_real *P = dVj + BK * dp, *G = P + (size_t)T * BK, *D = G + (size_t)T * BK, *kb = D + T;
     size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
     size_t row0 = ((size_t)b * a->H + h) * T;
     const qkt_real *rm = a->rmax + row0, *ri = a->rinv + row0, s = a->s[h];
@@ -299,28 +300,25 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
         copy_transposed(k + base + (size_t)c0 * ld, nk, d, ld, KT, BK);
         copy_transposed(v + base + (size_t)c0 * ld, nk, d, ld, VT, BK);
         key_bias(a, b, c0, BK, kb);
-        memset(dKj, 0, (size_t)BK * dp * sizeof *dKj);
-        memset(dVj, 0, (size_t)BK * dp * sizeof *dVj);
-        for (int r0 = c0 / BQ * BQ; r0 < T; r0 += BQ) {
-            int nq = T - r0 < BQ ? T - r0 : BQ;
-            qkt_real *Qi = Q + (size_t)r0 * dp, *dYi = dY + (size_t)r0 * dp;
-            qkt__mk_gemm(nq, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (nq, BK) */
-            qkt__mk_gemm(nq, BK, d, dYi, dp, 1, VT, BK, G, BK, false); /* dP = dY V^T */
-            for (int r = 0; r < nq; r++) {
-                qkt_real *p = P + r * BK, *g = G + r * BK, mi = rm[r0 + r], li = ri[r0 + r], Di = D[r0 + r];
-                int jn = r0 + r - c0 + 1; /* causal */
-                if (mi == -INFINITY) jn = 0, mi = 0; /* fully blocked row: no P */
+        /* every query row from the diagonal tile down, as one strip of M rows */
+        int M = T - c0;
+        qkt_real *Qi = Q + (size_t)c0 * dp, *dYi = dY + (size_t)c0 * dp;
+        qkt__mk_gemm(M, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (M, BK) */
+        qkt__mk_gemm(M, BK, d, dYi, dp, 1, VT, BK, G, BK, false); /* dP = dY V^T */
+        for (int r = 0; r < M; r++) {
+            qkt_real *p = P + (size_t)r * BK, *g = G + (size_t)r * BK, mi = rm[c0 + r], li = ri[c0 + r], Di = D[c0 + r];
+            int jn = r + 1; /* causal: keys c0 + j <= c0 + r */
+            if (mi == -INFINITY) jn = 0, mi = 0; /* fully blocked row: no P */
 #pragma omp simd
-                for (int j = 0; j < BK; j++) {
-                    qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li; /* kb: 0 or -inf */
-                    p[j] = pj;
-                    g[j] = pj * (g[j] - Di); /* dZ */
-                }
+            for (int j = 0; j < BK; j++) {
+                qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li; /* kb: 0 or -inf */
+                p[j] = pj;
+                g[j] = pj * (g[j] - Di); /* dZ */
             }
-            qkt__mk_gemm(nk, dp, nq, P, 1, BK, dYi, dp, dVj, dp, true);                              /* dV_j += P^T dY_i */
-            qkt__mk_gemm(nk, dp, nq, G, 1, BK, Qi, dp, dKj, dp, true);                               /* dK_j += dZ^T (s Q_i) */
-            qkt__mk_gemm(nq, dp, nk, G, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)r0 * dp, dp, true); /* dQ_i / s += dZ K_j */
         }
+        qkt__mk_gemm(nk, dp, M, P, 1, BK, dYi, dp, dVj, dp, false);                           /* dV_j = P^T dY */
+        qkt__mk_gemm(nk, dp, M, G, 1, BK, Qi, dp, dKj, dp, false);                            /* dK_j = dZ^T (s Q) */
+        qkt__mk_gemm(M, dp, nk, G, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)c0 * dp, dp, true); /* dQ / s += dZ K_j */
         for (int j = 0; j < nk; j++) {
             qkt_real *dkr = dk + base + (size_t)(c0 + j) * ld, *dvr = dv + base + (size_t)(c0 + j) * ld;
             const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
