@@ -7,6 +7,7 @@
 #include "qkt_cli.h"
 #include "qkt_flags.h"
 #include "qkt_gpt_io.h"
+#include "qkt_io.h"
 #include "qkt_optim.h"
 
 /* idx and targets from the batch file: integer (B, T), same shape, T <= block_size,
@@ -94,6 +95,9 @@ int qkt_cmd_step(int argc, char **argv) {
     qkt_set_threads(threads);
 
     qkt_err err = {{0}};
+    /* Outputs that cannot be written are refused before any work (exit 2). */
+    if (qkt_check_output(out, &err)) return fprintf(stderr, "qkt step: --out: %s\n", err.msg), 2;
+    if (params_out && qkt_check_output(params_out, &err)) return fprintf(stderr, "qkt step: --params-out: %s\n", err.msg), 2;
     qkt_gpt g;
     /* Unusable input files are refused like bad flags (exit 2); a failed write is exit 1. */
     if (qkt_gpt_open(ckpt, &g, &err)) {

@@ -110,6 +110,22 @@ int qkt_mkdirs(const char *path, qkt_err *err) {
     return 0;
 }
 
+int qkt_check_output(const char *path, qkt_err *err) {
+    char dir[4096];
+    if (!*path) return qkt_err_set(err, "an empty path");
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return qkt_err_set(err, "%.64s...: path too long", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    struct stat st;
+    if (stat(dir, &st) != 0) return qkt_err_set(err, "%s: directory %s: %s", path, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return qkt_err_set(err, "%s: %s is not a directory", path, dir);
+    if (access(dir, W_OK | X_OK) != 0) return qkt_err_set(err, "%s: directory %s is not writable", path, dir);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return qkt_err_set(err, "%s exists and is not a regular file", path);
+    return 0;
+}
+
 bool qkt_file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
