@@ -9,13 +9,7 @@
 #include "qkt_test.h"
 
 static char g_dir[256];
-static const char *path_of(const char *name) {
-    static char buf[4][512];
-    static int k;
-    char *p = buf[k++ % 4];
-    snprintf(p, 512, "%s/%s", g_dir, name);
-    return p;
-}
+static const char *path_of(const char *name) { return qkt_test_path(g_dir, name); }
 
 /* A tiny model: w (4, 3) with decay, b (3), log_scale (2). */
 static void make_params(qkt_params *p, int wrows) {

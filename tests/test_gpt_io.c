@@ -8,13 +8,7 @@
 #include "qkt_test.h"
 
 static char g_dir[256];
-static const char *path_of(const char *name) {
-    static char buf[4][512];
-    static int k;
-    char *p = buf[k++ % 4];
-    snprintf(p, 512, "%s/%s", g_dir, name);
-    return p;
-}
+static const char *path_of(const char *name) { return qkt_test_path(g_dir, name); }
 
 static qkt_gpt_config cfg_of(qkt_attn_scale s) {
     qkt_gpt_config c = qkt_gpt_config_default();

@@ -39,16 +39,22 @@ static double project(qkt_ctx *ctx, const gc_case *c, qkt_tensor **x, const qkt_
     return L;
 }
 
+/* The case's inputs in p, a context, and one forward (dropout drawn from GC_DROPOUT_SEED). */
+static qkt_tensor *setup(const gc_case *c, uint64_t seed, bool no_grad, qkt_params *p, qkt_tensor **x, qkt_ctx *ctx) {
+    make_inputs(c, seed, p, x);
+    qkt_ctx_init(ctx, 1 << 20, seed);
+    qkt_rng_seed(&ctx->rng, GC_DROPOUT_SEED);
+    ctx->no_grad = no_grad;
+    return c->fn(ctx, x, c);
+}
+
 bool gc_check(const gc_case *c, uint64_t seed, gc_result *res) {
     qkt_params p;
     qkt_tensor *x[GC_MAX_INPUTS];
-    make_inputs(c, seed, &p, x);
     qkt_ctx ctx;
-    qkt_ctx_init(&ctx, 1 << 20, seed);
+    qkt_tensor *y = setup(c, seed, false, &p, x, &ctx);
 
     /* Analytic: backward with seed r. */
-    qkt_rng_seed(&ctx.rng, GC_DROPOUT_SEED);
-    qkt_tensor *y = c->fn(&ctx, x, c);
     int64_t ny = y->size;
     qkt_real *r = malloc((size_t)ny * sizeof *r);
     qkt_rng rr;
@@ -95,12 +101,8 @@ bool gc_check(const gc_case *c, uint64_t seed, gc_result *res) {
 int64_t gc_forward(const gc_case *c, uint64_t seed, double *out, int64_t out_cap) {
     qkt_params p;
     qkt_tensor *x[GC_MAX_INPUTS];
-    make_inputs(c, seed, &p, x);
     qkt_ctx ctx;
-    qkt_ctx_init(&ctx, 1 << 20, seed);
-    qkt_rng_seed(&ctx.rng, GC_DROPOUT_SEED);
-    ctx.no_grad = true;
-    qkt_tensor *y = c->fn(&ctx, x, c);
+    qkt_tensor *y = setup(c, seed, true, &p, x, &ctx);
     int64_t n = y->size < out_cap ? y->size : out_cap;
     for (int64_t i = 0; i < n; i++) out[i] = y->data[i];
     qkt_ctx_free(&ctx);

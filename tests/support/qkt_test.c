@@ -30,6 +30,14 @@ const char *qkt_test_tmpdir(const char *tag) {
     return p;
 }
 
+const char *qkt_test_path(const char *dir, const char *name) {
+    static char buf[8][512];
+    static int k = 0;
+    char *p = buf[k++ % 8];
+    snprintf(p, 512, "%s/%s", dir, name);
+    return p;
+}
+
 int qkt_test_run(const char *cmd, char *out, size_t out_len) {
     char full[4096];
     snprintf(full, sizeof full, "%s 2>&1", cmd);

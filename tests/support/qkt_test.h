@@ -31,6 +31,8 @@ int qkt_test_finish(void);
 const char *qkt_test_bin(void);
 /* Make a fresh temporary directory; returns its path (static storage per call). */
 const char *qkt_test_tmpdir(const char *tag);
+/* "dir/name" in one of 8 rotating static buffers (so a few can be live at once). */
+const char *qkt_test_path(const char *dir, const char *name);
 /* Run a shell command, return its exit status (or -1), capturing stdout+stderr into out. */
 int qkt_test_run(const char *cmd, char *out, size_t out_len);
 
