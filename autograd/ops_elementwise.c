@@ -54,6 +54,35 @@ static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
     const qkt_real *dY = n->out->grad;
     int64_t na = a->size, nb = b->size, rows = na / nb;
     qkt_op op = n->op;
+    if (qkt__needs_grad(b)) {
+        qkt_real sign = op == QKT_OP_SUB ? -1 : 1;
+        if (rows == 1 && op != QKT_OP_MUL) { /* same shapes: no reduction */
+            bool fresh;
+            qkt_real *dB = qkt__grad_out(ctx, b, &fresh);
+            if (fresh) {
+#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
+                for (int64_t j = 0; j < nb; j++) dB[j] = sign * dY[j];
+            } else {
+#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
+                for (int64_t j = 0; j < nb; j++) dB[j] += sign * dY[j];
+            }
+        } else if (rows == 1) {
+            qkt_real *dB = qkt_grad(ctx, b);
+#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
+            for (int64_t j = 0; j < nb; j++) dB[j] += dY[j] * a->data[j];
+        } else {
+            qkt__colsum(ctx, rows, nb, dY, op == QKT_OP_MUL ? a->data : NULL, NULL, NULL, sign, qkt_grad(ctx, b));
+        }
+    }
+    /* A residual add (same shapes) whose a has no grad yet: a's grad is dy itself. The
+     * buffer changes hands instead of being copied (y's grad is released after this
+     * backward anyway; with keep_grads both must stay). */
+    if (qkt__needs_grad(a) && op == QKT_OP_ADD && na == nb && !a->grad && !a->is_param && !ctx->keep_grads &&
+        a != b && n->out->grad != NULL) {
+        a->grad = n->out->grad;
+        n->out->grad = NULL;
+        return;
+    }
     if (qkt__needs_grad(a)) {
         bool fresh;
         qkt_real *dA = qkt__grad_out(ctx, a, &fresh);
@@ -77,19 +106,6 @@ static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
 #pragma omp simd
                 for (int64_t j = j0; j < j1; j++) da[j] += dy[j];
             }
-        }
-    }
-    if (qkt__needs_grad(b)) {
-        qkt_real *dB = qkt_grad(ctx, b);
-        qkt_real sign = op == QKT_OP_SUB ? -1 : 1;
-        if (rows == 1 && op != QKT_OP_MUL) { /* same shapes: no reduction */
-#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
-            for (int64_t j = 0; j < nb; j++) dB[j] += sign * dY[j];
-        } else if (rows == 1) {
-#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
-            for (int64_t j = 0; j < nb; j++) dB[j] += dY[j] * a->data[j];
-        } else {
-            qkt__colsum(ctx, rows, nb, dY, op == QKT_OP_MUL ? a->data : NULL, NULL, NULL, sign, dB);
         }
     }
 }
