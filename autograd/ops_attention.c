@@ -28,7 +28,28 @@ typedef struct {
     qkt_real *rinv;   /* (B, H, T) 1 / sum_j exp(z_ij - m_i); 0 for a fully blocked row */
     qkt_real *s;      /* (H) per-head scale used */
     uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
+    bool drop;        /* dropout on P: keep (i, j) when drop_hash >= drop_thr, scaled by keep_scale */
+    uint32_t drop_thr;
+    qkt_real keep_scale;
+    uint64_t drop_seed;
 } attn_saved;
+
+/* Dropout mask of P[b,h,i,j] from a counter-based hash (murmur3's 32-bit finaliser):
+ * row_key mixes the seed, (b, h) and i once per row; key j is kept when
+ * mix(row_key + j * golden) >= drop_thr = p 2^32. Vectorises over j. */
+static inline uint32_t mix32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+}
+static uint32_t drop_row_key(const attn_saved *a, int b, int h, int i) {
+    uint32_t x = mix32((uint32_t)(a->drop_seed >> 32) + (uint32_t)(b * a->H + h) * 0x9E3779B9u);
+    return mix32(x ^ (uint32_t)a->drop_seed ^ mix32((uint32_t)i + 0x7F4A7C15u));
+}
+#define DROP_GOLDEN 0x9E3779B9u
 
 /* Threads only when the op has work for them: B T^2 C (~ its flops) of at least 2^20,
  * some 10-20 us on one core. Below that a parallel region costs more than it saves
@@ -101,8 +122,9 @@ static int kt_ld(int n) { return n + 16; }
  * one thread: 30 % faster at T = 64 .. 8192. m and 1/l are saved for the backward
  * (not lse = m + log l, whose float32 rounding at |lse| ~ 100 would already be a 1e-5
  * relative error in P). */
-static void strip_rows(const attn_saved *a, const qkt_real *Q, const qkt_real *KT, int ldk, const qkt_real *V,
-                       const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, qkt_real *O, qkt_real *m, double *l) {
+static void strip_rows(const attn_saved *a, int b, int h, const qkt_real *Q, const qkt_real *KT, int ldk,
+                       const qkt_real *V, const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, qkt_real *O, qkt_real *m,
+                       double *l) {
     int nc = qkt__round_up(r0 + nq < a->T ? r0 + nq : a->T, BK);
     qkt__mk_gemm(nq, nc, a->d, Q, dp, 1, KT, ldk, S, nc, false);   /* S = s Q K^T (nq, nc) */
     for (int r = 0; r < nq; r++) {
@@ -127,6 +149,13 @@ static void strip_rows(const attn_saved *a, const qkt_real *Q, const qkt_real *K
         for (int j0 = 0; j0 < nc; j0 += 256) sum += qkt__dot16(z + j0, NULL, nc - j0 < 256 ? nc - j0 : 256);
         l[r] = sum;
         qkt_real pinv = (qkt_real)(1 / l[r]);
+        if (a->drop) { /* P' = P mask / (1 - p); m and l stay those of P */
+            uint32_t key = drop_row_key(a, b, h, r0 + r), thr = a->drop_thr;
+            qkt_real ks = a->keep_scale; /* (z pinv) ks: rounded as the backward's P' */
+#pragma omp simd
+            for (int j = 0; j < nc; j++) z[j] = mix32(key + (uint32_t)j * DROP_GOLDEN) >= thr ? z[j] * pinv * ks : 0;
+            continue;
+        }
 #pragma omp simd
         for (int j = 0; j < nc; j++) z[j] *= pinv;
     }
@@ -154,7 +183,7 @@ static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k,
     for (int r0 = qt0 * BQ; r0 < qt1 * BQ && r0 < T; r0 += BQ) {
         int nq = T - r0 < BQ ? T - r0 : BQ;
         copy_rows(q + base + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
-        strip_rows(a, Q, KT, ldk, V, kb, r0, nq, dp, S, O, m, l);
+        strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, O, m, l);
         for (int r = 0; r < nq; r++) {
             qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
             memcpy(yr, o, (size_t)d * sizeof *yr); /* already normalised; 0 for a fully blocked row */
@@ -200,11 +229,18 @@ static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt
               (long long)(o->log_scale ? o->log_scale->size : 0), H);
     int d = C / H, dp = qkt__round_up(d, QKT_MK_PAD);
     attn_saved *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
-    *a = (attn_saved){B, T, C, H, d, ld, packed, NULL, NULL, NULL, NULL};
+    *a = (attn_saved){B, T, C, H, d, ld, packed, NULL, NULL, NULL, NULL, false, 0, 0, 0};
     a->rmax = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
     a->rinv = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
     a->s = qkt_arena_alloc(&ctx->arena, (size_t)H * sizeof(qkt_real));
     for (int h = 0; h < H; h++) a->s[h] = (qkt_real)(o->scale * (o->log_scale ? exp(o->log_scale->data[h]) : 1.0));
+    QKT_CHECK(o->dropout >= 0 && o->dropout < 1, "attention: dropout %g not in [0, 1)", o->dropout);
+    if (o->dropout > 0 && ctx->training) {
+        a->drop = true;
+        a->drop_seed = qkt_rng_u64(&ctx->rng);
+        a->drop_thr = (uint32_t)fmin(o->dropout * 4294967296.0, 4294967295.0);
+        a->keep_scale = (qkt_real)(1.0 / (1.0 - o->dropout));
+    }
     if (o->key_pad) {
         a->key_pad = qkt_arena_alloc(&ctx->arena, (size_t)B * T);
         memcpy(a->key_pad, o->key_pad, (size_t)B * T);
@@ -272,6 +308,8 @@ qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const q
  * s q rounded exactly as in the forward (the same bits), P from the saved m and 1/l
  * (see fwd_tiles), and D_i in float64, so P here and the P behind y agree to rounding.
  * dlog_scale uses q . dQ once at the end (summing dZ z per tile loses that accuracy).
+ * With dropout, y = P' V (P' = P mask / (1-p)): dV uses P', dP = dP' mask / (1-p), and
+ * D_i = dY_i . y_i is still sum_j P_ij dP_ij.
  * `store`: the grads are a new, unzeroed buffer, so results are stored, not added.
  * Returns dlog_scale[h]'s share from batch b. */
 #define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * (size_t)(T) * BK + (T) + BK)
@@ -309,6 +347,18 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
             qkt_real *p = P + (size_t)r * BK, *g = G + (size_t)r * BK, mi = rm[c0 + r], li = ri[c0 + r], Di = D[c0 + r];
             int jn = r + 1; /* causal: keys c0 + j <= c0 + r */
             if (mi == -INFINITY) jn = 0, mi = 0; /* fully blocked row: no P */
+            if (a->drop) { /* y = P' V with P' = P mask / (1-p): dV from P', dP = dP' mask / (1-p) */
+                uint32_t key = drop_row_key(a, b, h, c0 + r) + (uint32_t)c0 * DROP_GOLDEN, thr = a->drop_thr;
+                qkt_real ks = a->keep_scale;
+#pragma omp simd
+                for (int j = 0; j < BK; j++) {
+                    qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li;
+                    qkt_real keep = mix32(key + (uint32_t)j * DROP_GOLDEN) >= thr ? ks : 0;
+                    p[j] = pj * keep;
+                    g[j] = pj * (g[j] * keep - Di);
+                }
+                continue;
+            }
 #pragma omp simd
             for (int j = 0; j < BK; j++) {
                 qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li; /* kb: 0 or -inf */

@@ -296,8 +296,14 @@ typedef struct qkt_attn_capture {
     qkt_real *probs;  /* (B, H, T, T) probabilities, or NULL */
     qkt_real *logits; /* (B, H, T, T) scaled logits s_h q.k; blocked entries -inf; or NULL */
 } qkt_attn_capture;
+/* dropout > 0 (and ctx->training): each weight P[b,h,i,j] is zeroed with probability
+ * `dropout` and the others scaled by 1/(1 - dropout) before P v (nanoGPT's attn_dropout).
+ * The mask is a hash of (a seed drawn from ctx->rng, b, h, i, j), so backward recomputes
+ * it, nothing T x T is stored, and it does not depend on the thread count. Captured
+ * probabilities are the weights before dropout. */
 typedef struct qkt_attn_opts {
     double scale;              /* fixed multiplier on q.k (the variant's s times attn_temp) */
+    double dropout;            /* probability in [0, 1) of zeroing an attention weight (training only) */
     qkt_tensor *log_scale;     /* (H) or NULL */
     const uint8_t *key_pad;    /* (B, T), nonzero = key blocked; or NULL */
     qkt_attn_capture *capture; /* filled during this call when non-NULL */

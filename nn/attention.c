@@ -32,6 +32,7 @@ void qkt_attn_add(qkt_attn *a, qkt_params *p, const char *prefix, const qkt_gpt_
     char name[QKT_NAME_LEN];
     *a = (qkt_attn){.n_embd = C, .n_head = H, .kind = c->attn_scale};
     a->scale = variant_scale(c->attn_scale, C, d) * c->attn_temp;
+    a->dropout = c->dropout;
     snprintf(name, sizeof name, "%s.c_attn", prefix);
     qkt_linear_add(&a->c_attn, p, name, C, 3 * C, c->bias);
     snprintf(name, sizeof name, "%s.c_proj", prefix);
@@ -60,7 +61,7 @@ qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, con
     int C = a->n_embd;
     QKT_CHECK(x->ndim == 3 && x->shape[2] == C, "attention input must be (B, T, %d), got %d dims, last %d", C, x->ndim,
               x->shape[x->ndim - 1]);
-    qkt_attn_opts o = {.scale = a->scale, .log_scale = a->log_scale, .key_pad = key_pad, .capture = capture};
+    qkt_attn_opts o = {.scale = a->scale, .dropout = a->dropout, .log_scale = a->log_scale, .key_pad = key_pad, .capture = capture};
     qkt_tensor *packed = qkt_linear_forward(ctx, &a->c_attn, x), *y; /* (B, T, 3C) = [q | k | v] */
     if (a->kind == QKT_ATTN_QK_LAYERNORM) {
         qkt_tensor *qkv[3];

@@ -101,6 +101,7 @@ typedef struct qkt_attn {
     int n_embd, n_head;
     qkt_attn_scale kind;
     double scale;          /* the fixed part of s: variant's s times attn_temp */
+    double dropout;        /* on the attention weights (training only) */
 } qkt_attn;
 void qkt_attn_add(qkt_attn *a, qkt_params *p, const char *prefix, const qkt_gpt_config *c);
 /* key_pad: (B, T), nonzero = key blocked, or NULL. capture: filled when non-NULL

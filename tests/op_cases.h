@@ -96,14 +96,15 @@ static const uint8_t *attn_pad_tiled(int T) {
     for (int i = 0; i < n; i++) p[i] = (i % T == 0 && i < T) || (i % T >= 30 && i % T <= 34) || i % 7 == 3;
     return p;
 }
-/* flags: 1 learned scale (x[3], or x[1] when packed), 2 key padding, 8 packed qkv
- * (x[0] is (B, T, 3C)), bits 4.. the head count (0: 3 heads) */
+/* flags: 1 learned scale (x[3], or x[1] when packed), 2 key padding, 4 dropout 0.3 on P,
+ * 8 packed qkv (x[0] is (B, T, 3C)), bits 4.. the head count (0: 3 heads) */
 static qkt_tensor *f_attention(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
     int H = (c->flags >> 4) ? c->flags >> 4 : 3, T = x[0]->shape[1];
     bool packed = c->flags & 8;
     const uint8_t *pad = NULL;
     if (c->flags & 2) pad = T == 5 ? attn_pad : attn_pad_tiled(T);
-    qkt_attn_opts o = {.scale = 0.45, .log_scale = (c->flags & 1) ? x[packed ? 1 : 3] : NULL, .key_pad = pad};
+    qkt_attn_opts o = {.scale = 0.45, .log_scale = (c->flags & 1) ? x[packed ? 1 : 3] : NULL, .key_pad = pad,
+                       .dropout = (c->flags & 4) ? 0.3 : 0};
     return packed ? qkt_attention_qkv(ctx, x[0], H, &o) : qkt_attention(ctx, x[0], x[1], x[2], H, &o);
 }
 /* an input used twice in one graph: y = x W + x * x (broadcast-free) */
@@ -175,6 +176,12 @@ static const gc_case op_cases[] = {
     CASE("attention packed qkv, learned+pad", f_attention, TOL, 1 | 2 | 8, 2, .ndim = {3, 1},
          .shape = {{2, 33, 36}, {3}}),
     CASE("attention packed qkv, T=70", f_attention, TOL, 8 | 2 << 4, 1, .ndim = {3}, .shape = {{1, 70, 24}}),
+    /* dropout on P: the mask (a hash of the seed drawn from ctx->rng) is the same in
+     * every evaluation of the check */
+    CASE("attention dropout, learned", f_attention, TOL, 1 | 4, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{2, 5, 12}, {2, 5, 12}, {2, 5, 12}, {3}}),
+    CASE("attention dropout T=70, pad", f_attention, TOL, 1 | 2 | 4 | 2 << 4, 4, .ndim = {3, 3, 3, 1},
+         .shape = {{1, 70, 8}, {1, 70, 8}, {1, 70, 8}, {2}}),
     CASE("chain with fresh grads", f_fresh_chain, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 5, 6}, {18, 6}, {18}}),
     CASE("input used twice", f_twice, TOL, 0, 2, .ndim = {2, 2}, .shape = {{3, 3}, {3, 3}}),
 };

@@ -172,7 +172,97 @@ static size_t attention_bytes(int T, int H) {
     return used;
 }
 
+/* Dropout on P: with one-hot values (v_j = e_j, d >= T) y_i is row i of P' itself, so
+ * every visible weight must be 0 or P_ij / (1 - p) (P from the eval run), about p of
+ * them 0; the backward agrees with the reference run on the masked weights (dq, dk, dv
+ * of y = P' v against a float64 computation with the mask read off y); the same seed
+ * gives the same mask on 1 and 2 threads, another seed another mask; in eval mode
+ * nothing is dropped. (test_gc_ops checks the gradient in float64.) */
+static void check_dropout(void) {
+    const int B = 8, T = 40, H = 2, d = 48, C = H * d;
+    const double pdrop = 0.25;
+    size_t n = (size_t)B * T * C;
+    qkt_params p;
+    qkt_params_init(&p);
+    qkt_tensor *q = qkt_params_add(&p, "q", 3, (int[]){B, T, C}, 0), *k = qkt_params_add(&p, "k", 3, (int[]){B, T, C}, 0);
+    qkt_tensor *v = qkt_params_add(&p, "v", 3, (int[]){B, T, C}, 0);
+    qkt_params_finalize(&p);
+    qkt_rng r;
+    qkt_rng_seed(&r, 5);
+    for (size_t i = 0; i < n; i++) q->data[i] = (qkt_real)qkt_rng_normal(&r), k->data[i] = (qkt_real)qkt_rng_normal(&r);
+    for (size_t i = 0; i < n; i++) v->data[i] = (qkt_real)(i % d == (i / C) % T); /* v[b, j, h, c] = [c == j] */
+    qkt_real *yeval = malloc(n * sizeof *yeval), *y1 = malloc(n * sizeof *y1), *other = malloc(n * sizeof *other);
+    for (int run = 0; run < 4; run++) { /* eval, training on 1 thread, on 2 threads, another seed */
+        qkt_set_threads(run == 2 ? 2 : 1);
+        qkt_ctx ctx;
+        qkt_ctx_init(&ctx, 1 << 20, run == 3 ? 2 : 1);
+        ctx.training = run > 0;
+        qkt_tensor *y = qkt_attention(&ctx, q, k, v, H, &(qkt_attn_opts){.scale = 0.5, .dropout = pdrop});
+        memcpy(run == 0 ? yeval : run == 1 ? y1 : other, y->data, n * sizeof *y1);
+        if (run == 2) EXPECT(memcmp(y1, y->data, n * sizeof *y1) == 0, "dropout mask depends on the thread count");
+        if (run == 1) {
+            /* backward against float64 with the mask read off y */
+            qkt_real *dy = malloc(n * sizeof *dy);
+            for (size_t i = 0; i < n; i++) dy[i] = (qkt_real)qkt_rng_normal(&r);
+            qkt_params_zero_grad(&p);
+            qkt_backward(&ctx, y, dy);
+            double *dq = calloc(n, sizeof *dq), *dk = calloc(n, sizeof *dk), *dv = calloc(n, sizeof *dv);
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++)
+                    for (int i = 0; i < T; i++) {
+                        size_t row = ((size_t)b * T + i) * C + (size_t)h * d;
+                        double P[64], dP[64], D = 0;
+                        for (int j = 0; j <= i; j++) {
+                            double keep = y1[row + j] == 0 ? 0 : 1 / (1 - pdrop), pp = yeval[row + j];
+                            double dpp = dy[row + j]; /* dP'_ij = dy_i . v_j = dy[i, j] */
+                            P[j] = pp, dP[j] = dpp * keep, D += pp * dP[j];
+                            for (int c = 0; c < d; c++) dv[((size_t)b * T + j) * C + (size_t)h * d + c] += pp * keep * dy[row + c];
+                        }
+                        for (int j = 0; j <= i; j++) {
+                            double gz = P[j] * (dP[j] - D) * 0.5; /* times the scale */
+                            for (int c = 0; c < d; c++) {
+                                dq[row + c] += gz * k->data[((size_t)b * T + j) * C + (size_t)h * d + c];
+                                dk[((size_t)b * T + j) * C + (size_t)h * d + c] += gz * q->data[row + c];
+                            }
+                        }
+                    }
+            EXPECT(max_rel(q->grad, dq, n) < 1e-4, "dropout: dq off by %.3g", max_rel(q->grad, dq, n));
+            EXPECT(max_rel(k->grad, dk, n) < 1e-4, "dropout: dk off by %.3g", max_rel(k->grad, dk, n));
+            EXPECT(max_rel(v->grad, dv, n) < 1e-4, "dropout: dv off by %.3g", max_rel(v->grad, dv, n));
+            free(dy), free(dq), free(dk), free(dv);
+        }
+        qkt_ctx_free(&ctx);
+    }
+    size_t visible = 0, dropped = 0, bad = 0, differ = 0, not_one = 0;
+    for (size_t row = 0; row < n; row += d) { /* eval: every row of P sums to 1, nothing dropped */
+        double sum = 0;
+        for (int j = 0; j < d; j++) sum += yeval[row + j];
+        not_one += fabs(sum - 1) > 1e-5;
+    }
+    EXPECT(not_one == 0, "eval mode: %zu rows of P do not sum to 1", not_one);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j <= i; j++) {
+                    size_t at = ((size_t)b * T + i) * C + (size_t)h * d + j;
+                    double want = yeval[at] / (1 - pdrop);
+                    visible++;
+                    dropped += y1[at] == 0;
+                    bad += y1[at] != 0 && fabs(y1[at] - want) > 1e-6 * (1 + want);
+                    differ += (y1[at] == 0) != (other[at] == 0);
+                }
+    double frac = (double)dropped / (double)visible;
+    printf("attention dropout %.2f: %zu of %zu weights dropped (%.3f); another seed differs at %zu\n", pdrop, dropped, visible,
+           frac, differ);
+    EXPECT(bad == 0, "%zu kept weights are not P / (1 - p)", bad);
+    EXPECT(fabs(frac - pdrop) < 0.02, "dropped fraction %.4f, expected %.2f", frac, pdrop);
+    EXPECT(differ > visible / 5, "another seed changed only %zu of %zu mask entries", differ, visible);
+    free(yeval), free(y1), free(other);
+    qkt_params_free(&p);
+}
+
 int main(void) {
+    check_dropout();
     check_config(2, 45, 24, 3, true);
     check_config(1, 100, 64, 2, false);
     check_config(2, 33, 6, 3, true); /* d = 2 */

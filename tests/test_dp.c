@@ -146,7 +146,8 @@ static void test_dropout_streams(void) {
     /* dropout is active in both replicas: the loss differs from the model without it */
     fixture_init(&f0, 0);
     double l0 = step(&f0.g, 2, 2, idx, tgt, b, NULL);
-    EXPECT(fabs(l0 - la) > 1e-4, "dropout 0.3 left the loss at %.9g (no dropout %.9g)", la, l0);
+    double e = rel_err(a, b, P);
+    EXPECT(l0 != la && e > 0.05, "dropout 0.3 left loss %.9g (no dropout %.9g) and grads (off by %.3g) nearly unchanged", la, l0, e);
     free(a), free(b);
     qkt_gpt_free(g);
     qkt_gpt_free(&f0.g);
