@@ -200,16 +200,17 @@ int qkt_cmd_bench(int argc, char **argv) {
         return 2;
     }
 #ifdef QKT_BENCH_HAVE_MODEL
-    if (peak <= 0) peak = sgemm_peak(peak_n, 3);
     qkt_err err = {{0}};
     double t, cpu;
     if (run_model(&bc, replicas, warmup, steps, &t, &cpu, &err)) {
         fprintf(stderr, "qkt bench: %s\n", err.msg);
         return 1;
     }
+    double rss = peak_rss_mb(); /* before the sgemm peak's matrices (3 n^2 floats) exist */
+    if (peak <= 0) peak = sgemm_peak(peak_n, 3);
     double flops = bench_flops(&bc);
     printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f\n", bc.name, threads, t * 1e3,
-           (double)bc.B * bc.T / t, peak_rss_mb(), flops / t / (peak * 1e9));
+           (double)bc.B * bc.T / t, rss, flops / t / (peak * 1e9));
     const char *wait = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
     fprintf(stderr,
             "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, replicas %d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
