@@ -327,10 +327,15 @@ static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k
     copy_rows(k + base, T, d, ld, 1, K, dp);
     copy_rows(dy + obase, T, d, C, 1, dY, dp);
     memset(dQ, 0, (size_t)T * dp * sizeof *dQ);
-    for (int i = 0; i < T; i++) {
+    for (int i = 0; i < T; i++) { /* D_i = dY_i . y_i in float64: 8 lanes (one chain was latency-bound) */
         const qkt_real *dyi = dy + obase + (size_t)i * C, *yi = y + obase + (size_t)i * C;
-        double acc = 0;
-        for (int c = 0; c < d; c++) acc += (double)dyi[c] * yi[c];
+        double lane[8] = {0}, acc = 0;
+        int c = 0;
+        for (; c + 8 <= d; c += 8)
+#pragma omp simd
+            for (int l = 0; l < 8; l++) lane[l] += (double)dyi[c + l] * yi[c + l];
+        for (; c < d; c++) acc += (double)dyi[c] * yi[c];
+        for (int l = 0; l < 8; l++) acc += lane[l];
         D[i] = (qkt_real)acc;
     }
     for (int c0 = 0; c0 < T; c0 += BK) {
