@@ -6,9 +6,6 @@
  * single-threaded ops, and the grads are summed once, in replica order. */
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "qkt_nn.h"
 
@@ -71,10 +68,7 @@ double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const
         dp->ctx[r]->training = c0->training;
         dp->ctx[r]->detect_anomaly = c0->detect_anomaly;
     }
-    int nt = 1;
-#ifdef _OPENMP
-    nt = qkt_get_threads() < R ? qkt_get_threads() : R;
-#endif
+    int nt = qkt_get_threads() < R ? qkt_get_threads() : R;
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int r = 0; r < R; r++) {
         int b0 = (int)((int64_t)B * r / R), b1 = (int)((int64_t)B * (r + 1) / R);
