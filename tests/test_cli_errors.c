@@ -125,6 +125,23 @@ static void copy_file(const char *src, const char *dst) {
     free(s);
 }
 
+/* dst = src with its first `from` replaced by `to` (a damaged copy of a valid file) */
+static void copy_edited(const char *src, const char *dst, const char *from, const char *to) {
+    qkt_err err;
+    size_t n;
+    char *s = qkt_read_file(src, &n, &err), *at = s ? strstr(s, from) : NULL;
+    EXPECT(at != NULL, "%s: '%s' not found", src, from);
+    if (!at) {
+        free(s);
+        return;
+    }
+    qkt_buf b = {0};
+    qkt_buf_printf(&b, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    write_bytes(dst, b.s, b.n);
+    qkt_buf_free(&b);
+    free(s);
+}
+
 #define TINY "--n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --batch-size 4 --eval-batches 2 --threads 1"
 #define MQ "--data mqar:n_pairs=4,n_queries=4"
 
@@ -174,6 +191,10 @@ static void make_fixtures(void) {
     copy_file("r2/train.json", "mixed/train.json");
     copy_file("r1/ckpt.safetensors", "mixed/ckpt.safetensors");
     copy_file("r1/train.json", "randckpt/train.json");
+    EXPECT(mkdir("badeps", 0755) == 0 && mkdir("rep0", 0755) == 0 && mkdir("repbig", 0755) == 0, "mkdir");
+    copy_edited("r1/train.json", "badeps/train.json", "\"ln_eps\":\t1e-05", "\"ln_eps\":\t0");
+    copy_edited("r1/train.json", "rep0/train.json", "\"replicas\":\t1", "\"replicas\":\t0");
+    copy_edited("r1/train.json", "repbig/train.json", "\"replicas\":\t1", "\"replicas\":\t64");
     write_bytes("randckpt/ckpt.safetensors", rnd, sizeof rnd);
     /* ablate run directories: a damaged config.json, and a valid one without cells */
     EXPECT(qkt_mkdirs("runs/damaged", &err) == 0 && qkt_mkdirs("runs/nocells", &err) == 0, "%s", err.msg);
@@ -320,6 +341,9 @@ static const bad_case cases[] = {
     {"train --resume mixed", 2, "--resume", "n_layer"},
     {"train --resume randckpt", 2, "--resume", "randckpt/ckpt.safetensors"},
     {"train --resume r1 --steps 5", 2, "--steps", NULL},
+    {"train --resume badeps", 2, "badeps/train.json", "ln_eps"},
+    {"train --resume rep0", 2, "rep0/train.json", "replicas"},
+    {"train --resume repbig", 2, "repbig/train.json", "--replicas 64"},
 };
 
 int main(void) {
