@@ -2,6 +2,7 @@
 #include "ops_internal.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -78,14 +79,28 @@ qkt_node *qkt_op_record_custom(qkt_ctx *ctx, const char *name, qkt_backward_fn b
 
 void qkt__custom_backward(qkt_ctx *ctx, qkt_node *n) { n->custom_backward(ctx, n); }
 
+/* detect_anomaly's report and exit(3). Replicas run contexts on several threads, and
+ * exit from two threads at once is undefined: the first thread takes the lock and
+ * never gives it back, so one report is printed and the process ends once. */
+static _Noreturn void anomaly(const char *fmt, ...) {
+#pragma omp critical(qkt_anomaly)
+    {
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        exit(3);
+    }
+    abort(); /* not reached */
+}
+
 void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out) {
     if (!ctx->detect_anomaly) return;
     for (int64_t i = 0; i < out->size; i++) {
         if (!isfinite(out->data[i])) {
-            fprintf(stderr, "qkt: anomaly: op %s%s%s produced %s at element %lld of %lld\n",
-                    qkt_op_name(op), ctx->scope ? " in " : "", ctx->scope ? ctx->scope : "",
-                    isnan(out->data[i]) ? "NaN" : "Inf", (long long)i, (long long)out->size);
-            exit(3);
+            anomaly("qkt: anomaly: op %s%s%s produced %s at element %lld of %lld\n", qkt_op_name(op),
+                    ctx->scope ? " in " : "", ctx->scope ? ctx->scope : "", isnan(out->data[i]) ? "NaN" : "Inf",
+                    (long long)i, (long long)out->size);
         }
     }
 }
@@ -98,11 +113,10 @@ static void check_backward(const qkt_ctx *ctx, const qkt_node *n) {
         const qkt_real *g = t->is_param && ctx->pg_to ? ctx->pg_to + (t->grad - ctx->pg_home) : t->grad;
         for (int64_t i = 0; i < t->size; i++) {
             if (!isfinite(g[i])) {
-                fprintf(stderr, "qkt: anomaly: op %s%s%s produced %s in its backward (the grad of input %d, element %lld of %lld)\n",
+                anomaly("qkt: anomaly: op %s%s%s produced %s in its backward (the grad of input %d, element %lld of %lld)\n",
                         n->op == QKT_OP_CUSTOM && n->custom_name ? n->custom_name : qkt_op_name(n->op),
                         n->scope ? " in " : "", n->scope ? n->scope : "", isnan(g[i]) ? "NaN" : "Inf", k,
                         (long long)i, (long long)t->size);
-                exit(3);
             }
         }
     }
