@@ -28,7 +28,7 @@ typedef struct {
     qkt_real *rinv;   /* (B, H, T) 1 / sum_j exp(z_ij - m_i); 0 for a fully blocked row */
     qkt_real *s;      /* (H) per-head scale used */
     uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
-    bool drop;        /* dropout on P: keep (i, j) when drop_hash >= drop_thr, scaled by keep_scale */
+    bool drop;        /* dropout on P: keep (i, j) when its hash (below) >= drop_thr, scaled by keep_scale */
     uint32_t drop_thr;
     qkt_real keep_scale;
     uint64_t drop_seed;
