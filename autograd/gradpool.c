@@ -65,9 +65,8 @@ static void *pool_alloc(qkt_ctx *ctx, size_t bytes, bool zero) {
     return p;
 }
 
-/* A parameter's grad, in the buffer ctx redirects the store's grads to (if any). */
-static qkt_real *param_grad(const qkt_ctx *ctx, const qkt_tensor *t) {
-    if (!ctx->pg_to) return t->grad;
+qkt_real *qkt__grad_buffer(const qkt_ctx *ctx, const qkt_tensor *t) {
+    if (!t->is_param || !ctx->pg_to) return t->grad;
     int64_t off = t->grad - ctx->pg_home;
     QKT_CHECK(off >= 0 && off + t->size <= ctx->pg_size, "parameter %s is not in the store the context's grads are redirected from",
               t->name ? t->name : "?");
@@ -75,14 +74,14 @@ static qkt_real *param_grad(const qkt_ctx *ctx, const qkt_tensor *t) {
 }
 
 qkt_real *qkt_grad(qkt_ctx *ctx, qkt_tensor *t) {
-    if (t->is_param) return param_grad(ctx, t);
+    if (t->is_param) return qkt__grad_buffer(ctx, t);
     if (!t->grad) t->grad = pool_alloc(ctx, (size_t)t->size * sizeof(qkt_real), true);
     return t->grad;
 }
 
 qkt_real *qkt__grad_out(qkt_ctx *ctx, qkt_tensor *t, bool *fresh) {
     *fresh = !t->grad;
-    if (t->is_param) return param_grad(ctx, t);
+    if (t->is_param) return qkt__grad_buffer(ctx, t);
     if (!t->grad) t->grad = pool_alloc(ctx, (size_t)t->size * sizeof(qkt_real), false);
     return t->grad;
 }

@@ -37,6 +37,9 @@ void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, co
  * it is NOT zeroed and the op must store (=) instead of accumulate (+=), which saves a
  * memset and a read per element. Parameters' grads are never fresh. */
 qkt_real *qkt__grad_out(qkt_ctx *ctx, qkt_tensor *t, bool *fresh);
+/* The buffer t's grad is in for this context, or NULL if it has none yet (no
+ * allocation): a parameter's is in the buffer ctx redirects the store's grads to, if any. */
+qkt_real *qkt__grad_buffer(const qkt_ctx *ctx, const qkt_tensor *t);
 /* Grad pool (gradpool.c): give t's grad back (t->grad = NULL; params untouched);
  * reset returns every buffer; free releases the memory. */
 void qkt__grad_release(qkt_ctx *ctx, qkt_tensor *t);

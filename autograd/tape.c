@@ -109,8 +109,8 @@ void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out) {
 static void check_backward(const qkt_ctx *ctx, const qkt_node *n) {
     for (int k = 0; k < n->n_in; k++) {
         const qkt_tensor *t = n->in[k];
-        if (!t || !t->grad) continue;
-        const qkt_real *g = t->is_param && ctx->pg_to ? ctx->pg_to + (t->grad - ctx->pg_home) : t->grad;
+        const qkt_real *g = t ? qkt__grad_buffer(ctx, t) : NULL;
+        if (!g) continue;
         for (int64_t i = 0; i < t->size; i++) {
             if (!isfinite(g[i])) {
                 anomaly("qkt: anomaly: op %s%s%s produced %s in its backward (the grad of input %d, element %lld of %lld)\n",
