@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -172,14 +171,6 @@ static int parse(int argc, char **argv, run_opts *o) {
     return 0;
 }
 
-/* A path inside OUT that we will replace must be a regular file or absent. */
-static int check_target(const char *path, qkt_err *err) {
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return qkt_err_set(err, "%s exists and is not a regular file", path);
-    return 0;
-}
-
 static void log_row(FILE *f, long long step, const qkt_step_stats *st, const qkt_eval *ev, double tok_s, double elapsed) {
     if (st) fprintf(f, "%lld,%.9g,%.9g,%.9g,", step, st->loss, st->lr, st->grad_norm);
     else fprintf(f, "%lld,,,,", step);
@@ -218,7 +209,8 @@ int qkt_cmd_train(int argc, char **argv) {
                 o.out, o.out);
         goto done;
     }
-    if (qkt_mkdirs(o.out, &err) || check_target(p_ckpt, &err) || check_target(p_log, &err) || check_target(p_json, &err)) {
+    if (qkt_mkdirs(o.out, &err) || qkt_check_replaceable(p_ckpt, &err) || qkt_check_replaceable(p_log, &err) ||
+        qkt_check_replaceable(p_json, &err)) {
         fprintf(stderr, CMD ": --%s %s: %s\n", resuming ? "resume" : "out", o.out, err.msg);
         goto done;
     }

@@ -122,6 +122,11 @@ int qkt_check_output(const char *path, qkt_err *err) {
     if (stat(dir, &st) != 0) return qkt_err_set(err, "%s: directory %s: %s", path, dir, strerror(errno));
     if (!S_ISDIR(st.st_mode)) return qkt_err_set(err, "%s: %s is not a directory", path, dir);
     if (access(dir, W_OK | X_OK) != 0) return qkt_err_set(err, "%s: directory %s is not writable", path, dir);
+    return qkt_check_replaceable(path, err);
+}
+
+int qkt_check_replaceable(const char *path, qkt_err *err) {
+    struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return qkt_err_set(err, "%s exists and is not a regular file", path);
     return 0;
 }

@@ -19,9 +19,12 @@ int qkt_write_all(int fd, const void *buf, size_t n);
 /* mkdir -p; err names the first path that could not be made. */
 int qkt_mkdirs(const char *path, qkt_err *err);
 bool qkt_file_exists(const char *path);
+/* A file an atomic write will replace must be absent or a regular file (not a
+ * directory, FIFO, ...). 0, or -1 with err naming the path. */
+int qkt_check_replaceable(const char *path, qkt_err *err);
 /* Can an atomic write to path succeed as far as one can tell before the work: its
- * directory exists and is writable, and path is absent or a regular file. 0, or -1
- * with err naming the path and the problem. */
+ * directory exists and is writable, and path is replaceable (above). 0, or -1 with err
+ * naming the path and the problem. */
 int qkt_check_output(const char *path, qkt_err *err);
 /* Reads a whole file (NUL-terminated copy; *n gets the size). NULL + err on failure. */
 char *qkt_read_file(const char *path, size_t *n, qkt_err *err);
