@@ -46,6 +46,9 @@ static int64_t counted(const int32_t *tgt, int64_t n) {
     return c;
 }
 
+/* Shard r of R is rows [shard_b0(r), shard_b0(r + 1)) of a batch of B. */
+static int shard_b0(int B, int R, int r) { return (int)((int64_t)B * r / R); }
+
 double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const int32_t *tgt, int B, int T) {
     const int R = dp->n;
     QKT_CHECK(B >= R, "qkt_dp_forward_backward: batch %d is smaller than the %d replicas", B, R);
@@ -58,7 +61,12 @@ double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const
         if (counted(tgt, (int64_t)B * T)) qkt_backward(c0, loss, NULL);
         return loss->data[0];
     }
-    int64_t total = counted(tgt, (int64_t)B * T);
+    /* n_r: the counted targets of shard r */
+    int64_t n_r[QKT_DP_MAX], total = 0;
+    for (int r = 0; r < R; r++) {
+        int b0 = shard_b0(B, R, r), b1 = shard_b0(B, R, r + 1);
+        total += n_r[r] = counted(tgt + (size_t)b0 * T, (int64_t)(b1 - b0) * T);
+    }
     if (!total) return 0; /* nothing counted: loss 0, grads 0 (as the plain step) */
     double loss_r[QKT_DP_MAX];
     /* Replica r's dropout stream comes from ctx0's, so a checkpoint of ctx0's RNG
@@ -71,18 +79,17 @@ double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const
     int nt = qkt_get_threads() < R ? qkt_get_threads() : R;
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
     for (int r = 0; r < R; r++) {
-        int b0 = (int)((int64_t)B * r / R), b1 = (int)((int64_t)B * (r + 1) / R);
-        const int32_t *ti = tgt + (size_t)b0 * T;
+        int b0 = shard_b0(B, R, r), b1 = shard_b0(B, R, r + 1);
         qkt_ctx *c = dp->ctx[r];
         if (r > 0) memset(dp->grad + (size_t)(r - 1) * dp->size, 0, (size_t)dp->size * sizeof(qkt_real));
         qkt_ctx_reset(c);
-        qkt_tensor *loss = qkt_gpt_forward(c, g, idx + (size_t)b0 * T, ti, b1 - b0, T, NULL, NULL);
-        int64_t n_r = counted(ti, (int64_t)(b1 - b0) * T);
+        qkt_tensor *loss = qkt_gpt_forward(c, g, idx + (size_t)b0 * T, tgt + (size_t)b0 * T, b1 - b0, T, NULL, NULL);
         /* The batch loss is sum_r (n_r / total) loss_r: replica r's backward is seeded with
          * its weight. */
-        qkt_real w = (qkt_real)((double)n_r / (double)total);
-        if (n_r) qkt_backward(c, loss, &w);
-        loss_r[r] = (double)n_r / (double)total * (double)loss->data[0];
+        double share = (double)n_r[r] / (double)total;
+        qkt_real w = (qkt_real)share;
+        if (n_r[r]) qkt_backward(c, loss, &w);
+        loss_r[r] = share * (double)loss->data[0];
     }
     /* Sum the replicas' grads into the store, in replica order whatever the threads. */
     qkt_real *home = g->params.grad;
