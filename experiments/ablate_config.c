@@ -8,6 +8,7 @@
 
 #include "qkt_ablate.h"
 #include "qkt_io.h"
+#include "qkt_json.h"
 #include "qkt_study.h"
 
 static void set_list(char (*dst)[32], int *n, const char *const *src, int k) {
@@ -169,27 +170,18 @@ int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err
     return rc;
 }
 
-static int get_num(const char *path, cJSON *j, const char *key, double *out, qkt_err *err) {
-    cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    /* JSON has no infinity, but 1e999 parses to one: refuse it (it would be saved as null) */
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return qkt_err_set(err, "%s: field '%s' missing or not a finite number", path, key);
-    *out = v->valuedouble;
-    return 0;
-}
-
 static int get_int(const char *path, cJSON *j, const char *key, int *out, qkt_err *err) {
-    double d = 0;
-    if (get_num(path, j, key, &d, err)) return -1;
-    if (d != floor(d) || fabs(d) > 1e9) return qkt_err_set(err, "%s: field '%s' = %g is not an integer", path, key, d);
-    *out = (int)d;
+    int64_t v;
+    if (qkt_json_int(j, key, path, -1000000000, 1000000000, &v, err)) return -1;
+    *out = (int)v;
     return 0;
 }
 
 static int get_str(const char *path, cJSON *j, const char *key, char *out, size_t n, qkt_err *err) {
-    cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    if (!cJSON_IsString(v)) return qkt_err_set(err, "%s: field '%s' missing or not a string", path, key);
-    if (strlen(v->valuestring) >= n) return qkt_err_set(err, "%s: field '%s' is too long", path, key);
-    snprintf(out, n, "%s", v->valuestring);
+    const char *v = qkt_json_str(j, key, path, err);
+    if (!v) return -1;
+    if (strlen(v) >= n) return qkt_err_set(err, "%s: '%s' is too long", path, key);
+    snprintf(out, n, "%s", v);
     return 0;
 }
 
@@ -239,7 +231,7 @@ int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ab
     char seed[32];
     int rc = 0;
 #define INT(f) rc = rc ? rc : get_int(path, j, #f, &c->f, err)
-#define DBL(f) rc = rc ? rc : get_num(path, j, #f, &c->f, err)
+#define DBL(f) rc = rc ? rc : qkt_json_num(j, #f, path, &c->f, err)
     rc = get_str(path, j, "name", c->name, sizeof c->name, err);
     rc = rc ? rc : get_str(path, j, "preset", c->preset, sizeof c->preset, err);
     rc = rc ? rc : get_str(path, j, "task", c->task, sizeof c->task, err);

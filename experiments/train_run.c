@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "qkt_io.h"
+#include "qkt_json.h"
 #include "qkt_train_run.h"
 
 void qkt_train_run_default(qkt_train_run *r) {
@@ -98,78 +99,50 @@ char *qkt_train_run_json(const qkt_train_run *r) {
     return s;
 }
 
-/* Field readers: -1 with "<file>: key 'x' ..." */
-static const cJSON *get(const cJSON *o, const char *key, const char *path, qkt_err *err) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!v) qkt_err_set(err, "%s: key '%s' is missing", path, key);
-    return v;
-}
-static int get_num(const cJSON *o, const char *key, const char *path, double *out, qkt_err *err) {
-    const cJSON *v = get(o, key, path, err);
-    if (!v) return -1;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return qkt_err_set(err, "%s: '%s' is not a number", path, key);
-    *out = v->valuedouble;
-    return 0;
-}
-static int get_int(const cJSON *o, const char *key, const char *path, int64_t lo, int64_t hi, int64_t *out, qkt_err *err) {
-    double d;
-    if (get_num(o, key, path, &d, err)) return -1;
-    if (d != floor(d) || d < (double)lo || d > (double)hi)
-        return qkt_err_set(err, "%s: '%s' = %g is not an integer in [%lld, %lld]", path, key, d, (long long)lo, (long long)hi);
-    *out = (int64_t)d;
-    return 0;
-}
-static const char *get_str(const cJSON *o, const char *key, const char *path, qkt_err *err) {
-    const cJSON *v = get(o, key, path, err);
-    if (!v) return NULL;
-    if (!cJSON_IsString(v)) qkt_err_set(err, "%s: '%s' is not a string", path, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static int from_json(const cJSON *o, const char *path, qkt_train_run *r, qkt_err *err) {
     qkt_train_config *c = &r->tc;
     qkt_gpt_config *m = &c->model;
     if (!cJSON_IsObject(o)) return qkt_err_set(err, "%s: not a JSON object", path);
-    const char *fmt = get_str(o, "format", path, err);
+    const char *fmt = qkt_json_str(o, "format", path, err);
     if (!fmt) return -1;
     if (strcmp(fmt, "qkt-train-1")) return qkt_err_set(err, "%s: format '%.32s' is not qkt-train-1", path, fmt);
-    const char *s = get_str(o, "data", path, err);
+    const char *s = qkt_json_str(o, "data", path, err);
     if (!s) return -1;
     if (strlen(s) >= sizeof r->data) return qkt_err_set(err, "%s: 'data' is too long", path);
     snprintf(r->data, sizeof r->data, "%s", s);
     int64_t v[9];
     const char *ikeys[] = {"n_layer", "n_head", "n_embd", "block_size", "batch_size", "eval_every", "eval_batches", "ckpt_every"};
     for (int i = 0; i < 8; i++)
-        if (get_int(o, ikeys[i], path, -1, 1 << 30, &v[i], err)) return -1;
+        if (qkt_json_int(o, ikeys[i], path, -1, 1 << 30, &v[i], err)) return -1;
     m->n_layer = (int)v[0], m->n_head = (int)v[1], m->n_embd = (int)v[2], m->block_size = (int)v[3];
     c->batch_size = (int)v[4], r->eval_every = (int)v[5], r->eval_batches = (int)v[6], r->ckpt_every = (int)v[7];
     c->replicas = 1; /* runs written before replicas existed had one */
     if (cJSON_GetObjectItemCaseSensitive(o, "replicas")) {
         int64_t rep;
-        if (get_int(o, "replicas", path, 1, QKT_DP_MAX, &rep, err)) return -1;
+        if (qkt_json_int(o, "replicas", path, 1, QKT_DP_MAX, &rep, err)) return -1;
         c->replicas = (int)rep;
     }
-    if (get_int(o, "steps", path, 0, (int64_t)1e12, &c->steps, err) ||
-        get_int(o, "warmup_steps", path, 0, (int64_t)1e12, &c->warmup_steps, err))
+    if (qkt_json_int(o, "steps", path, 0, (int64_t)1e12, &c->steps, err) ||
+        qkt_json_int(o, "warmup_steps", path, 0, (int64_t)1e12, &c->warmup_steps, err))
         return -1;
     struct { const char *k; double *d; } reals[] = {
         {"dropout", &m->dropout}, {"attn_temp", &m->attn_temp}, {"qk_init_mult", &m->qk_init_mult}, {"ln_eps", &m->ln_eps},
         {"lr", &c->lr}, {"min_lr", &c->min_lr}, {"weight_decay", &c->weight_decay}, {"beta1", &c->beta1},
         {"beta2", &c->beta2}, {"grad_clip", &c->grad_clip}};
     for (size_t i = 0; i < sizeof reals / sizeof *reals; i++)
-        if (get_num(o, reals[i].k, path, reals[i].d, err)) return -1;
-    const cJSON *b = get(o, "bias", path, err);
+        if (qkt_json_num(o, reals[i].k, path, reals[i].d, err)) return -1;
+    const cJSON *b = qkt_json_get(o, "bias", path, err);
     if (!b) return -1;
     if (!cJSON_IsBool(b)) return qkt_err_set(err, "%s: 'bias' is not true or false", path);
     m->bias = cJSON_IsTrue(b);
     qkt_err e2;
-    if (!(s = get_str(o, "attn_scale", path, err))) return -1;
+    if (!(s = qkt_json_str(o, "attn_scale", path, err))) return -1;
     if (qkt_attn_scale_parse(s, &m->attn_scale, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
-    if (!(s = get_str(o, "schedule", path, err))) return -1;
+    if (!(s = qkt_json_str(o, "schedule", path, err))) return -1;
     if (qkt_sched_kind_parse(s, &c->schedule, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
-    if (!(s = get_str(o, "optim", path, err))) return -1;
+    if (!(s = qkt_json_str(o, "optim", path, err))) return -1;
     if (qkt_optim_kind_parse(s, &c->optim, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
-    if (!(s = get_str(o, "seed", path, err))) return -1;
+    if (!(s = qkt_json_str(o, "seed", path, err))) return -1;
     char *end;
     c->seed = strtoull(s, &end, 10);
     if (!*s || *end || *s == '-') return qkt_err_set(err, "%s: 'seed' = '%.32s' is not an unsigned integer", path, s);
