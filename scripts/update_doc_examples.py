@@ -3,7 +3,7 @@
 
 A fenced block whose first line is `$ qkt ARGS` is rerun with the built program
 and its body replaced by the real output, so docs show what the command prints
-(tests/test_data_cli.c checks docs/data.md the same way).
+(tests/cli/test_data_cli.c checks docs/data.md the same way).
 
 usage: scripts/update_doc_examples.py BUILD/qkt docs/data.md [more.md ...]
 """

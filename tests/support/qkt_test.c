@@ -54,3 +54,25 @@ int qkt_test_run(const char *cmd, char *out, size_t out_len) {
     int st = pclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+char *qkt_test_read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    for (size_t got; buf && (got = fread(buf + len, 1, cap - len, f)) > 0;) {
+        len += got;
+        if (len == cap) {
+            char *b = realloc(buf, 2 * cap + 1);
+            if (!b) free(buf);
+            buf = b;
+            cap *= 2;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) return free(buf), NULL;
+    buf[len] = 0;
+    if (n) *n = len;
+    return buf;
+}

@@ -35,5 +35,7 @@ const char *qkt_test_tmpdir(const char *tag);
 const char *qkt_test_path(const char *dir, const char *name);
 /* Run a shell command, return its exit status (or -1), capturing stdout+stderr into out. */
 int qkt_test_run(const char *cmd, char *out, size_t out_len);
+/* The whole file, NUL-terminated (malloc'd; *n gets the size, n may be NULL), or NULL. */
+char *qkt_test_read_file(const char *path, size_t *n);
 
 #endif

@@ -13,6 +13,6 @@ typedef struct {
 #include "commands.def"
 #undef QKT_COMMAND
 
-#define QKT_VERSION "0.1.0"
+
 
 #endif

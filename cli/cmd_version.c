@@ -1,6 +1,7 @@
 #include <stdio.h>
 
 #include "qkt_autograd.h"
+#include "qkt_version.h"
 #include "qkt_cli.h"
 #include "qkt_flags.h"
 

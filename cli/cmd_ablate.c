@@ -1,4 +1,4 @@
-/* qkt ablate (the study), qkt plot (redraw a run's report) and the hidden qkt _cell. */
+/* qkt ablate: the sqrt(d_k) study (flags -> config -> sweep of cells -> report). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,54 +204,5 @@ int qkt_cmd_ablate(int argc, char **argv) {
     if (qkt_ablate_report(dir, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
     fprintf(stderr, "qkt ablate: done in %.0f s: %s/report.md\n", difftime(time(NULL), t0), dir);
     printf("%s/report.md\n", dir);
-    return 0;
-}
-
-int qkt_cmd_cell(int argc, char **argv) {
-    const char *run = NULL, *id = NULL;
-    qkt_flag flags[] = {
-        {"run", QKT_FLAG_STRING, &run, "run directory", 1, 0, false, false},
-        {"cell", QKT_FLAG_STRING, &id, "cell id", 1, 0, false, false},
-    };
-    int rc = qkt_flags_parse("_cell", "Internal: runs one cell of a qkt ablate sweep.", flags, 2, argc, argv, NULL, 0, NULL);
-    if (rc) return rc == 1 ? 0 : 2;
-    if (!run || !id) return fprintf(stderr, "qkt _cell: --run and --cell are required\n"), 2;
-    qkt_ablate_cfg c;
-    qkt_err err;
-    if (qkt_ablate_load_config(run, &c, &err) != 0) return fprintf(stderr, "qkt _cell: %s\n", err.msg), 2;
-    qkt_set_threads(1);
-    qkt_cell *plan;
-    int n = qkt_ablate_plan(&c, &plan), found = -1;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(plan[i].id, id)) found = i;
-    if (found < 0) {
-        free(plan);
-        return fprintf(stderr, "qkt _cell: no cell '%s' in %s/config.json\n", id, run), 2;
-    }
-    rc = qkt_ablate_run_cell(run, &c, &plan[found], &err);
-    free(plan);
-    if (rc != 0) return fprintf(stderr, "qkt _cell %s: %s\n", id, err.msg), 1;
-    return 0;
-}
-
-int qkt_cmd_plot(int argc, char **argv) {
-    const char *pos[1];
-    int np = 0;
-    qkt_flag flags[1];
-    int rc = qkt_flags_parse("plot", "usage: qkt plot RUN_DIR\nRedraws the plots, summary.csv and report.md of a qkt ablate run from its CSV files.",
-                             flags, 0, argc, argv, pos, 1, &np);
-    if (rc) return rc == 1 ? 0 : 2;
-    if (np != 1) return fprintf(stderr, "qkt plot: expected one run directory (qkt plot runs/quick)\n"), 2;
-    qkt_err err;
-    /* Not a run (no valid config.json, no cells/): refused like a bad flag, exit 2.
-     * A failure while reading the cells or writing the report is exit 1. */
-    qkt_ablate_cfg c;
-    if (qkt_ablate_load_config(pos[0], &c, &err) != 0) return fprintf(stderr, "qkt plot: %s\n", err.msg), 2;
-    char cells[1100];
-    snprintf(cells, sizeof cells, "%s/cells", pos[0]);
-    struct stat sb;
-    if (stat(cells, &sb) != 0 || !S_ISDIR(sb.st_mode)) return fprintf(stderr, "qkt plot: %s: not a directory (is %s a qkt ablate run?)\n", cells, pos[0]), 2;
-    if (qkt_ablate_report(pos[0], &err) != 0) return fprintf(stderr, "qkt plot: %s\n", err.msg), 1;
-    printf("%s/report.md\n", pos[0]);
     return 0;
 }

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "qkt_data.h"
-#include "qkt_io.h"
 #include "qkt_test.h"
 
 uint64_t qkt__rng_below64(qkt_rng *r, uint64_t n); /* data/, internal */
@@ -26,7 +25,7 @@ static char *write_file(const char *dir, const char *name, const uint8_t *bytes,
 }
 
 /* The whole file (NULL if it cannot be read). */
-static uint8_t *read_all(const char *path, size_t *n) { return (uint8_t *)qkt_read_file(path, n, NULL); }
+static uint8_t *read_all(const char *path, size_t *n) { return (uint8_t *)qkt_test_read_file(path, n); }
 
 static qkt_data *open_text(const char *spec, int T, uint64_t seed) {
     qkt_data *d = NULL;

@@ -1,0 +1,36 @@
+/* qkt _cell: runs one cell of a qkt ablate sweep in this process (the sweep runner
+ * starts one per cell, so a crashing cell cannot take the study down). Internal. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_ablate.h"
+#include "qkt_cli.h"
+#include "qkt_flags.h"
+
+int qkt_cmd_cell(int argc, char **argv) {
+    const char *run = NULL, *id = NULL;
+    qkt_flag flags[] = {
+        {"run", QKT_FLAG_STRING, &run, "run directory", 1, 0, false, false},
+        {"cell", QKT_FLAG_STRING, &id, "cell id", 1, 0, false, false},
+    };
+    int rc = qkt_flags_parse("_cell", "Internal: runs one cell of a qkt ablate sweep.", flags, 2, argc, argv, NULL, 0, NULL);
+    if (rc) return rc == 1 ? 0 : 2;
+    if (!run || !id) return fprintf(stderr, "qkt _cell: --run and --cell are required\n"), 2;
+    qkt_ablate_cfg c;
+    qkt_err err;
+    if (qkt_ablate_load_config(run, &c, &err) != 0) return fprintf(stderr, "qkt _cell: %s\n", err.msg), 2;
+    qkt_set_threads(1);
+    qkt_cell *plan;
+    int n = qkt_ablate_plan(&c, &plan), found = -1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(plan[i].id, id)) found = i;
+    if (found < 0) {
+        free(plan);
+        return fprintf(stderr, "qkt _cell: no cell '%s' in %s/config.json\n", id, run), 2;
+    }
+    rc = qkt_ablate_run_cell(run, &c, &plan[found], &err);
+    free(plan);
+    if (rc != 0) return fprintf(stderr, "qkt _cell %s: %s\n", id, err.msg), 1;
+    return 0;
+}

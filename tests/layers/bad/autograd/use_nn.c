@@ -1,0 +1,2 @@
+/* planted: autograd reaching up into nn */
+#include "qkt_nn.h"

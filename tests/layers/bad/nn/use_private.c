@@ -1,0 +1,3 @@
+/* planted: nn including a header private to autograd */
+#include "qkt_autograd.h"
+#include "kernels.h"
