@@ -114,6 +114,8 @@ double qkt_rng_normal(qkt_rng *r) {
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+void qkt_rng_seed_stream(qkt_rng *r, uint64_t seed, qkt_rng_stream stream) { qkt_rng_seed(r, seed ^ (uint64_t)stream); }
+
 void qkt_rng_split(qkt_rng *r, uint64_t stream, qkt_rng *out) {
     uint64_t x = qkt_rng_u64(r) ^ (stream * 0xD1B54A32D192ED03ull);
     for (int i = 0; i < 4; i++) out->s[i] = splitmix64(&x);

@@ -69,6 +69,15 @@ double qkt_rng_uniform(qkt_rng *r);              /* uniform in [0, 1), 53 bits *
 double qkt_rng_normal(qkt_rng *r);               /* N(0, 1), Box-Muller, no cached value */
 /* Independent stream: derives a new generator from r and a stream id (r is advanced). */
 void qkt_rng_split(qkt_rng *r, uint64_t stream, qkt_rng *out);
+/* The named streams a run derives from its one seed (qkt_rng_seed_stream): model init
+ * and the training context's dropout draws. The data streams split off the data seed
+ * inside qkt_data. */
+typedef enum qkt_rng_stream {
+    QKT_STREAM_INIT = 0x1417,    /* qkt_gpt_init_weights */
+    QKT_STREAM_DROPOUT = 0xD50F  /* the step context's rng (dropout masks) */
+} qkt_rng_stream;
+/* r = the generator of stream `stream` of run seed `seed` (seeded with seed ^ stream). */
+void qkt_rng_seed_stream(qkt_rng *r, uint64_t seed, qkt_rng_stream stream);
 
 /* ---------------------------------------------------------------- arena */
 /* Bump allocator for one step's activations, grads and saved state. When a block
@@ -182,6 +191,12 @@ typedef struct qkt_ctx {
 } qkt_ctx;
 
 void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed);
+/* What a context does, as bits: QKT_MODE_GRAD records the tape (else no_grad),
+ * QKT_MODE_DROPOUT makes dropout active (ctx->training). A new context trains. */
+enum { QKT_MODE_EVAL = 0, QKT_MODE_GRAD = 1, QKT_MODE_DROPOUT = 2, QKT_MODE_TRAIN = 3 };
+/* Sets the mode and returns the previous one, to restore afterwards:
+ *   int prev = qkt_ctx_set_mode(ctx, QKT_MODE_EVAL); ... qkt_ctx_set_mode(ctx, prev); */
+int qkt_ctx_set_mode(qkt_ctx *ctx, int mode);
 void qkt_ctx_reset(qkt_ctx *ctx); /* empty tape and arena; keeps memory */
 void qkt_ctx_free(qkt_ctx *ctx);
 /* Backward in ctx accumulates the grads of p's parameters into `grad` (p->size values,

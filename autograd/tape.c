@@ -27,6 +27,13 @@ void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed) {
     qkt_rng_seed(&ctx->rng, seed);
 }
 
+int qkt_ctx_set_mode(qkt_ctx *ctx, int mode) {
+    int prev = (ctx->no_grad ? 0 : QKT_MODE_GRAD) | (ctx->training ? QKT_MODE_DROPOUT : 0);
+    ctx->no_grad = !(mode & QKT_MODE_GRAD);
+    ctx->training = (mode & QKT_MODE_DROPOUT) != 0;
+    return prev;
+}
+
 void qkt_ctx_reset(qkt_ctx *ctx) {
     ctx->n_nodes = 0;
     qkt_arena_reset(&ctx->arena);

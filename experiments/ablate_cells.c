@@ -152,12 +152,12 @@ static void logit_capture(qkt_trainer *t, qkt_real *out) {
     qkt_data_reset(t->data, QKT_SPLIT_VAL);
     qkt_data_batch(t->data, QKT_SPLIT_VAL, B, t->idx, t->tgt, NULL);
     qkt_ctx_reset(&t->ctx);
-    t->ctx.no_grad = true;
+    int mode = qkt_ctx_set_mode(&t->ctx, QKT_MODE_EVAL);
     qkt_attn_capture *cap = qkt_arena_calloc(&t->ctx.arena, (size_t)L * sizeof *cap);
     for (int l = 0; l < L; l++) cap[l].logits = out + (size_t)l * B * H * T * T;
     qkt_gpt_opts o = {.capture = cap};
     qkt_gpt_forward(&t->ctx, &t->gpt, t->idx, NULL, B, T, NULL, &o);
-    t->ctx.no_grad = false;
+    qkt_ctx_set_mode(&t->ctx, mode);
 }
 
 int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err) {

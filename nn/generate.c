@@ -49,8 +49,7 @@ void qkt_gpt_generate(qkt_ctx *ctx, qkt_gpt *g, const int32_t *prompt, int n_pro
                       const qkt_sample_opts *o, qkt_rng *rng, int32_t *out) {
     const qkt_gpt_config *c = &g->cfg;
     QKT_CHECK(n_prompt >= 1 && n_new >= 0, "generate: prompt of %d tokens, %d new (need a prompt)", n_prompt, n_new);
-    bool no_grad = ctx->no_grad, training = ctx->training;
-    ctx->no_grad = true, ctx->training = false;
+    int mode = qkt_ctx_set_mode(ctx, QKT_MODE_EVAL);
     memmove(out, prompt, (size_t)n_prompt * sizeof *out);
     int V = c->vocab_size, C = c->n_embd;
     for (int n = n_prompt; n < n_prompt + n_new; n++) {
@@ -65,5 +64,5 @@ void qkt_gpt_generate(qkt_ctx *ctx, qkt_gpt *g, const int32_t *prompt, int n_pro
         if (o->on_token) o->on_token(out[n], o->user);
     }
     qkt_ctx_reset(ctx);
-    ctx->no_grad = no_grad, ctx->training = training;
+    qkt_ctx_set_mode(ctx, mode);
 }

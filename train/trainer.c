@@ -53,13 +53,14 @@ int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
         return -1;
     }
     qkt_rng r;
-    qkt_rng_seed(&r, c->seed ^ 0x1417ull);
+    qkt_rng_seed_stream(&r, c->seed, QKT_STREAM_INIT);
     qkt_gpt_init_weights(&t->gpt, &r);
     qkt_optim_config oc = qkt_optim_defaults(c->optim);
     oc.beta1 = c->beta1, oc.beta2 = c->beta2, oc.weight_decay = c->weight_decay;
     qkt_optim_init(&t->opt, &t->gpt.params, &oc);
     t->sched = (qkt_schedule){c->schedule, c->lr, c->min_lr, c->warmup_steps, c->steps};
-    qkt_ctx_init(&t->ctx, 1 << 20, c->seed ^ 0xD50Full);
+    qkt_ctx_init(&t->ctx, 1 << 20, 0);
+    qkt_rng_seed_stream(&t->ctx.rng, c->seed, QKT_STREAM_DROPOUT);
     qkt_dp_init(&t->dp, &t->ctx, &t->gpt.params, c->replicas);
     size_t n = (size_t)c->batch_size * t->T;
     t->idx = malloc(n * sizeof *t->idx);
@@ -114,12 +115,10 @@ void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
     qkt_data_reset(t->data, QKT_SPLIT_VAL);
     double loss = 0, correct = 0;
     int64_t counted = 0;
-    bool was_training = t->ctx.training;
+    int mode = qkt_ctx_set_mode(&t->ctx, QKT_MODE_EVAL);
     for (int b = 0; b < n_batches; b++) {
         qkt_data_batch(t->data, QKT_SPLIT_VAL, B, idx, tgt, NULL);
         qkt_ctx_reset(&t->ctx);
-        t->ctx.no_grad = true;
-        t->ctx.training = false;
         qkt_attn_capture *cap = NULL;
         qkt_gpt_opts opts = {0};
         if (b == 0 && ev->heads) {
@@ -137,8 +136,7 @@ void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
             for (int layer = 0; layer < L; layer++)
                 qkt_attn_stats_compute(cap[layer].probs, cap[layer].logits, B, H, T, ev->heads + (size_t)layer * H);
     }
-    t->ctx.no_grad = false;
-    t->ctx.training = was_training;
+    qkt_ctx_set_mode(&t->ctx, mode);
     ev->loss = counted ? loss / (double)counted : NAN;
     ev->acc = counted ? correct / (double)counted : NAN;
     free(idx);
@@ -153,15 +151,12 @@ void qkt_trainer_attention_map(qkt_trainer *t, qkt_real *out) {
     qkt_data_reset(t->data, QKT_SPLIT_VAL);
     qkt_data_batch(t->data, QKT_SPLIT_VAL, 1, idx, tgt, NULL);
     qkt_ctx_reset(&t->ctx);
-    t->ctx.no_grad = true;
-    bool was_training = t->ctx.training;
-    t->ctx.training = false;
+    int mode = qkt_ctx_set_mode(&t->ctx, QKT_MODE_EVAL);
     qkt_attn_capture *cap = qkt_arena_calloc(&t->ctx.arena, (size_t)L * sizeof *cap);
     for (int l = 0; l < L; l++) cap[l].probs = out + (size_t)l * H * T * T;
     qkt_gpt_opts opts = {.capture = cap};
     qkt_gpt_forward(&t->ctx, &t->gpt, idx, NULL, 1, T, NULL, &opts);
-    t->ctx.no_grad = false;
-    t->ctx.training = was_training;
+    qkt_ctx_set_mode(&t->ctx, mode);
     free(idx);
     free(tgt);
 }

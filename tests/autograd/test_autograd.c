@@ -122,11 +122,14 @@ static void test_tape(void) {
     EXPECT_NEAR(x->grad[0], 2 * 1 + 1 + 1, 1e-6);
     /* no-grad records nothing */
     qkt_ctx_reset(&ctx);
-    ctx.no_grad = true;
+    int prev = qkt_ctx_set_mode(&ctx, QKT_MODE_EVAL);
+    EXPECT(prev == QKT_MODE_TRAIN && ctx.no_grad && !ctx.training, "a new context trains (got mode %d)", prev);
     y = qkt_sum(&ctx, qkt_mul(&ctx, x, x));
     EXPECT(ctx.n_nodes == 0 && !y->requires_grad, "no_grad recorded %d nodes", ctx.n_nodes);
     EXPECT_NEAR(y->data[0], 14, 1e-6);
-    ctx.no_grad = false;
+    EXPECT(qkt_ctx_set_mode(&ctx, QKT_MODE_GRAD) == QKT_MODE_EVAL && !ctx.no_grad && !ctx.training, "mode GRAD");
+    qkt_ctx_set_mode(&ctx, prev);
+    EXPECT(!ctx.no_grad && ctx.training, "mode not restored");
     /* reshape shares data */
     qkt_ctx_reset(&ctx);
     qkt_tensor *r = qkt_reshape(&ctx, x, 2, (int[]){1, 3});
