@@ -15,12 +15,8 @@ struct qkt_arena_block {
 };
 
 static qkt_arena_block *block_new(qkt_arena *a, size_t size) {
-    qkt_arena_block *b = malloc(sizeof *b);
-    void *mem = NULL;
-    if (!b || posix_memalign(&mem, QKT_ALIGN, size ? size : QKT_ALIGN) != 0) {
-        fprintf(stderr, "qkt: out of memory: the step arena needed a block of %zu bytes\n", size);
-        exit(1);
-    }
+    qkt_arena_block *b = qkt_malloc(sizeof *b);
+    void *mem = qkt_aligned_alloc(QKT_ALIGN, size ? size : QKT_ALIGN);
     b->prev = NULL;
     b->size = size;
     b->used = 0;
@@ -40,11 +36,8 @@ void *qkt_arena_alloc(qkt_arena *a, size_t bytes) {
     size_t need = (bytes + QKT_ALIGN - 1) & ~(size_t)(QKT_ALIGN - 1);
     if (need == 0) need = QKT_ALIGN;
     if (a->limit && a->used_total + need > a->limit) {
-        fprintf(stderr,
-                "qkt: the step arena limit of %zu bytes is too small: this step needs at least %zu "
-                "bytes (raise the limit)\n",
-                a->limit, a->used_total + need);
-        exit(1);
+        qkt_fatalf(QKT_FATAL_NOMEM, "the step arena limit of %zu bytes is too small: this step needs at least %zu bytes (raise the limit)",
+                   a->limit, a->used_total + need);
     }
     qkt_arena_block *b = a->head;
     if (!b || b->used + need > b->size) {

@@ -35,12 +35,7 @@ static void *pool_alloc(qkt_ctx *ctx, size_t bytes, bool zero) {
         b = *best;
         *best = b->next_free;
     } else {
-        void *mem = NULL;
-        if (posix_memalign(&mem, 64, HDR + bytes) != 0) {
-            fprintf(stderr, "qkt: out of memory: a gradient buffer of %zu bytes\n", bytes);
-            exit(1);
-        }
-        b = mem;
+        b = qkt_aligned_alloc(64, HDR + bytes);
         b->bytes = bytes;
         b->next_all = g->all;
         g->all = b;

@@ -33,13 +33,47 @@ typedef float qkt_real;
 #endif
 
 /* ---------------------------------------------------------------- errors */
-/* Programmer error: print file:line and message, then abort. */
+#ifdef __cplusplus
+#define QKT_NORETURN [[noreturn]]
+#else
+#define QKT_NORETURN _Noreturn
+#endif
+/* Errors qkt cannot return from go through one hook, never through exit():
+ *   QKT_FATAL_USAGE    the API was misused (a QKT_CHECK failed: shapes, order of calls);
+ *   QKT_FATAL_NOMEM    an allocation failed, or a step arena went over its limit;
+ *   QKT_FATAL_ANOMALY  ctx->detect_anomaly found a NaN/Inf in an op's output or grads.
+ * The default hook prints "qkt: <msg>" on stderr and aborts. A program may set its own
+ * (the qkt CLI exits with 1, 3 or 134); a hook that returns is followed by abort().
+ * msg is one line without a trailing newline. Calls from several threads at once are
+ * serialised: the first one runs the hook, the others wait (a hook must not return to
+ * qkt, so they wait for the process to end or for the hook to longjmp). */
+typedef enum qkt_fatal_kind { QKT_FATAL_USAGE = 1, QKT_FATAL_NOMEM, QKT_FATAL_ANOMALY } qkt_fatal_kind;
+typedef void (*qkt_fatal_fn)(qkt_fatal_kind kind, const char *msg, void *user);
+/* Sets the hook (fn NULL: the default); returns the previous one. */
+qkt_fatal_fn qkt_set_fatal_handler(qkt_fatal_fn fn, void *user);
+QKT_NORETURN void qkt_fatalf(qkt_fatal_kind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Usage error: the caller broke the API's contract; names file:line and the condition. */
 #define QKT_CHECK(cond, ...)                                                   \
     do {                                                                       \
         if (!(cond)) qkt_fatal(__FILE__, __LINE__, #cond, __VA_ARGS__);        \
     } while (0)
-_Noreturn void qkt_fatal(const char *file, int line, const char *cond, const char *fmt, ...)
+QKT_NORETURN void qkt_fatal(const char *file, int line, const char *cond, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Every heap allocation in qkt goes through these (as Redis' zmalloc): they never return
+ * NULL; a failure is QKT_FATAL_NOMEM naming the size and the calling file:line. Memory
+ * is released with free(). qkt_aligned_alloc gives `align`-byte aligned memory. */
+#define qkt_malloc(n) qkt__malloc((n), __FILE__, __LINE__)
+#define qkt_calloc(n, size) qkt__calloc((n), (size), __FILE__, __LINE__)
+#define qkt_realloc(p, n) qkt__realloc((p), (n), __FILE__, __LINE__)
+#define qkt_strdup(s) qkt__strdup((s), __FILE__, __LINE__)
+#define qkt_aligned_alloc(align, n) qkt__aligned_alloc((align), (n), __FILE__, __LINE__)
+void *qkt__malloc(size_t n, const char *file, int line);
+void *qkt__calloc(size_t n, size_t size, const char *file, int line);
+void *qkt__realloc(void *p, size_t n, const char *file, int line);
+char *qkt__strdup(const char *s, const char *file, int line);
+void *qkt__aligned_alloc(size_t align, size_t n, const char *file, int line);
 
 /* User error: one line, filled by the failing call, returned as status -1. */
 #define QKT_ERR_LEN 512
@@ -218,7 +252,6 @@ qkt_tensor *qkt_tensor_zeros(qkt_ctx *ctx, int ndim, const int *shape);
 qkt_tensor *qkt_tensor_1d(qkt_ctx *ctx, int a);
 qkt_tensor *qkt_tensor_2d(qkt_ctx *ctx, int a, int b);
 qkt_tensor *qkt_tensor_3d(qkt_ctx *ctx, int a, int b, int c);
-qkt_tensor *qkt_tensor_4d(qkt_ctx *ctx, int a, int b, int c, int d);
 /* Grad buffer of t, allocated zeroed from ctx's grad pool on first use. */
 qkt_real *qkt_grad(qkt_ctx *ctx, qkt_tensor *t);
 int64_t qkt_shape_size(int ndim, const int *shape);

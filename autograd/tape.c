@@ -21,8 +21,7 @@ void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed) {
     memset(ctx, 0, sizeof *ctx);
     qkt_arena_init(&ctx->arena, arena_bytes, 0);
     ctx->cap_nodes = 256;
-    ctx->tape = malloc((size_t)ctx->cap_nodes * sizeof *ctx->tape);
-    QKT_CHECK(ctx->tape, "out of memory");
+    ctx->tape = qkt_malloc((size_t)ctx->cap_nodes * sizeof *ctx->tape);
     ctx->training = true;
     qkt_rng_seed(&ctx->rng, seed);
 }
@@ -64,8 +63,7 @@ qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_
     if (!out->requires_grad) return NULL;
     if (ctx->n_nodes == ctx->cap_nodes) { /* grows during the first step only */
         ctx->cap_nodes *= 2;
-        ctx->tape = realloc(ctx->tape, (size_t)ctx->cap_nodes * sizeof *ctx->tape);
-        QKT_CHECK(ctx->tape, "out of memory");
+        ctx->tape = qkt_realloc(ctx->tape, (size_t)ctx->cap_nodes * sizeof *ctx->tape);
     }
     qkt_node *n = &ctx->tape[ctx->n_nodes++];
     memset(n, 0, sizeof *n);
@@ -86,26 +84,11 @@ qkt_node *qkt_op_record_custom(qkt_ctx *ctx, const char *name, qkt_backward_fn b
 
 void qkt__custom_backward(qkt_ctx *ctx, qkt_node *n) { n->custom_backward(ctx, n); }
 
-/* detect_anomaly's report and exit(3). Replicas run contexts on several threads, and
- * exit from two threads at once is undefined: the first thread takes the lock and
- * never gives it back, so one report is printed and the process ends once. */
-static _Noreturn void anomaly(const char *fmt, ...) {
-#pragma omp critical(qkt_anomaly)
-    {
-        va_list ap;
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        exit(3);
-    }
-    abort(); /* not reached */
-}
-
 void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out) {
     if (!ctx->detect_anomaly) return;
     for (int64_t i = 0; i < out->size; i++) {
         if (!isfinite(out->data[i])) {
-            anomaly("qkt: anomaly: op %s%s%s produced %s at element %lld of %lld\n", qkt_op_name(op),
+            qkt_fatalf(QKT_FATAL_ANOMALY, "anomaly: op %s%s%s produced %s at element %lld of %lld", qkt_op_name(op),
                     ctx->scope ? " in " : "", ctx->scope ? ctx->scope : "", isnan(out->data[i]) ? "NaN" : "Inf",
                     (long long)i, (long long)out->size);
         }
@@ -120,7 +103,7 @@ static void check_backward(const qkt_ctx *ctx, const qkt_node *n) {
         if (!g) continue;
         for (int64_t i = 0; i < t->size; i++) {
             if (!isfinite(g[i])) {
-                anomaly("qkt: anomaly: op %s%s%s produced %s in its backward (the grad of input %d, element %lld of %lld)\n",
+                qkt_fatalf(QKT_FATAL_ANOMALY, "anomaly: op %s%s%s produced %s in its backward (the grad of input %d, element %lld of %lld)",
                         n->op == QKT_OP_CUSTOM && n->custom_name ? n->custom_name : qkt_op_name(n->op),
                         n->scope ? " in " : "", n->scope ? n->scope : "", isnan(g[i]) ? "NaN" : "Inf", k,
                         (long long)i, (long long)t->size);

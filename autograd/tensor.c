@@ -46,9 +46,6 @@ qkt_tensor *qkt_tensor_2d(qkt_ctx *ctx, int a, int b) { return qkt_tensor_new(ct
 qkt_tensor *qkt_tensor_3d(qkt_ctx *ctx, int a, int b, int c) {
     return qkt_tensor_new(ctx, 3, (int[]){a, b, c});
 }
-qkt_tensor *qkt_tensor_4d(qkt_ctx *ctx, int a, int b, int c, int d) {
-    return qkt_tensor_new(ctx, 4, (int[]){a, b, c, d});
-}
 
 /* ---------------------------------------------------------------- params */
 void qkt_params_init(qkt_params *p) { memset(p, 0, sizeof *p); }
@@ -58,14 +55,12 @@ qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int 
     QKT_CHECK(!qkt_params_find(p, name), "parameter %s added twice", name);
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 64;
-        p->t = realloc(p->t, (size_t)p->cap * sizeof *p->t);
-        p->flags = realloc(p->flags, (size_t)p->cap * sizeof *p->flags);
-        QKT_CHECK(p->t && p->flags, "out of memory");
+        p->t = qkt_realloc(p->t, (size_t)p->cap * sizeof *p->t);
+        p->flags = qkt_realloc(p->flags, (size_t)p->cap * sizeof *p->flags);
     }
-    qkt_tensor *t = calloc(1, sizeof *t);
-    QKT_CHECK(t, "out of memory");
+    qkt_tensor *t = qkt_calloc(1, sizeof *t);
     set_shape(t, ndim, shape);
-    t->name = strdup(name);
+    t->name = qkt_strdup(name);
     t->requires_grad = true;
     t->is_param = true;
     p->t[p->n] = t;
@@ -78,12 +73,8 @@ qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int 
 void qkt_params_finalize(qkt_params *p) {
     QKT_CHECK(!p->finalized, "qkt_params_finalize called twice");
     size_t bytes = (size_t)(p->size ? p->size : 1) * sizeof(qkt_real);
-    p->data = calloc(1, bytes);
-    p->grad = calloc(1, bytes);
-    if (!p->data || !p->grad) {
-        fprintf(stderr, "qkt: out of memory: parameters need 2 x %zu bytes\n", bytes);
-        exit(1);
-    }
+    p->data = qkt_calloc(1, bytes);
+    p->grad = qkt_calloc(1, bytes);
     int64_t off = 0;
     for (int i = 0; i < p->n; i++) {
         p->t[i]->data = p->data + off;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "qkt_autograd.h"
 #include "qkt_cli.h"
 
 static const qkt_command commands[] = {
@@ -43,8 +44,20 @@ static void thread_environment(char **argv) {
     execv(self, argv); /* returns only on failure: then run as we are */
 }
 
+/* The library's fatal errors end the program with the documented exit codes: 1 out of
+ * memory, 3 an anomaly (--detect-anomaly), abort (134) for a usage error: a bug. exit()
+ * runs the atexit handlers (qkt train's note on the last checkpoint). */
+static void on_fatal(qkt_fatal_kind kind, const char *msg, void *user) {
+    (void)user;
+    fprintf(stderr, "qkt: %s\n", msg);
+    fflush(stderr);
+    if (kind == QKT_FATAL_ANOMALY) exit(3);
+    if (kind == QKT_FATAL_NOMEM) exit(1);
+}
+
 int main(int argc, char **argv) {
     thread_environment(argv);
+    qkt_set_fatal_handler(on_fatal, NULL);
     if (argc < 2) { /* a usage error like any other: one line on stderr, exit 2 */
         fprintf(stderr, "qkt: no command given (usage: qkt <command> [flags]; run 'qkt --help' for the list)\n");
         return 2;

@@ -57,8 +57,7 @@ static char *dup_printf(const char *fmt, ...) {
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    char *s = malloc((size_t)n + 1);
-    QKT_CHECK(s, "out of memory");
+    char *s = qkt_malloc((size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(s, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -122,15 +121,29 @@ static int parse_params(qkt_data *d, const char *list, qkt_err *err) {
     return 0;
 }
 
+int qkt_data_task_count(void) { return qkt__n_tasks; }
+
+const char *qkt_data_task_name(int i) { return i >= 0 && i < qkt__n_tasks ? qkt__tasks[i].name : NULL; }
+
+/* "mqar, induction, ..., bigram or text:PATH" from the task table. */
+static const char *source_names(char *buf, size_t n) {
+    buf[0] = 0;
+    for (int i = 0; i < qkt__n_tasks; i++) {
+        size_t k = strlen(buf);
+        if (snprintf(buf + k, n - k, "%s%s", qkt__tasks[i].name, i + 1 < qkt__n_tasks ? ", " : "") >= (int)(n - k)) break;
+    }
+    size_t k = strlen(buf);
+    snprintf(buf + k, n - k, " or text:PATH");
+    return buf;
+}
+
 static int open_task(qkt_data *d, const char *name, size_t name_len, const char *list, qkt_err *err) {
     for (int i = 0; i < qkt__n_tasks; i++)
         if (strlen(qkt__tasks[i].name) == name_len && !strncmp(name, qkt__tasks[i].name, name_len))
             d->task = &qkt__tasks[i];
     if (!d->task) {
-        char names[160];
-        int k = 0;
-        for (int i = 0; i < qkt__n_tasks; i++) k += snprintf(names + k, sizeof names - (size_t)k, "%s, ", qkt__tasks[i].name);
-        return qkt_err_set(err, "unknown data source '%.*s' (expected %stext:PATH)", (int)name_len, name, names);
+        char names[512];
+        return qkt_err_set(err, "unknown data source '%.*s' (expected %s)", (int)name_len, name, source_names(names, sizeof names));
     }
     if (parse_params(d, list, err)) return -1;
     if (d->task->setup(d, err)) return -1;
@@ -148,9 +161,8 @@ static int open_task(qkt_data *d, const char *name, size_t name_len, const char 
     if (d->log2_space < MIN_LOG2_SPACE)
         return qkt_err_set(err, "%s has only about %.0f distinct sequences; a train/val split needs >= %.0f (make it larger)",
                            d->spec, exp2(d->log2_space), exp2(MIN_LOG2_SPACE));
-    d->seq = malloc((size_t)(d->T + 1) * sizeof *d->seq);
-    d->ans = malloc((size_t)(d->T + 1));
-    QKT_CHECK(d->seq && d->ans, "out of memory (T = %d)", d->T);
+    d->seq = qkt_malloc((size_t)(d->T + 1) * sizeof *d->seq);
+    d->ans = qkt_malloc((size_t)(d->T + 1));
     return 0;
 }
 
@@ -158,12 +170,12 @@ int qkt_data_open(qkt_data **out, const char *spec, const qkt_data_opts *opts, q
     QKT_CHECK(out, "qkt_data_open: out is NULL");
     *out = NULL;
     qkt_data_opts o = opts ? *opts : (qkt_data_opts){0};
-    if (!spec || !*spec) return qkt_err_set(err, "empty data spec (expected mqar, induction, sort, reverse, copy, bigram or text:PATH)");
+    char names[512];
+    if (!spec || !*spec) return qkt_err_set(err, "empty data spec (expected %s)", source_names(names, sizeof names));
     if (o.seq_len < 0 || o.seq_len > QKT_DATA_MAX_T)
         return qkt_err_set(err, "data: seq_len %d: expected an integer in [1, %d] (or 0 for the task's own)", o.seq_len,
                            QKT_DATA_MAX_T);
-    qkt_data *d = calloc(1, sizeof *d);
-    QKT_CHECK(d, "out of memory");
+    qkt_data *d = qkt_calloc(1, sizeof *d);
     d->T_req = o.seq_len;
     const char *colon = strchr(spec, ':');
     size_t name_len = colon ? (size_t)(colon - spec) : strlen(spec);
@@ -194,8 +206,7 @@ int qkt_data_from_vocab(qkt_data **out, const uint8_t *bytes, int n, qkt_err *er
         if (bytes[i] <= bytes[i - 1])
             return qkt_err_set(err, "text vocabulary: bytes must be sorted and unique (0x%02x follows 0x%02x at %d)",
                                bytes[i], bytes[i - 1], i);
-    qkt_data *d = calloc(1, sizeof *d);
-    QKT_CHECK(d, "out of memory");
+    qkt_data *d = qkt_calloc(1, sizeof *d);
     memset(d->enc, 0xff, sizeof d->enc); /* -1 */
     for (int i = 0; i < n; i++) d->vocab_bytes[i] = bytes[i], d->enc[bytes[i]] = (int16_t)i;
     d->vocab = d->answer_k = n;

@@ -108,6 +108,11 @@ double qkt_data_accuracy_tokens(const int32_t *pred, const int32_t *targets, int
  * counted position is right (rows with nothing counted are skipped). */
 double qkt_data_seq_accuracy(const qkt_real *logits, const int32_t *targets, int B, int T, int V);
 
+/* The synthetic tasks, from the one task table: names 0 .. count-1 (NULL outside).
+ * Error messages, help and the tests loop over it, so a new task cannot go unlisted. */
+int qkt_data_task_count(void);
+const char *qkt_data_task_name(int i);
+
 /* Help text for every source and parameter (with defaults), generated from the task
  * tables; written into buf (truncated to n), returns the full length like snprintf. */
 int qkt_data_help(char *buf, size_t n);

@@ -14,8 +14,7 @@ static double log2_choose(int n, int k) { return log2_perm(n, k) - lgamma(k + 1.
 static int natural_T(const qkt_data *d) { return d->T_req ? d->T_req : QKT_DATA_DEFAULT_T; }
 
 static int32_t *scratch_alloc(int n) {
-    int32_t *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    QKT_CHECK(p, "out of memory (%d ints)", n);
+    int32_t *p = qkt_malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
     return p;
 }
 
@@ -180,9 +179,8 @@ static int bigram_setup(qkt_data *d, qkt_err *err) {
     d->used = T, d->vocab = V, d->answer_k = V;
     d->log2_space = log2((double)V) + T * log2((double)K);
     d->succ = scratch_alloc(V * K);
-    d->cum = malloc((size_t)V * (size_t)K * sizeof *d->cum);
+    d->cum = qkt_malloc((size_t)V * (size_t)K * sizeof *d->cum);
     d->scratch = scratch_alloc(V);
-    QKT_CHECK(d->cum, "out of memory");
     qkt_rng cr;
     qkt_rng_seed(&cr, (uint64_t)d->p[BG_CHAIN_SEED]);
     for (int i = 0; i < V; i++) {
@@ -197,10 +195,8 @@ static int bigram_setup(qkt_data *d, qkt_err *err) {
     /* Best loss/accuracy: E over answer positions t of sum_i p_t(i) H(P(.|i)) (and of
      * max_j P(j|i)), with p_0 uniform and p_{t+1} = p_t P, propagated exactly until it
      * settles (then every remaining position contributes the same). */
-    double *p = calloc((size_t)V * 3, sizeof *p), *q = p + V, *h = p + 2 * V;
-    QKT_CHECK(p, "out of memory");
-    double *mx = malloc((size_t)V * sizeof *mx);
-    QKT_CHECK(mx, "out of memory");
+    double *p = qkt_calloc((size_t)V * 3, sizeof *p), *q = p + V, *h = p + 2 * V;
+    double *mx = qkt_malloc((size_t)V * sizeof *mx);
     for (int i = 0; i < V; i++) {
         double tot = d->cum[i * K + K - 1], prev = 0, H = 0, m = 0;
         for (int j = 0; j < K; j++) {

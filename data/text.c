@@ -44,8 +44,7 @@ static int parse_text_spec(qkt_data *d, const char *rest, qkt_err *err) {
         n = (size_t)(comma - rest);
     }
     if (n == 0) return qkt_err_set(err, "text: missing file path (expected text:PATH)");
-    d->path = malloc(n + 1);
-    QKT_CHECK(d->path, "out of memory");
+    d->path = qkt_malloc(n + 1);
     memcpy(d->path, rest, n), d->path[n] = 0;
     return 0;
 }
@@ -113,8 +112,7 @@ int qkt__text_open(qkt_data *d, const char *rest, qkt_err *err) {
         if (strtod(frac, NULL) == d->val_frac) break;
     }
     size_t sl = strlen(path) + strlen(frac) + 32;
-    d->spec = malloc(sl);
-    QKT_CHECK(d->spec, "out of memory");
+    d->spec = qkt_malloc(sl);
     snprintf(d->spec, sl, "text:%s,val_frac=%s", path, frac);
     return 0;
 }

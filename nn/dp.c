@@ -15,15 +15,11 @@ void qkt_dp_init(qkt_dp *dp, qkt_ctx *ctx0, const qkt_params *p, int n) {
     memset(dp, 0, sizeof *dp);
     dp->n = n;
     dp->size = p->size;
-    dp->ctx = malloc((size_t)n * sizeof *dp->ctx);
-    QKT_CHECK(dp->ctx, "out of memory");
+    dp->ctx = qkt_malloc((size_t)n * sizeof *dp->ctx);
     dp->ctx[0] = ctx0;
     if (n > 1) {
-        dp->own = malloc((size_t)(n - 1) * sizeof *dp->own);
-        void *mem = NULL;
-        QKT_CHECK(dp->own && posix_memalign(&mem, 64, (size_t)(n - 1) * (size_t)p->size * sizeof(qkt_real)) == 0,
-                  "out of memory for %d replica grads of %lld values", n - 1, (long long)p->size);
-        dp->grad = mem;
+        dp->own = qkt_malloc((size_t)(n - 1) * sizeof *dp->own);
+        dp->grad = qkt_aligned_alloc(64, (size_t)(n - 1) * (size_t)p->size * sizeof(qkt_real));
         for (int r = 1; r < n; r++) {
             qkt_ctx_init(&dp->own[r - 1], 1 << 20, 0); /* its RNG is re-split from ctx0's every step */
             qkt_ctx_redirect_param_grads(&dp->own[r - 1], p, dp->grad + (size_t)(r - 1) * p->size);

@@ -40,8 +40,7 @@ int qkt_gpt_init(qkt_gpt *g, const qkt_gpt_config *cfg, qkt_err *err) {
     qkt_params_init(&g->params);
     qkt_embed_add(&g->wte, &g->params, "transformer.wte.weight", c->vocab_size, c->n_embd);
     qkt_embed_add(&g->wpe, &g->params, "transformer.wpe.weight", c->block_size, c->n_embd);
-    g->h = calloc((size_t)c->n_layer, sizeof *g->h);
-    QKT_CHECK(g->h, "out of memory");
+    g->h = qkt_calloc((size_t)c->n_layer, sizeof *g->h);
     for (int i = 0; i < c->n_layer; i++) {
         char name[QKT_NAME_LEN];
         snprintf(name, sizeof name, "transformer.h.%d", i);

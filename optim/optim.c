@@ -65,8 +65,7 @@ static void check_config(const qkt_optim_config *c) {
 }
 
 static qkt_real *alloc_state(int64_t n) {
-    qkt_real *a = calloc((size_t)(n ? n : 1), sizeof(qkt_real));
-    QKT_CHECK(a, "out of memory: optimizer state of %lld values", (long long)n);
+    qkt_real *a = qkt_calloc((size_t)(n ? n : 1), sizeof(qkt_real));
     return a;
 }
 
@@ -82,8 +81,7 @@ void qkt_optim_init(qkt_optim *o, qkt_params *p, const qkt_optim_config *cfg) {
     if (adam) o->v = alloc_state(p->size);
 
     /* Runs of consecutive tensors with the same decay flag (store order = add order). */
-    o->runs = malloc((size_t)(p->n ? p->n : 1) * sizeof *o->runs);
-    QKT_CHECK(o->runs, "out of memory");
+    o->runs = qkt_malloc((size_t)(p->n ? p->n : 1) * sizeof *o->runs);
     for (int i = 0; i < p->n; i++) {
         const qkt_tensor *t = p->t[i];
         int64_t off = qkt_params_offset(p, t);

@@ -1,6 +1,8 @@
 /* Engine tests: arena (no malloc after the first step, limit message), tape
  * (no-grad, accumulation for a tensor used twice), shape errors, numerics at
  * +-1e4 and with -inf masks, dropout, RNG. */
+#include <setjmp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -48,6 +50,53 @@ static void arena_limit(void) {
     qkt_arena_alloc(&a, 600);
 }
 
+/* The fatal hook: a program sees each kind with its message and can leave by longjmp
+ * (here), never reaching abort() or exit(). */
+static jmp_buf hook_jmp;
+static qkt_fatal_kind hook_kind;
+static char hook_msg[1024];
+static void hook(qkt_fatal_kind kind, const char *msg, void *user) {
+    hook_kind = kind;
+    snprintf(hook_msg, sizeof hook_msg, "%s%s", (const char *)user, msg);
+    longjmp(hook_jmp, 1);
+}
+
+static void test_fatal_hook(void) {
+    qkt_fatal_fn prev = qkt_set_fatal_handler(hook, "hooked: ");
+    if (!setjmp(hook_jmp)) {
+        QKT_CHECK(1 + 1 == 3, "arithmetic %d", 2);
+        EXPECT(0, "QKT_CHECK returned");
+    }
+    EXPECT(hook_kind == QKT_FATAL_USAGE && strstr(hook_msg, "hooked: usage error at ") && strstr(hook_msg, "arithmetic 2") &&
+               strstr(hook_msg, "(check failed: 1 + 1 == 3)") && !strchr(hook_msg, '\n'),
+           "usage: %d %s", (int)hook_kind, hook_msg);
+    volatile size_t huge = SIZE_MAX / 2;
+    if (!setjmp(hook_jmp)) {
+        void *p = qkt_malloc(huge);
+        EXPECT(0, "qkt_malloc of %zu bytes returned %p", (size_t)huge, p);
+    }
+    EXPECT(hook_kind == QKT_FATAL_NOMEM && strstr(hook_msg, "out of memory") && strstr(hook_msg, "test_autograd.c"),
+           "nomem: %d %s", (int)hook_kind, hook_msg);
+    if (!setjmp(hook_jmp)) {
+        void *p = qkt_calloc(huge, 4); /* n * size overflows */
+        EXPECT(0, "qkt_calloc overflow returned %p", p);
+    }
+    EXPECT(hook_kind == QKT_FATAL_NOMEM, "calloc overflow: %d %s", (int)hook_kind, hook_msg);
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
+    ctx.detect_anomaly = true;
+    qkt_tensor *x = qkt_tensor_new(&ctx, 1, (int[]){3});
+    x->data[0] = 1, x->data[1] = NAN, x->data[2] = 0;
+    if (!setjmp(hook_jmp)) {
+        qkt_scale(&ctx, x, 2);
+        EXPECT(0, "a NaN passed detect_anomaly");
+    }
+    EXPECT(hook_kind == QKT_FATAL_ANOMALY && strstr(hook_msg, "anomaly: op scale") && strstr(hook_msg, "NaN at element 1"),
+           "anomaly: %d %s", (int)hook_kind, hook_msg);
+    qkt_ctx_free(&ctx);
+    EXPECT(qkt_set_fatal_handler(prev, NULL) == hook, "set_fatal_handler returns the previous hook");
+}
+
 static void test_errors(void) {
     char err[2048];
     EXPECT(run_child(bad_matmul, err, sizeof err), "matmul mismatch did not stop");
@@ -56,6 +105,10 @@ static void test_errors(void) {
     EXPECT(strstr(err, "(2, 3, 4)") && strstr(err, "(3)"), "message: %s", err);
     EXPECT(run_child(arena_limit, err, sizeof err), "arena over its limit did not stop");
     EXPECT(strstr(err, "1000") && strstr(err, "1280"), "arena message should give limit and need: %s", err);
+    EXPECT(strstr(err, "usage error") == NULL, "an arena limit is not a usage error: %s", err);
+    run_child(bad_matmul, err, sizeof err);
+    EXPECT(strstr(err, "usage error at ") && !strstr(err, "internal error"), "API misuse is a usage error: %s", err);
+    test_fatal_hook();
 }
 
 /* A small step: linear, layernorm, attention-like softmax, cross-entropy. */

@@ -31,39 +31,41 @@ static void batch(qkt_data *d, qkt_data_split s, int B, int32_t *x, int32_t *y) 
         }
 }
 
-static const char *default_specs[] = {"mqar", "induction", "sort", "reverse", "copy", "bigram"};
-enum { N_DEFAULT = 6 };
+/* Every task of the table, with its defaults: a new task is tested without editing this file
+ * (check_row refuses a task it has no checker for). */
+#define N_DEFAULT qkt_data_task_count()
+#define default_specs(k) qkt_data_task_name(k)
 
 /* ------------------------------------------------------------------ determinism and streams */
 static void test_determinism(void) {
     static int32_t x1[16 * MAXT], y1[16 * MAXT], x2[16 * MAXT], y2[16 * MAXT];
     for (int k = 0; k < N_DEFAULT; k++) {
-        qkt_data *a = open_ok(default_specs[k], 0, 7), *b = open_ok(default_specs[k], 0, 7);
-        qkt_data *c = open_ok(default_specs[k], 0, 8);
+        qkt_data *a = open_ok(default_specs(k), 0, 7), *b = open_ok(default_specs(k), 0, 7);
+        qkt_data *c = open_ok(default_specs(k), 0, 8);
         int T = qkt_data_seq_len(a), n = 16 * T;
         for (int s = 0; s < 2; s++) {
             batch(a, s, 16, x1, y1), batch(b, s, 16, x2, y2);
             EXPECT(!memcmp(x1, x2, n * 4) && !memcmp(y1, y2, n * 4), "%s split %d: same seed, different batch",
-                   default_specs[k], s);
+                   default_specs(k), s);
             batch(c, s, 16, x2, y2);
-            EXPECT(memcmp(x1, x2, n * 4), "%s split %d: seeds 7 and 8 gave the same batch", default_specs[k], s);
+            EXPECT(memcmp(x1, x2, n * 4), "%s split %d: seeds 7 and 8 gave the same batch", default_specs(k), s);
         }
         /* Train and val streams differ, and val draws never shift the train stream. */
         qkt_data_reset(a, QKT_SPLIT_TRAIN), qkt_data_reset(a, QKT_SPLIT_VAL);
         batch(a, QKT_SPLIT_TRAIN, 16, x1, y1);
         batch(a, QKT_SPLIT_VAL, 16, x2, y2);
-        EXPECT(memcmp(x1, x2, n * 4), "%s: train and val batches equal", default_specs[k]);
+        EXPECT(memcmp(x1, x2, n * 4), "%s: train and val batches equal", default_specs(k));
         batch(a, QKT_SPLIT_TRAIN, 16, x1, y1); /* 2nd train batch after a val batch */
         qkt_data_reset(b, QKT_SPLIT_TRAIN);
         batch(b, QKT_SPLIT_TRAIN, 16, x2, y2), batch(b, QKT_SPLIT_TRAIN, 16, x2, y2);
-        EXPECT(!memcmp(x1, x2, n * 4), "%s: a val batch changed the train stream", default_specs[k]);
+        EXPECT(!memcmp(x1, x2, n * 4), "%s: a val batch changed the train stream", default_specs(k));
         /* reset(val) replays the same validation batches. */
         qkt_data_reset(a, QKT_SPLIT_VAL);
         batch(a, QKT_SPLIT_VAL, 16, x1, y1);
         batch(a, QKT_SPLIT_VAL, 16, x2, y2);
         qkt_data_reset(a, QKT_SPLIT_VAL);
         batch(a, QKT_SPLIT_VAL, 16, x2, y2);
-        EXPECT(!memcmp(x1, x2, n * 4) && !memcmp(y1, y2, n * 4), "%s: reset(val) did not replay", default_specs[k]);
+        EXPECT(!memcmp(x1, x2, n * 4) && !memcmp(y1, y2, n * 4), "%s: reset(val) did not replay", default_specs(k));
         /* get/set rng resumes exactly in a fresh object. */
         qkt_rng r;
         qkt_data_get_rng(a, QKT_SPLIT_TRAIN, &r);
@@ -71,7 +73,7 @@ static void test_determinism(void) {
         qkt_data_set_rng(c, QKT_SPLIT_TRAIN, &r);
         batch(c, QKT_SPLIT_TRAIN, 16, x2, y2);
         EXPECT(!memcmp(x1, x2, n * 4) && !memcmp(y1, y2, n * 4), "%s: set_rng(get_rng) did not resume",
-               default_specs[k]);
+               default_specs(k));
         qkt_data_free(a), qkt_data_free(b), qkt_data_free(c);
     }
 }
@@ -133,7 +135,7 @@ static void check_disjoint(const char *spec, int n_seq, int expect_small) {
 }
 
 static void test_disjoint(void) {
-    for (int k = 0; k < N_DEFAULT; k++) check_disjoint(default_specs[k], 4096, 0);
+    for (int k = 0; k < N_DEFAULT; k++) check_disjoint(default_specs(k), 4096, 0);
     check_disjoint("sort:len=4,digits=4", 4096, 1);   /* 256 sequences */
     check_disjoint("copy:len=8,digits=2", 4096, 1);   /* 256 */
     check_disjoint("reverse:len=4,digits=5", 4096, 1); /* 625 */
@@ -225,6 +227,8 @@ static int check_row(qkt_data *d, const int32_t *x, const int32_t *y, char *why)
             if (y[t] < 0) return sprintf(why, "uncounted position %d", t), 1;
             if (t + 1 < T && y[t] != x[t + 1]) return sprintf(why, "target %d at %d is not the next token %d", y[t], t, x[t + 1]), 1;
         }
+    } else {
+        return sprintf(why, "no checker for task '%s': add one to check_row", name), 1;
     }
     return 0;
 }
@@ -248,7 +252,7 @@ static void check_task(const char *spec, int T, int n_seq) {
 }
 
 static void test_checker(void) {
-    for (int k = 0; k < N_DEFAULT; k++) check_task(default_specs[k], 0, 2048);
+    for (int k = 0; k < N_DEFAULT; k++) check_task(default_specs(k), 0, 2048);
     check_task("mqar", 128, 1024);            /* seq_len follows T */
     check_task("mqar:seq_len=40", 64, 1024);  /* padded */
     check_task("mqar:vocab=20,seq_len=31,n_pairs=8,n_queries=8", 0, 1024); /* tightest layout */
@@ -271,6 +275,8 @@ static void test_checker(void) {
     y[qkt_data_seq_len(d) - 1] ^= 1;
     EXPECT(check_row(d, x, y, why) == 1, "checker missed a corrupted answer");
     qkt_data_free(d);
+    EXPECT(qkt_data_task_count() >= 6 && !qkt_data_task_name(qkt_data_task_count()) && !qkt_data_task_name(-1),
+           "task table: %d tasks", qkt_data_task_count());
 }
 
 /* bigram: the chain is fixed by chain_seed (not the run seed); empirical conditional
