@@ -19,6 +19,7 @@
 #include "qkt_autograd.h"
 #include "qkt_cli.h"
 #include "qkt_flags.h"
+#include "qkt_trainer.h"
 
 #if __has_include("qkt_nn.h") && __has_include("qkt_optim.h")
 #include "qkt_nn.h"
@@ -137,36 +138,49 @@ static int run_model(const bench_config *bc, int replicas, int warmup, int steps
 }
 #endif
 
+/* The flags that are not model sizes, and their defaults. */
+typedef struct {
+    int threads, replicas, steps, warmup, peak_n;
+    double peak;
+} bench_args;
+static const bench_args bench_defaults = {.threads = 0, .replicas = 1, .steps = 10, .warmup = 3, .peak_n = 2048, .peak = 0};
+#define BENCH_MAX_VOCAB (1 << 20)
+#define BENCH_MAX_STEPS 100000 /* --steps and --warmup */
+#define BENCH_MIN_PEAK_N 64
+#define BENCH_MAX_PEAK_N 16384
+#define BENCH_MAX_PEAK 1e9     /* GFLOP/s */
+
 int qkt_cmd_bench(int argc, char **argv) {
     const char *config = NULL;
-    int threads = 0, replicas = 1, steps = 10, warmup = 3, V = 0, T = 0, B = 0, C = 0, L = 0, NH = 0, peak_n = 2048;
+    bench_args a = bench_defaults;
+    int V = 0, T = 0, B = 0, C = 0, L = 0, NH = 0; /* 0: the config's */
     bool want_peak = false;
-    double peak = 0;
+    /* The model's sizes take the training config's bounds (qkt_trainer.h). */
     qkt_flag flags[] = {
         {"config", QKT_FLAG_STRING, &config, "tiny, small or medium (flags below override its fields)", 1, 0, false, false},
-        {"vocab", QKT_FLAG_INT, &V, "vocabulary size V; unset: the config's", 2, 1 << 20, true, false},
-        {"seq", QKT_FLAG_INT, &T, "sequence length T; unset: the config's", 1, 1 << 16, true, false},
-        {"batch", QKT_FLAG_INT, &B, "batch size B; unset: the config's", 1, 1 << 16, true, false},
-        {"n-embd", QKT_FLAG_INT, &C, "width C; unset: the config's", 1, 1 << 16, true, false},
-        {"n-layer", QKT_FLAG_INT, &L, "layers L; unset: the config's", 1, 1024, true, false},
-        {"n-head", QKT_FLAG_INT, &NH, "heads NH, a divisor of C; unset: the config's", 1, 1024, true, false},
-        {"threads", QKT_FLAG_INT, &threads, "threads (the OpenMP team; 0 = all cores)", 0, 1024, false, false},
-        {"replicas", QKT_FLAG_INT, &replicas, "data-parallel replicas: batch shards run side by side, grads summed (at most the batch)", 1, QKT_DP_MAX, true, false},
-        {"steps", QKT_FLAG_INT, &steps, "timed steps (median reported)", 1, 100000, true, false},
-        {"warmup", QKT_FLAG_INT, &warmup, "untimed steps first", 0, 100000, false, false},
+        {"vocab", QKT_FLAG_INT, &V, "vocabulary size V; unset: the config's", 2, BENCH_MAX_VOCAB, true, false},
+        {"seq", QKT_FLAG_INT, &T, "sequence length T; unset: the config's", 1, QKT_TRAIN_MAX_BLOCK_SIZE, true, false},
+        {"batch", QKT_FLAG_INT, &B, "batch size B; unset: the config's", 1, QKT_TRAIN_MAX_BATCH_SIZE, true, false},
+        {"n-embd", QKT_FLAG_INT, &C, "width C; unset: the config's", 1, QKT_TRAIN_MAX_N_EMBD, true, false},
+        {"n-layer", QKT_FLAG_INT, &L, "layers L; unset: the config's", 1, QKT_TRAIN_MAX_N_LAYER, true, false},
+        {"n-head", QKT_FLAG_INT, &NH, "heads NH, a divisor of C; unset: the config's", 1, QKT_TRAIN_MAX_N_HEAD, true, false},
+        {"threads", QKT_FLAG_INT, &a.threads, "threads (the OpenMP team; 0 = all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
+        {"replicas", QKT_FLAG_INT, &a.replicas, "data-parallel replicas: batch shards run side by side, grads summed (at most the batch)", 1, QKT_DP_MAX, true, false},
+        {"steps", QKT_FLAG_INT, &a.steps, "timed steps (median reported)", 1, BENCH_MAX_STEPS, true, false},
+        {"warmup", QKT_FLAG_INT, &a.warmup, "untimed steps first", 0, BENCH_MAX_STEPS, false, false},
         {"sgemm-peak", QKT_FLAG_BOOL, &want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
-        {"peak-n", QKT_FLAG_INT, &peak_n, "matrix size for the sgemm peak", 64, 16384, true, false},
-        {"peak", QKT_FLAG_DOUBLE, &peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, 1e9, false, false},
+        {"peak-n", QKT_FLAG_INT, &a.peak_n, "matrix size for the sgemm peak", BENCH_MIN_PEAK_N, BENCH_MAX_PEAK_N, true, false},
+        {"peak", QKT_FLAG_DOUBLE, &a.peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, BENCH_MAX_PEAK, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
     int rc = qkt_flags_parse("bench", "Time steady-state GPT training steps (forward, backward, AdamW), or the sgemm peak.",
                              flags, nf, argc, argv, NULL, 0, NULL);
     if (rc) return rc == 1 ? 0 : 2;
-    qkt_set_threads(threads);
-    threads = qkt_get_threads();
+    qkt_set_threads(a.threads);
+    int threads = qkt_get_threads();
 
     if (want_peak) {
-        printf("qkt sgemm threads=%d n=%d gflops=%.1f\n", threads, peak_n, sgemm_peak(peak_n, 5));
+        printf("qkt sgemm threads=%d n=%d gflops=%.1f\n", threads, a.peak_n, sgemm_peak(a.peak_n, 5));
         return 0;
     }
     bench_config bc = configs[0];
@@ -191,8 +205,8 @@ int qkt_cmd_bench(int argc, char **argv) {
     if (C) bc.C = C;
     if (L) bc.L = L;
     if (NH) bc.NH = NH;
-    if (replicas > bc.B) {
-        fprintf(stderr, "qkt bench: --replicas %d: expected at most the batch size %d\n", replicas, bc.B);
+    if (a.replicas > bc.B) {
+        fprintf(stderr, "qkt bench: --replicas %d: expected at most the batch size %d\n", a.replicas, bc.B);
         return 2;
     }
     if (bc.C % bc.NH) {
@@ -202,12 +216,12 @@ int qkt_cmd_bench(int argc, char **argv) {
 #ifdef QKT_BENCH_HAVE_MODEL
     qkt_err err = {{0}};
     double t, cpu;
-    if (run_model(&bc, replicas, warmup, steps, &t, &cpu, &err)) {
+    if (run_model(&bc, a.replicas, a.warmup, a.steps, &t, &cpu, &err)) {
         fprintf(stderr, "qkt bench: %s\n", err.msg);
         return 1;
     }
     double rss = peak_rss_mb(); /* before the sgemm peak's matrices (3 n^2 floats) exist */
-    if (peak <= 0) peak = sgemm_peak(peak_n, 3);
+    double peak = a.peak > 0 ? a.peak : sgemm_peak(a.peak_n, 3);
     double flops = bench_flops(&bc);
     printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f\n", bc.name, threads, t * 1e3,
            (double)bc.B * bc.T / t, rss, flops / t / (peak * 1e9));
@@ -215,11 +229,10 @@ int qkt_cmd_bench(int argc, char **argv) {
     fprintf(stderr,
             "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, replicas %d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
             "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n",
-            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, replicas, flops * 1e-9, peak, cpu * 1e3, wait ? wait : "(unset)",
+            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, a.replicas, flops * 1e-9, peak, cpu * 1e3, wait ? wait : "(unset)",
             spin ? spin : "(unset)");
     return 0;
 #else
-    (void)peak;
     fprintf(stderr, "qkt bench: this build has no model (nn and optim are not in the tree yet)\n");
     return 1;
 #endif

@@ -63,19 +63,20 @@ int qkt_cmd_step(int argc, char **argv) {
     const char *params_out = NULL;
     int threads = 0;
     uint64_t seed = 0;
-    double adamw_lr = 0, wd = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, clip = 0;
+    double adamw_lr = 0, clip = 0;
+    qkt_optim_config oc = qkt_optim_defaults(QKT_OPTIM_ADAMW); /* torch.optim.AdamW's defaults */
     qkt_flag flags[] = {
         {"ckpt", QKT_FLAG_STRING, &ckpt, "model checkpoint (.safetensors with the config in __metadata__)", 1, 0, false, false},
         {"batch", QKT_FLAG_STRING, &batch, "batch file: idx and targets, integer (B, T); targets -1 are ignored", 1, 0, false, false},
         {"out", QKT_FLAG_STRING, &out, "output: scalar 'loss' and every parameter's gradient under its name", 1, 0, false, false},
-        {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores)", 0, 4096, false, false},
+        {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
         {"seed", QKT_FLAG_U64, &seed, "seed of the dropout draws (only if the config has dropout)", 1, 0, false, false},
         {"adamw-lr", QKT_FLAG_DOUBLE, &adamw_lr, "then apply one AdamW step (fresh state) with this lr ...", 1, 0, true, false},
         {"params-out", QKT_FLAG_STRING, &params_out, "... and write the updated model here (a checkpoint)", 1, 0, false, false},
-        {"weight-decay", QKT_FLAG_DOUBLE, &wd, "AdamW decoupled weight decay (2-D weights only)", 0, 1e300, false, false},
-        {"beta1", QKT_FLAG_DOUBLE, &beta1, "AdamW beta1", 0, 0.999999, false, false},
-        {"beta2", QKT_FLAG_DOUBLE, &beta2, "AdamW beta2", 0, 0.999999, false, false},
-        {"eps", QKT_FLAG_DOUBLE, &eps, "AdamW eps", 1, 0, true, false},
+        {"weight-decay", QKT_FLAG_DOUBLE, &oc.weight_decay, "AdamW decoupled weight decay (2-D weights only)", 0, 1e300, false, false},
+        {"beta1", QKT_FLAG_DOUBLE, &oc.beta1, "AdamW beta1", 0, QKT_FLAGS_BELOW_ONE, false, false},
+        {"beta2", QKT_FLAG_DOUBLE, &oc.beta2, "AdamW beta2", 0, QKT_FLAGS_BELOW_ONE, false, false},
+        {"eps", QKT_FLAG_DOUBLE, &oc.eps, "AdamW eps", 1, 0, true, false},
         {"grad-clip", QKT_FLAG_DOUBLE, &clip, "clip the global gradient norm before the step (0 = off)", 0, 1e300, false, false},
     };
     int n_flags = (int)(sizeof flags / sizeof flags[0]);
@@ -143,13 +144,12 @@ int qkt_cmd_step(int argc, char **argv) {
         /* torch: clip_grad_norm_(params, clip); AdamW(lr, betas, eps, wd on the 2-D weights).step() */
         double norm = qkt_clip_grad_norm(&g.params, clip);
         qkt_optim opt;
-        qkt_optim_config oc = {.kind = QKT_OPTIM_ADAMW, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = wd};
         qkt_optim_init(&opt, &g.params, &oc);
         qkt_optim_step(&opt, adamw_lr);
         qkt_optim_free(&opt);
         rc = qkt_gpt_save(params_out, &g, NULL, 0, NULL, 0, &err);
         if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
-        else printf("grad norm %.9g; one AdamW step (lr %g, wd %g) -> %s\n", norm, adamw_lr, wd, params_out);
+        else printf("grad norm %.9g; one AdamW step (lr %g, wd %g) -> %s\n", norm, adamw_lr, oc.weight_decay, params_out);
     }
     free(w);
     free(idx), free(tgt);

@@ -73,45 +73,60 @@ typedef struct {
     bool tty, anomaly, resuming;
 } run_opts;
 
-/* Flags -> run_opts (or the resumed run's train.json). Returns 0, or the exit status. */
+/* QKT_THREADS, when --threads is not given: 0 or the thread count; -1 + message if bad. */
+static int threads_from_env(int *threads) {
+    const char *e = getenv("QKT_THREADS");
+    if (!e || !*e) return 0;
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (*end || v < 0 || v > QKT_FLAGS_MAX_THREADS) {
+        fprintf(stderr, CMD ": QKT_THREADS '%s': expected an integer in [0, %d]\n", e, QKT_FLAGS_MAX_THREADS);
+        return -1;
+    }
+    *threads = (int)v;
+    return 0;
+}
+
+/* Flags -> run_opts (or the resumed run's train.json). Returns 0, or the exit status.
+ * The flags write into a default run (qkt_train_run_default), so their defaults and
+ * ranges are the library's. */
 static int parse(int argc, char **argv, run_opts *o) {
     qkt_train_run *r = &o->r;
     qkt_train_run_default(r);
     qkt_train_config *c = &r->tc;
-    int n_layer = 4, n_head = 4, n_embd = 128, block = 128, batch = 32, steps = 2000, warmup = 0, threads = 0, replicas = 1;
-    double lr = 1e-3, min_lr = 0, wd = 0.1, clip = 1.0, temp = 1, qk_mult = 1, dropout = 0, beta1 = 0.9, beta2 = 0.95;
-    const char *scale = "sqrt_dk", *data = NULL, *out = "out", *resume = NULL, *sched = "cosine";
-    uint64_t seed = 1337;
-    int eval_every = r->eval_every, eval_batches = r->eval_batches, ckpt_every = r->ckpt_every, log_every = 10, pause_at = 0;
+    qkt_gpt_config *m = &c->model;
+    const char *scale = qkt_attn_scale_name(m->attn_scale), *sched = qkt_sched_kind_name(c->schedule);
+    const char *data = NULL, *out = "out", *resume = NULL;
+    int threads = 0, log_every = 10, pause_at = 0;
     bool anomaly = false;
     qkt_flag f[] = {
         {"data", QKT_FLAG_STRING, &data, "data: text:PATH[,val_frac=F] or a synthetic task (qkt data --help)", 1, 0, false, false},
         {"out", QKT_FLAG_STRING, &out, "run directory: train.json, log.csv, ckpt.safetensors", 1, 0, false, false},
         {"resume", QKT_FLAG_STRING, &resume, "continue the run in this directory (its train.json holds the config)", 1, 0, false, false},
-        {"n-layer", QKT_FLAG_INT, &n_layer, "transformer blocks", 1, 1024, true, false},
-        {"n-head", QKT_FLAG_INT, &n_head, "attention heads (d_k = n-embd / n-head)", 1, 4096, true, false},
-        {"n-embd", QKT_FLAG_INT, &n_embd, "model width C", 1, 65536, true, false},
-        {"block-size", QKT_FLAG_INT, &block, "context length T", 1, 46340, true, false},
-        {"batch-size", QKT_FLAG_INT, &batch, "sequences per step", 1, 1 << 20, true, false},
-        {"replicas", QKT_FLAG_INT, &replicas, "data-parallel batch shards per step, side by side on the threads (results depend on it, not on --threads)", 1, QKT_DP_MAX, true, false},
-        {"steps", QKT_FLAG_INT, &steps, "optimizer steps", 1, INT_MAX, true, false},
-        {"lr", QKT_FLAG_DOUBLE, &lr, "peak learning rate (AdamW)", 1, 0, true, false},
-        {"min-lr", QKT_FLAG_DOUBLE, &min_lr, "cosine floor (default lr/10)", 0, 1e300, false, false},
-        {"weight-decay", QKT_FLAG_DOUBLE, &wd, "AdamW decoupled weight decay (2-D weights only)", 0, 1e300, false, false},
-        {"beta1", QKT_FLAG_DOUBLE, &beta1, "AdamW beta1", 0, 0.999999, false, false},
-        {"beta2", QKT_FLAG_DOUBLE, &beta2, "AdamW beta2", 0, 0.999999, false, false},
-        {"warmup-steps", QKT_FLAG_INT, &warmup, "linear warmup steps (default min(100, steps/10))", 0, INT_MAX, false, false},
+        {"n-layer", QKT_FLAG_INT, &m->n_layer, "transformer blocks", 1, QKT_TRAIN_MAX_N_LAYER, true, false},
+        {"n-head", QKT_FLAG_INT, &m->n_head, "attention heads (d_k = n-embd / n-head)", 1, QKT_TRAIN_MAX_N_HEAD, true, false},
+        {"n-embd", QKT_FLAG_INT, &m->n_embd, "model width C", 1, QKT_TRAIN_MAX_N_EMBD, true, false},
+        {"block-size", QKT_FLAG_INT, &m->block_size, "context length T", 1, QKT_TRAIN_MAX_BLOCK_SIZE, true, false},
+        {"batch-size", QKT_FLAG_INT, &c->batch_size, "sequences per step", 1, QKT_TRAIN_MAX_BATCH_SIZE, true, false},
+        {"replicas", QKT_FLAG_INT, &c->replicas, "data-parallel batch shards per step, side by side on the threads (results depend on it, not on --threads)", 1, QKT_DP_MAX, true, false},
+        {"steps", QKT_FLAG_I64, &c->steps, "optimizer steps", 1, QKT_TRAIN_MAX_STEPS, true, false},
+        {"lr", QKT_FLAG_DOUBLE, &c->lr, "peak learning rate (AdamW)", 1, 0, true, false},
+        {"min-lr", QKT_FLAG_DOUBLE, &c->min_lr, "cosine floor (default lr/10)", 0, 1e300, false, false},
+        {"weight-decay", QKT_FLAG_DOUBLE, &c->weight_decay, "AdamW decoupled weight decay (2-D weights only)", 0, 1e300, false, false},
+        {"beta1", QKT_FLAG_DOUBLE, &c->beta1, "AdamW beta1", 0, QKT_FLAGS_BELOW_ONE, false, false},
+        {"beta2", QKT_FLAG_DOUBLE, &c->beta2, "AdamW beta2", 0, QKT_FLAGS_BELOW_ONE, false, false},
+        {"warmup-steps", QKT_FLAG_I64, &c->warmup_steps, "linear warmup steps (default min(100, steps/10))", 0, QKT_TRAIN_MAX_STEPS, false, false},
         {"schedule", QKT_FLAG_STRING, &sched, "learning rate after warmup: cosine (to min-lr) or constant", 1, 0, false, false},
-        {"grad-clip", QKT_FLAG_DOUBLE, &clip, "clip the global gradient norm (0 = off)", 0, 1e300, false, false},
+        {"grad-clip", QKT_FLAG_DOUBLE, &c->grad_clip, "clip the global gradient norm (0 = off)", 0, 1e300, false, false},
         {"attn-scale", QKT_FLAG_STRING, &scale, "sqrt_dk, none, dk, sqrt_dmodel, learned or qk_layernorm", 1, 0, false, false},
-        {"attn-temp", QKT_FLAG_DOUBLE, &temp, "fixed multiplier on the attention logits", 1, 0, true, false},
-        {"qk-init-mult", QKT_FLAG_DOUBLE, &qk_mult, "multiplier on the W_q, W_k init std", 0, 1e300, false, false},
-        {"dropout", QKT_FLAG_DOUBLE, &dropout, "dropout probability in [0, 1)", 0, 0.999999, false, false},
-        {"seed", QKT_FLAG_U64, &seed, "seed of the init, data and dropout streams", 1, 0, false, false},
-        {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores; default env QKT_THREADS or all)", 0, 4096, false, false},
-        {"eval-every", QKT_FLAG_INT, &eval_every, "steps between validations (0 = first and last only)", 0, INT_MAX, false, false},
-        {"eval-batches", QKT_FLAG_INT, &eval_batches, "validation batches (the same ones every time)", 1, 1 << 20, true, false},
-        {"ckpt-every", QKT_FLAG_INT, &ckpt_every, "steps between checkpoints (0 = at the end only)", 0, INT_MAX, false, false},
+        {"attn-temp", QKT_FLAG_DOUBLE, &m->attn_temp, "fixed multiplier on the attention logits", 1, 0, true, false},
+        {"qk-init-mult", QKT_FLAG_DOUBLE, &m->qk_init_mult, "multiplier on the W_q, W_k init std", 0, 1e300, false, false},
+        {"dropout", QKT_FLAG_DOUBLE, &m->dropout, "dropout probability in [0, 1)", 0, QKT_FLAGS_BELOW_ONE, false, false},
+        {"seed", QKT_FLAG_U64, &c->seed, "seed of the init, data and dropout streams", 1, 0, false, false},
+        {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores; default env QKT_THREADS or all)", 0, QKT_FLAGS_MAX_THREADS, false, false},
+        {"eval-every", QKT_FLAG_INT, &r->eval_every, "steps between validations (0 = first and last only)", 0, INT_MAX, false, false},
+        {"eval-batches", QKT_FLAG_INT, &r->eval_batches, "validation batches (the same ones every time)", 1, QKT_TRAIN_MAX_EVAL_BATCHES, true, false},
+        {"ckpt-every", QKT_FLAG_INT, &r->ckpt_every, "steps between checkpoints (0 = at the end only)", 0, INT_MAX, false, false},
         {"log-every", QKT_FLAG_INT, &log_every, "steps between printed lines (log.csv gets every step)", 1, INT_MAX, true, false},
         {"pause-at", QKT_FLAG_INT, &pause_at, "save and exit after this step, to be continued with --resume", 1, INT_MAX, true, false},
         {"detect-anomaly", QKT_FLAG_BOOL, &anomaly, "check every op's output; name the first op and layer giving NaN/Inf", 1, 0, false, false},
@@ -124,16 +139,7 @@ static int parse(int argc, char **argv, run_opts *o) {
                              f, nf, argc, argv, NULL, 0, NULL);
     if (rc) return rc == 1 ? -1 : 2;
     o->log_every = log_every, o->anomaly = anomaly, o->pause_at = pause_at;
-    if (!qkt_flag_seen(f, nf, "threads")) {
-        const char *e = getenv("QKT_THREADS");
-        char *end;
-        if (e && *e) {
-            long v = strtol(e, &end, 10);
-            if (*end || v < 0 || v > 4096)
-                return fprintf(stderr, CMD ": QKT_THREADS '%s': expected an integer in [0, 4096]\n", e), 2;
-            threads = (int)v;
-        }
-    }
+    if (!qkt_flag_seen(f, nf, "threads") && threads_from_env(&threads)) return 2;
     qkt_set_threads(threads);
     qkt_err err;
     if (resume) {
@@ -157,15 +163,9 @@ static int parse(int argc, char **argv, run_opts *o) {
     if (!data) return fprintf(stderr, CMD ": --data is required (text:PATH or a task such as mqar; see qkt data --help)\n"), 2;
     if (strlen(data) >= sizeof r->data) return fprintf(stderr, CMD ": --data: spec too long\n"), 2;
     snprintf(r->data, sizeof r->data, "%s", data);
-    c->model.n_layer = n_layer, c->model.n_head = n_head, c->model.n_embd = n_embd, c->model.block_size = block;
-    c->model.attn_temp = temp, c->model.qk_init_mult = qk_mult, c->model.dropout = dropout;
-    if (qkt_attn_scale_parse(scale, &c->model.attn_scale, &err)) return fprintf(stderr, CMD ": --attn-scale: %s\n", err.msg), 2;
+    if (qkt_attn_scale_parse(scale, &m->attn_scale, &err)) return fprintf(stderr, CMD ": --attn-scale: %s\n", err.msg), 2;
     if (qkt_sched_kind_parse(sched, &c->schedule, &err)) return fprintf(stderr, CMD ": --schedule: %s\n", err.msg), 2;
-    c->batch_size = batch, c->replicas = replicas, c->steps = steps, c->lr = lr, c->weight_decay = wd, c->grad_clip = clip;
-    c->min_lr = qkt_flag_seen(f, nf, "min-lr") ? min_lr : lr / 10;
-    c->warmup_steps = qkt_flag_seen(f, nf, "warmup-steps") ? warmup : (steps / 10 < 100 ? steps / 10 : 100);
-    c->beta1 = beta1, c->beta2 = beta2, c->seed = seed, c->optim = QKT_OPTIM_ADAMW;
-    r->eval_every = eval_every, r->eval_batches = eval_batches, r->ckpt_every = ckpt_every;
+    qkt_train_config_resolve(c);
     if (qkt_train_run_validate(r, &err)) return fprintf(stderr, CMD ": %s\n", err.msg), 2;
     o->out = out;
     return 0;

@@ -8,6 +8,8 @@
 
 #include "qkt_trainer.h"
 
+#define QKT_TRAIN_MAX_EVAL_BATCHES (1 << 20)
+
 #define QKT_TRAIN_LOG_HEADER "step,loss,lr,grad_norm,val_loss,val_acc,tokens_per_s,elapsed_s\n"
 
 typedef struct qkt_train_run {
@@ -18,11 +20,12 @@ typedef struct qkt_train_run {
     int ckpt_every;      /* 0 = only at the end (and on an interruption) */
 } qkt_train_run;
 
-/* Defaults: qkt_train_config_default() on tinyshakespeare-like sizes is left to flags;
- * eval every 100 steps over 20 batches, checkpoint every 500. */
+/* Defaults: qkt_train_config_default() (QKT_TRAIN_AUTO fields left for the caller to
+ * resolve), data mqar, eval every 100 steps over 20 batches, checkpoint every 500. */
 void qkt_train_run_default(qkt_train_run *r);
-/* Every check a user can fail, with the flag's name: "--n-embd 50 is not divisible by
- * --n-head 3". Does not open the data. */
+/* qkt_train_config_validate, then the run's own fields (only AdamW; eval and checkpoint
+ * cadence): every check a user can fail, with the flag's name. Does not open the data.
+ * train.json's keys are the flags' names with '_' for '-'. */
 int qkt_train_run_validate(const qkt_train_run *r, qkt_err *err);
 /* JSON object (malloc'd string) and back. Load checks every key's presence and type,
  * then validates; errors start with the file name. */
