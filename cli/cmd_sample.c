@@ -84,6 +84,27 @@ static const sample_args sample_defaults = {.tokens = 500, .top_k = 0, .threads 
 #define MAX_TOKENS (1 << 24)  /* --tokens and --top-k */
 #define MAX_TEMPERATURE 1e6
 
+/* The prompt as token ids (room for strlen(prompt) or 1): text through the vocabulary
+ * (default a newline, else the first byte of it), a task's ids as given (default token 0).
+ * 0, or 2 after a one-line error. */
+static int encode_prompt(const char *prompt, const qkt_data *d, bool text, int V, int32_t *ids, int *n_prompt) {
+    qkt_err err;
+    *n_prompt = 1;
+    if (text) {
+        int n;
+        const uint8_t *vocab = qkt_data_vocab(d, &n);
+        const char *pr = prompt ? prompt : memchr(vocab, '\n', (size_t)n) ? "\n" : (const char *)vocab;
+        size_t plen = prompt ? strlen(prompt) : 1;
+        if (qkt_data_encode(d, (const uint8_t *)pr, plen, ids, &err)) return fprintf(stderr, CMD ": --prompt: %s\n", err.msg), 2;
+        *n_prompt = (int)plen;
+    } else if (prompt) {
+        if (parse_ids(prompt, V, ids, n_prompt, &err)) return fprintf(stderr, CMD ": %s\n", err.msg), 2;
+    } else {
+        ids[0] = 0;
+    }
+    return 0;
+}
+
 int qkt_cmd_sample(int argc, char **argv) {
     const char *ckpt = NULL, *prompt = NULL;
     sample_args a = sample_defaults;
@@ -118,31 +139,10 @@ int qkt_cmd_sample(int argc, char **argv) {
         fprintf(stderr, CMD ": --ckpt: %s\n", err.msg);
         goto done;
     }
-    /* the prompt, encoded */
-    size_t plen = prompt ? strlen(prompt) : 1;
-    ids = malloc((plen + 1 + (size_t)a.tokens) * sizeof *ids);
+    ids = malloc((strlen(prompt ? prompt : "\n") + 1 + (size_t)a.tokens) * sizeof *ids);
     QKT_CHECK(ids, "out of memory");
-    int n_prompt = 1;
-    if (text) {
-        int n;
-        const uint8_t *vocab = qkt_data_vocab(d, &n);
-        const char *pr = prompt ? prompt : memchr(vocab, '\n', (size_t)n) ? "\n" : (const char *)vocab;
-        if (!prompt) plen = 1;
-        if (qkt_data_encode(d, (const uint8_t *)pr, plen, ids, &err)) {
-            fprintf(stderr, CMD ": --prompt: %s\n", err.msg);
-            rc = 2;
-            goto done;
-        }
-        n_prompt = (int)plen;
-    } else if (prompt) {
-        if (parse_ids(prompt, cfg.vocab_size, ids, &n_prompt, &err)) {
-            fprintf(stderr, CMD ": %s\n", err.msg);
-            rc = 2;
-            goto done;
-        }
-    } else {
-        ids[0] = 0;
-    }
+    int n_prompt;
+    if ((rc = encode_prompt(prompt, d, text, cfg.vocab_size, ids, &n_prompt))) goto done;
     printer p = {d, text, 0};
     for (int i = 0; i < n_prompt; i++) put_token(ids[i], &p);
     qkt_ctx ctx;
