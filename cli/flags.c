@@ -1,3 +1,4 @@
+/* Table-driven command-line flags (qkt_flags.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +32,7 @@ static void default_text(const qkt_flag *f, char *def, size_t n) {
     }
 }
 
-void qkt_flags_usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags) {
+static void usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags) {
     printf("usage: qkt %s [flags]\n%s\n\nflags:\n", cmd, summary ? summary : "");
     for (int i = 0; i < n_flags; i++) {
         const qkt_flag *f = &flags[i];
@@ -105,7 +106,7 @@ int qkt_flags_parse(const char *cmd, const char *summary, qkt_flag *flags, int n
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            qkt_flags_usage(cmd, summary, flags, n_flags);
+            usage(cmd, summary, flags, n_flags);
             return 1;
         }
         if (strncmp(a, "--", 2) != 0) {

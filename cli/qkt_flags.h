@@ -33,7 +33,6 @@ typedef struct {
  * is non-NULL: then they are collected there (up to max_positional). */
 int qkt_flags_parse(const char *cmd, const char *summary, qkt_flag *flags, int n_flags, int argc, char **argv,
                     const char **positional, int max_positional, int *n_positional);
-void qkt_flags_usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags);
 /* Did the user give this flag? */
 bool qkt_flag_seen(const qkt_flag *flags, int n_flags, const char *name);
 

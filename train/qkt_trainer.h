@@ -1,5 +1,5 @@
-/* One training run of a GPT on a data source: the loop shared by `qkt train` and the
- * cells of `qkt ablate`. Owns the model, data, optimizer, schedule and step context. */
+/* One training run of a GPT on a data source, shared by `qkt train` (qkt_session) and
+ * the cells of `qkt ablate`. Owns the model, data, optimizer, schedule and step context. */
 #ifndef QKT_TRAINER_H
 #define QKT_TRAINER_H
 #include <stdbool.h>
@@ -11,6 +11,10 @@
 #include "qkt_nn.h"
 #include "qkt_optim.h"
 #include "qkt_safetensors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Bounds of a training config: qkt_train_config_validate checks them, and the CLI's
  * flags take their ranges from them. */
@@ -92,7 +96,11 @@ int qkt_trainer_save(qkt_trainer *t, const char *path, const qkt_st_meta *meta, 
  * was. On -1 (one line naming the file and the problem) drop the trainer. */
 int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err);
 
-/* Attention maps of layer l for row 0 of the first validation batch: probs (H, T, T). */
+/* Attention maps of every layer for row 0 of the first validation batch:
+ * probs_all_layers (L, H, T, T). */
 void qkt_trainer_attention_map(qkt_trainer *t, qkt_real *probs_all_layers);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,4 +1,5 @@
-/* The training loop shared by `qkt train` and the ablation cells. */
+/* A trainer: init from a config, one optimizer step, validation, attention maps. Its
+ * loop is qkt_session_run (`qkt train`) or the ablation cells' own. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
