@@ -19,12 +19,9 @@
 #include "qkt_autograd.h"
 #include "qkt_cli.h"
 #include "qkt_flags.h"
-
-#if __has_include("qkt_nn.h") && __has_include("qkt_optim.h")
 #include "qkt_nn.h"
 #include "qkt_optim.h"
-#define QKT_BENCH_HAVE_MODEL 1
-#endif
+#include "qkt_trainer.h"
 
 typedef struct {
     const char *name;
@@ -65,7 +62,6 @@ static double sgemm_peak(int n, int reps) {
     return 2.0 * n * (double)nn / best * 1e-9;
 }
 
-#ifdef QKT_BENCH_HAVE_MODEL
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -135,79 +131,95 @@ static int run_model(const bench_config *bc, int replicas, int warmup, int steps
     qkt_gpt_free(&g);
     return err && err->msg[0] ? -1 : 0;
 }
-#endif
 
-int qkt_cmd_bench(int argc, char **argv) {
-    const char *config = NULL;
-    int threads = 0, replicas = 1, steps = 10, warmup = 3, V = 0, T = 0, B = 0, C = 0, L = 0, NH = 0, peak_n = 2048;
-    bool want_peak = false;
-    double peak = 0;
+typedef struct {
+    const char *config;
+    bench_config sizes; /* the size flags; 0: the config's */
+    int threads, replicas, steps, warmup, peak_n;
+    double peak;
+    bool want_peak;
+} bench_args;
+static const bench_args bench_defaults = {.replicas = 1, .steps = 10, .warmup = 3, .peak_n = 2048};
+#define BENCH_MAX_VOCAB (1 << 20)
+#define BENCH_MAX_STEPS 100000 /* --steps and --warmup */
+#define BENCH_MIN_PEAK_N 64
+#define BENCH_MAX_PEAK_N 16384
+#define BENCH_MAX_PEAK 1e9     /* GFLOP/s */
+
+/* Flags -> a. Returns 0, -1 after --help, or 2 after a one-line error. */
+static int parse(int argc, char **argv, bench_args *a) {
+    *a = bench_defaults;
+    bench_config *z = &a->sizes;
+    /* The model's sizes take the training config's bounds (qkt_trainer.h). */
     qkt_flag flags[] = {
-        {"config", QKT_FLAG_STRING, &config, "tiny, small or medium (flags below override its fields)", 1, 0, false, false},
-        {"vocab", QKT_FLAG_INT, &V, "vocabulary size V; unset: the config's", 2, 1 << 20, true, false},
-        {"seq", QKT_FLAG_INT, &T, "sequence length T; unset: the config's", 1, 1 << 16, true, false},
-        {"batch", QKT_FLAG_INT, &B, "batch size B; unset: the config's", 1, 1 << 16, true, false},
-        {"n-embd", QKT_FLAG_INT, &C, "width C; unset: the config's", 1, 1 << 16, true, false},
-        {"n-layer", QKT_FLAG_INT, &L, "layers L; unset: the config's", 1, 1024, true, false},
-        {"n-head", QKT_FLAG_INT, &NH, "heads NH, a divisor of C; unset: the config's", 1, 1024, true, false},
-        {"threads", QKT_FLAG_INT, &threads, "threads (the OpenMP team; 0 = all cores)", 0, 1024, false, false},
-        {"replicas", QKT_FLAG_INT, &replicas, "data-parallel replicas: batch shards run side by side, grads summed (at most the batch)", 1, QKT_DP_MAX, true, false},
-        {"steps", QKT_FLAG_INT, &steps, "timed steps (median reported)", 1, 100000, true, false},
-        {"warmup", QKT_FLAG_INT, &warmup, "untimed steps first", 0, 100000, false, false},
-        {"sgemm-peak", QKT_FLAG_BOOL, &want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
-        {"peak-n", QKT_FLAG_INT, &peak_n, "matrix size for the sgemm peak", 64, 16384, true, false},
-        {"peak", QKT_FLAG_DOUBLE, &peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, 1e9, false, false},
+        {"config", QKT_FLAG_STRING, &a->config, "tiny, small or medium (flags below override its fields)", 1, 0, false, false},
+        {"vocab", QKT_FLAG_INT, &z->V, "vocabulary size V; unset: the config's", 2, BENCH_MAX_VOCAB, true, false},
+        {"seq", QKT_FLAG_INT, &z->T, "sequence length T; unset: the config's", 1, QKT_TRAIN_MAX_BLOCK_SIZE, true, false},
+        {"batch", QKT_FLAG_INT, &z->B, "batch size B; unset: the config's", 1, QKT_TRAIN_MAX_BATCH_SIZE, true, false},
+        {"n-embd", QKT_FLAG_INT, &z->C, "width C; unset: the config's", 1, QKT_TRAIN_MAX_N_EMBD, true, false},
+        {"n-layer", QKT_FLAG_INT, &z->L, "layers L; unset: the config's", 1, QKT_TRAIN_MAX_N_LAYER, true, false},
+        {"n-head", QKT_FLAG_INT, &z->NH, "heads NH, a divisor of C; unset: the config's", 1, QKT_TRAIN_MAX_N_HEAD, true, false},
+        {"threads", QKT_FLAG_INT, &a->threads, "threads (the OpenMP team; 0 = all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
+        {"replicas", QKT_FLAG_INT, &a->replicas, "data-parallel replicas: batch shards run side by side, grads summed (at most the batch)", 1, QKT_DP_MAX, true, false},
+        {"steps", QKT_FLAG_INT, &a->steps, "timed steps (median reported)", 1, BENCH_MAX_STEPS, true, false},
+        {"warmup", QKT_FLAG_INT, &a->warmup, "untimed steps first", 0, BENCH_MAX_STEPS, false, false},
+        {"sgemm-peak", QKT_FLAG_BOOL, &a->want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
+        {"peak-n", QKT_FLAG_INT, &a->peak_n, "matrix size for the sgemm peak", BENCH_MIN_PEAK_N, BENCH_MAX_PEAK_N, true, false},
+        {"peak", QKT_FLAG_DOUBLE, &a->peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, BENCH_MAX_PEAK, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
     int rc = qkt_flags_parse("bench", "Time steady-state GPT training steps (forward, backward, AdamW), or the sgemm peak.",
                              flags, nf, argc, argv, NULL, 0, NULL);
-    if (rc) return rc == 1 ? 0 : 2;
-    qkt_set_threads(threads);
-    threads = qkt_get_threads();
+    return rc == 1 ? -1 : rc ? 2 : 0;
+}
 
-    if (want_peak) {
-        printf("qkt sgemm threads=%d n=%d gflops=%.1f\n", threads, peak_n, sgemm_peak(peak_n, 5));
-        return 0;
-    }
-    bench_config bc = configs[0];
-    bool custom = V || T || B || C || L || NH;
-    if (config) {
+/* --config, then the size flags over it -> *bc. 0, or 2 after a one-line error. */
+static int choose_config(const bench_args *a, bench_config *bc) {
+    const bench_config *z = &a->sizes;
+    bool custom = z->V || z->T || z->B || z->C || z->L || z->NH;
+    *bc = configs[0];
+    if (a->config) {
         int found = -1;
         for (int i = 0; i < (int)(sizeof configs / sizeof configs[0]); i++)
-            if (!strcmp(config, configs[i].name)) found = i;
-        if (found < 0) {
-            fprintf(stderr, "qkt bench: --config '%s': expected tiny, small or medium\n", config);
-            return 2;
-        }
-        bc = configs[found];
+            if (!strcmp(a->config, configs[i].name)) found = i;
+        if (found < 0) return fprintf(stderr, "qkt bench: --config '%s': expected tiny, small or medium\n", a->config), 2;
+        *bc = configs[found];
     } else if (!custom) {
-        fprintf(stderr, "qkt bench: --config: expected tiny, small or medium (or the model flags, or --sgemm-peak)\n");
-        return 2;
+        return fprintf(stderr, "qkt bench: --config: expected tiny, small or medium (or the model flags, or --sgemm-peak)\n"), 2;
     }
-    if (custom) bc.name = "custom";
-    if (V) bc.V = V;
-    if (T) bc.T = T;
-    if (B) bc.B = B;
-    if (C) bc.C = C;
-    if (L) bc.L = L;
-    if (NH) bc.NH = NH;
-    if (replicas > bc.B) {
-        fprintf(stderr, "qkt bench: --replicas %d: expected at most the batch size %d\n", replicas, bc.B);
-        return 2;
+    if (custom) bc->name = "custom";
+    if (z->V) bc->V = z->V;
+    if (z->T) bc->T = z->T;
+    if (z->B) bc->B = z->B;
+    if (z->C) bc->C = z->C;
+    if (z->L) bc->L = z->L;
+    if (z->NH) bc->NH = z->NH;
+    if (a->replicas > bc->B)
+        return fprintf(stderr, "qkt bench: --replicas %d: expected at most the batch size %d\n", a->replicas, bc->B), 2;
+    if (bc->C % bc->NH) return fprintf(stderr, "qkt bench: --n-head %d: expected a divisor of the width %d\n", bc->NH, bc->C), 2;
+    return 0;
+}
+
+int qkt_cmd_bench(int argc, char **argv) {
+    bench_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    qkt_set_threads(a.threads);
+    int threads = qkt_get_threads();
+    if (a.want_peak) {
+        printf("qkt sgemm threads=%d n=%d gflops=%.1f\n", threads, a.peak_n, sgemm_peak(a.peak_n, 5));
+        return 0;
     }
-    if (bc.C % bc.NH) {
-        fprintf(stderr, "qkt bench: --n-head %d: expected a divisor of the width %d\n", bc.NH, bc.C);
-        return 2;
-    }
-#ifdef QKT_BENCH_HAVE_MODEL
+    bench_config bc;
+    if ((rc = choose_config(&a, &bc))) return rc;
     qkt_err err = {{0}};
     double t, cpu;
-    if (run_model(&bc, replicas, warmup, steps, &t, &cpu, &err)) {
+    if (run_model(&bc, a.replicas, a.warmup, a.steps, &t, &cpu, &err)) {
         fprintf(stderr, "qkt bench: %s\n", err.msg);
         return 1;
     }
     double rss = peak_rss_mb(); /* before the sgemm peak's matrices (3 n^2 floats) exist */
-    if (peak <= 0) peak = sgemm_peak(peak_n, 3);
+    double peak = a.peak > 0 ? a.peak : sgemm_peak(a.peak_n, 3);
     double flops = bench_flops(&bc);
     printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f\n", bc.name, threads, t * 1e3,
            (double)bc.B * bc.T / t, rss, flops / t / (peak * 1e9));
@@ -215,12 +227,7 @@ int qkt_cmd_bench(int argc, char **argv) {
     fprintf(stderr,
             "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, replicas %d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
             "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n",
-            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, replicas, flops * 1e-9, peak, cpu * 1e3, wait ? wait : "(unset)",
+            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, a.replicas, flops * 1e-9, peak, cpu * 1e3, wait ? wait : "(unset)",
             spin ? spin : "(unset)");
     return 0;
-#else
-    (void)peak;
-    fprintf(stderr, "qkt bench: this build has no model (nn and optim are not in the tree yet)\n");
-    return 1;
-#endif
 }

@@ -46,6 +46,59 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
+#define MAX_COUNT 1000000 /* --count */
+
+typedef struct {
+    const char *spec;
+    bool dump;
+    long seed, T, count; /* T 0: the source's own */
+    qkt_data_split split;
+} data_args;
+
+/* One integer flag's value (argv[i + 1]) into *out. 0, or 2 after the message. */
+static int int_flag(const char *flag, const char *v, long lo, long hi, long *out) {
+    char want[64];
+    if (hi == LONG_MAX) snprintf(want, sizeof want, "an integer >= %ld", lo);
+    else snprintf(want, sizeof want, "an integer in [%ld, %ld]", lo, hi);
+    if (!v) return bad(want, flag, NULL);
+    if (parse_int(v, lo, hi, out)) return bad(want, flag, v);
+    return 0;
+}
+
+/* argv -> a. Returns 0, -1 after --help, or 2 after a one-line error. */
+static int parse_args(int argc, char **argv, data_args *a) {
+    *a = (data_args){.seed = 1, .T = 0, .count = 1, .split = QKT_SPLIT_TRAIN};
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            data_usage(stdout);
+            return -1;
+        } else if (!strcmp(f, "--show") || !strcmp(f, "--dump")) {
+            if (!v) return bad("a data spec such as mqar or text:PATH", f, NULL);
+            if (a->spec) return fprintf(stderr, "qkt data: %s: only one of --show/--dump, once\n", f), 2;
+            a->spec = v, a->dump = f[2] == 'd';
+        } else if (!strcmp(f, "--seed")) {
+            rc = int_flag(f, v, 0, LONG_MAX, &a->seed);
+        } else if (!strcmp(f, "--seq-len")) {
+            rc = int_flag(f, v, 1, QKT_DATA_MAX_T, &a->T);
+        } else if (!strcmp(f, "--count")) {
+            rc = int_flag(f, v, 1, MAX_COUNT, &a->count);
+        } else if (!strcmp(f, "--split")) {
+            if (!v) return bad("train or val", f, NULL);
+            if (!strcmp(v, "train")) a->split = QKT_SPLIT_TRAIN;
+            else if (!strcmp(v, "val")) a->split = QKT_SPLIT_VAL;
+            else return bad("train or val", f, v);
+        } else {
+            return fprintf(stderr, "qkt data: unknown flag '%s' (run 'qkt data --help')\n", f), 2;
+        }
+        if (rc) return rc;
+        i++; /* every flag but --help takes a value */
+    }
+    if (!a->spec) return fprintf(stderr, "qkt data: expected --show SPEC or --dump SPEC (run 'qkt data --help')\n"), 2;
+    return 0;
+}
+
 /* Prints tokens space-separated, wrapped at ~88 columns, answers in [brackets]. */
 static void show_tokens(const qkt_data *d, const int32_t *s, const uint8_t *ans, int n) {
     int col = 0;
@@ -72,103 +125,73 @@ static void show_text(const qkt_data *d, const int32_t *x, const int32_t *y, int
     printf("\"\n");
 }
 
+/* --show's first lines: the spec, vocabulary, chance and best levels, text split sizes. */
+static void show_header(const qkt_data *d, const data_args *a) {
+    double cl, ca, bl, ba;
+    qkt_data_chance(d, &cl, &ca);
+    qkt_data_best(d, &bl, &ba);
+    printf("%s  (seed %ld, %s split, T %d)\n", qkt_data_spec(d), a->seed, a->split == QKT_SPLIT_TRAIN ? "train" : "val",
+           qkt_data_seq_len(d));
+    printf("vocab %d; chance: loss %.4f, accuracy %.4f", qkt_data_vocab_size(d), cl, ca);
+    if (bl >= 0) printf("; best: loss %.4f, accuracy %.4f", bl, ba);
+    printf("\n");
+    if (qkt_data_is_text(d))
+        printf("split: train %" PRId64 " bytes, val %" PRId64 " bytes\n", qkt_data_split_tokens(d, QKT_SPLIT_TRAIN),
+               qkt_data_split_tokens(d, QKT_SPLIT_VAL));
+}
+
+/* One task row (x, y) shown readably; s and ans are scratch of T + 1. */
+static void show_task_row(const qkt_data *d, const int32_t *x, const int32_t *y, int32_t *s, uint8_t *ans, bool first) {
+    int Tm = qkt_data_seq_len(d), U = qkt_data_used_len(d);
+    /* Rebuild s[0..U] from the row: s[t] = x[t], s[U] = the last target. */
+    int n_ans = 0;
+    for (int t = 0; t < U; t++) s[t] = x[t], ans[t] = t > 0 && y[t - 1] != QKT_IGNORE;
+    s[U] = y[U - 1] != QKT_IGNORE ? y[U - 1] : 0;
+    ans[U] = y[U - 1] != QKT_IGNORE;
+    for (int t = 0; t <= U; t++) n_ans += ans[t];
+    if (first)
+        printf("sequence s[0..%d]: the model reads s[t] and predicts s[t+1]; [x] marks the %d answers\n"
+               "(only they count in loss and accuracy):\n",
+               U, n_ans);
+    show_tokens(d, s, ans, U + 1);
+    if (U < Tm) printf("  (then %d padding positions: token 0, not counted)\n", Tm - U);
+}
+
 int qkt_cmd_data(int argc, char **argv) {
-    const char *spec = NULL;
-    int dump = 0;
-    long seed = 1, T = 0, count = 1;
-    qkt_data_split split = QKT_SPLIT_TRAIN;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            data_usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--show") || !strcmp(a, "--dump")) {
-            if (!v) return bad("a data spec such as mqar or text:PATH", a, NULL);
-            if (spec) {
-                fprintf(stderr, "qkt data: %s: only one of --show/--dump, once\n", a);
-                return 2;
-            }
-            spec = v, dump = a[2] == 'd', i++;
-        } else if (!strcmp(a, "--seed")) {
-            if (!v) return bad("an integer >= 0", a, NULL);
-            if (parse_int(v, 0, LONG_MAX, &seed)) return bad("an integer >= 0", a, v);
-            i++;
-        } else if (!strcmp(a, "--seq-len")) {
-            if (!v) return bad("an integer in [1, 4194304]", a, NULL);
-            if (parse_int(v, 1, QKT_DATA_MAX_T, &T)) return bad("an integer in [1, 4194304]", a, v);
-            i++;
-        } else if (!strcmp(a, "--count")) {
-            if (!v) return bad("an integer in [1, 1000000]", a, NULL);
-            if (parse_int(v, 1, 1000000, &count)) return bad("an integer in [1, 1000000]", a, v);
-            i++;
-        } else if (!strcmp(a, "--split")) {
-            if (!v) return bad("train or val", a, NULL);
-            if (!strcmp(v, "train")) split = QKT_SPLIT_TRAIN;
-            else if (!strcmp(v, "val")) split = QKT_SPLIT_VAL;
-            else return bad("train or val", a, v);
-            i++;
-        } else {
-            fprintf(stderr, "qkt data: unknown flag '%s' (run 'qkt data --help')\n", a);
-            return 2;
-        }
-    }
-    if (!spec) {
-        fprintf(stderr, "qkt data: expected --show SPEC or --dump SPEC (run 'qkt data --help')\n");
-        return 2;
-    }
+    data_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
     qkt_err err;
     qkt_data *d;
-    qkt_data_opts o = {.seq_len = (int)T, .seed = (uint64_t)seed};
-    if (qkt_data_open(&d, spec, &o, &err)) {
+    qkt_data_opts o = {.seq_len = (int)a.T, .seed = (uint64_t)a.seed};
+    if (qkt_data_open(&d, a.spec, &o, &err)) {
         fprintf(stderr, "qkt data: %s\n", err.msg);
         return 2;
     }
-    int Tm = qkt_data_seq_len(d), U = qkt_data_used_len(d);
+    int Tm = qkt_data_seq_len(d);
     int32_t *x = malloc((size_t)Tm * sizeof *x), *y = malloc((size_t)Tm * sizeof *y);
     int32_t *s = malloc((size_t)(Tm + 1) * sizeof *s);
     uint8_t *ans = malloc((size_t)Tm + 1);
+    rc = 0;
     if (!x || !y || !s || !ans) {
         fprintf(stderr, "qkt data: out of memory (seq_len %d)\n", Tm);
-        return 1;
+        rc = 1;
+        a.count = 0;
+    } else if (!a.dump) {
+        show_header(d, &a);
     }
-    if (!dump) {
-        double cl, ca, bl, ba;
-        qkt_data_chance(d, &cl, &ca);
-        qkt_data_best(d, &bl, &ba);
-        printf("%s  (seed %ld, %s split, T %d)\n", qkt_data_spec(d), seed, split == QKT_SPLIT_TRAIN ? "train" : "val",
-               Tm);
-        printf("vocab %d; chance: loss %.4f, accuracy %.4f", qkt_data_vocab_size(d), cl, ca);
-        if (bl >= 0) printf("; best: loss %.4f, accuracy %.4f", bl, ba);
-        printf("\n");
-        if (qkt_data_is_text(d))
-            printf("split: train %" PRId64 " bytes, val %" PRId64 " bytes\n", qkt_data_split_tokens(d, QKT_SPLIT_TRAIN),
-                   qkt_data_split_tokens(d, QKT_SPLIT_VAL));
-    }
-    for (long n = 0; n < count; n++) {
-        qkt_data_batch(d, split, 1, x, y, NULL);
-        if (dump) {
+    for (long n = 0; n < a.count; n++) {
+        qkt_data_batch(d, a.split, 1, x, y, NULL);
+        if (a.dump) {
             for (int t = 0; t < Tm; t++) printf("%d ", x[t]);
             for (int t = 0; t < Tm; t++) printf("%d%c", y[t], t + 1 < Tm ? ' ' : '\n');
-            continue;
-        }
-        if (qkt_data_is_text(d)) {
+        } else if (qkt_data_is_text(d)) {
             show_text(d, x, y, Tm);
-            continue;
+        } else {
+            show_task_row(d, x, y, s, ans, n == 0);
         }
-        /* Rebuild s[0..U] from the row: s[t] = x[t], s[U] = the last target. */
-        int n_ans = 0;
-        for (int t = 0; t < U; t++) s[t] = x[t], ans[t] = t > 0 && y[t - 1] != QKT_IGNORE;
-        s[U] = y[U - 1] != QKT_IGNORE ? y[U - 1] : 0;
-        ans[U] = y[U - 1] != QKT_IGNORE;
-        for (int t = 0; t <= U; t++) n_ans += ans[t];
-        if (n == 0)
-            printf("sequence s[0..%d]: the model reads s[t] and predicts s[t+1]; [x] marks the %d answers\n"
-                   "(only they count in loss and accuracy):\n",
-                   U, n_ans);
-        show_tokens(d, s, ans, U + 1);
-        if (U < Tm) printf("  (then %d padding positions: token 0, not counted)\n", Tm - U);
     }
     free(x), free(y), free(s), free(ans);
     qkt_data_free(d);
-    return 0;
+    return rc;
 }

@@ -74,26 +74,55 @@ static int parse_ids(const char *s, int V, int32_t *ids, int *n, qkt_err *err) {
     return 0;
 }
 
+/* The numeric flags and their defaults. */
+typedef struct {
+    int tokens, top_k, threads;
+    double temperature;
+    uint64_t seed;
+} sample_args;
+static const sample_args sample_defaults = {.tokens = 500, .top_k = 0, .threads = 0, .temperature = 0.8, .seed = 1337};
+#define MAX_TOKENS (1 << 24)  /* --tokens and --top-k */
+#define MAX_TEMPERATURE 1e6
+
+/* The prompt as token ids (room for strlen(prompt) or 1): text through the vocabulary
+ * (default a newline, else the first byte of it), a task's ids as given (default token 0).
+ * 0, or 2 after a one-line error. */
+static int encode_prompt(const char *prompt, const qkt_data *d, bool text, int V, int32_t *ids, int *n_prompt) {
+    qkt_err err;
+    *n_prompt = 1;
+    if (text) {
+        int n;
+        const uint8_t *vocab = qkt_data_vocab(d, &n);
+        const char *pr = prompt ? prompt : memchr(vocab, '\n', (size_t)n) ? "\n" : (const char *)vocab;
+        size_t plen = prompt ? strlen(prompt) : 1;
+        if (qkt_data_encode(d, (const uint8_t *)pr, plen, ids, &err)) return fprintf(stderr, CMD ": --prompt: %s\n", err.msg), 2;
+        *n_prompt = (int)plen;
+    } else if (prompt) {
+        if (parse_ids(prompt, V, ids, n_prompt, &err)) return fprintf(stderr, CMD ": %s\n", err.msg), 2;
+    } else {
+        ids[0] = 0;
+    }
+    return 0;
+}
+
 int qkt_cmd_sample(int argc, char **argv) {
     const char *ckpt = NULL, *prompt = NULL;
-    int tokens = 500, top_k = 0, threads = 0;
-    double temperature = 0.8;
-    uint64_t seed = 1337;
+    sample_args a = sample_defaults;
     qkt_flag f[] = {
         {"ckpt", QKT_FLAG_STRING, &ckpt, "checkpoint written by qkt train (OUT/ckpt.safetensors)", 1, 0, false, false},
         {"prompt", QKT_FLAG_STRING, &prompt, "start text (text models; default a newline) or token ids", 1, 0, false, false},
-        {"tokens", QKT_FLAG_INT, &tokens, "tokens to generate", 1, 1 << 24, true, false},
-        {"temperature", QKT_FLAG_DOUBLE, &temperature, "softmax temperature (0 = greedy)", 0, 1e6, false, false},
-        {"top-k", QKT_FLAG_INT, &top_k, "sample among the k most likely tokens (0 = all)", 0, 1 << 24, false, false},
-        {"seed", QKT_FLAG_U64, &seed, "seed of the sampling stream", 1, 0, false, false},
-        {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores)", 0, 4096, false, false},
+        {"tokens", QKT_FLAG_INT, &a.tokens, "tokens to generate", 1, MAX_TOKENS, true, false},
+        {"temperature", QKT_FLAG_DOUBLE, &a.temperature, "softmax temperature (0 = greedy)", 0, MAX_TEMPERATURE, false, false},
+        {"top-k", QKT_FLAG_INT, &a.top_k, "sample among the k most likely tokens (0 = all)", 0, MAX_TOKENS, false, false},
+        {"seed", QKT_FLAG_U64, &a.seed, "seed of the sampling stream", 1, 0, false, false},
+        {"threads", QKT_FLAG_INT, &a.threads, "threads (0 = all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
     };
     int nf = (int)(sizeof f / sizeof *f);
     int rc = qkt_flags_parse("sample", "Generate from a qkt train checkpoint; text models print characters, tasks their tokens.", f,
                              nf, argc, argv, NULL, 0, NULL);
     if (rc) return rc == 1 ? 0 : 2;
     if (!ckpt) return fprintf(stderr, CMD ": --ckpt is required (run 'qkt sample --help')\n"), 2;
-    qkt_set_threads(threads);
+    qkt_set_threads(a.threads);
 
     qkt_err err;
     qkt_checkpoint ck;
@@ -110,39 +139,18 @@ int qkt_cmd_sample(int argc, char **argv) {
         fprintf(stderr, CMD ": --ckpt: %s\n", err.msg);
         goto done;
     }
-    /* the prompt, encoded */
-    size_t plen = prompt ? strlen(prompt) : 1;
-    ids = malloc((plen + 1 + (size_t)tokens) * sizeof *ids);
+    ids = malloc((strlen(prompt ? prompt : "\n") + 1 + (size_t)a.tokens) * sizeof *ids);
     QKT_CHECK(ids, "out of memory");
-    int n_prompt = 1;
-    if (text) {
-        int n;
-        const uint8_t *vocab = qkt_data_vocab(d, &n);
-        const char *pr = prompt ? prompt : memchr(vocab, '\n', (size_t)n) ? "\n" : (const char *)vocab;
-        if (!prompt) plen = 1;
-        if (qkt_data_encode(d, (const uint8_t *)pr, plen, ids, &err)) {
-            fprintf(stderr, CMD ": --prompt: %s\n", err.msg);
-            rc = 2;
-            goto done;
-        }
-        n_prompt = (int)plen;
-    } else if (prompt) {
-        if (parse_ids(prompt, cfg.vocab_size, ids, &n_prompt, &err)) {
-            fprintf(stderr, CMD ": %s\n", err.msg);
-            rc = 2;
-            goto done;
-        }
-    } else {
-        ids[0] = 0;
-    }
+    int n_prompt;
+    if ((rc = encode_prompt(prompt, d, text, cfg.vocab_size, ids, &n_prompt))) goto done;
     printer p = {d, text, 0};
     for (int i = 0; i < n_prompt; i++) put_token(ids[i], &p);
     qkt_ctx ctx;
-    qkt_ctx_init(&ctx, 1 << 20, seed);
+    qkt_ctx_init(&ctx, 1 << 20, a.seed);
     qkt_rng rng;
-    qkt_rng_seed(&rng, seed);
-    qkt_sample_opts so = {.temperature = temperature, .top_k = top_k, .on_token = put_token, .user = &p};
-    qkt_gpt_generate(&ctx, &g, ids, n_prompt, tokens, &so, &rng, ids);
+    qkt_rng_seed(&rng, a.seed);
+    qkt_sample_opts so = {.temperature = a.temperature, .top_k = a.top_k, .on_token = put_token, .user = &p};
+    qkt_gpt_generate(&ctx, &g, ids, n_prompt, a.tokens, &so, &rng, ids);
     qkt_ctx_free(&ctx);
     printf("\n");
     rc = 0;

@@ -58,100 +58,113 @@ done:
     return rc;
 }
 
-int qkt_cmd_step(int argc, char **argv) {
-    const char *ckpt = NULL, *batch = NULL, *out = NULL;
-    const char *params_out = NULL;
-    int threads = 0;
-    uint64_t seed = 0;
-    double adamw_lr = 0, wd = 0.01, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, clip = 0;
+typedef struct {
+    const char *ckpt, *batch, *out, *params_out;
+    int threads;
+    uint64_t seed;
+    double adamw_lr, clip;
+    qkt_optim_config oc;
+} step_args;
+
+/* Flags -> a. Returns 0, -1 after --help, or 2 after a one-line error. */
+static int parse(int argc, char **argv, step_args *a) {
+    *a = (step_args){.oc = qkt_optim_defaults(QKT_OPTIM_ADAMW)}; /* torch.optim.AdamW's defaults */
     qkt_flag flags[] = {
-        {"ckpt", QKT_FLAG_STRING, &ckpt, "model checkpoint (.safetensors with the config in __metadata__)", 1, 0, false, false},
-        {"batch", QKT_FLAG_STRING, &batch, "batch file: idx and targets, integer (B, T); targets -1 are ignored", 1, 0, false, false},
-        {"out", QKT_FLAG_STRING, &out, "output: scalar 'loss' and every parameter's gradient under its name", 1, 0, false, false},
-        {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores)", 0, 4096, false, false},
-        {"seed", QKT_FLAG_U64, &seed, "seed of the dropout draws (only if the config has dropout)", 1, 0, false, false},
-        {"adamw-lr", QKT_FLAG_DOUBLE, &adamw_lr, "then apply one AdamW step (fresh state) with this lr ...", 1, 0, true, false},
-        {"params-out", QKT_FLAG_STRING, &params_out, "... and write the updated model here (a checkpoint)", 1, 0, false, false},
-        {"weight-decay", QKT_FLAG_DOUBLE, &wd, "AdamW decoupled weight decay (2-D weights only)", 0, 1e300, false, false},
-        {"beta1", QKT_FLAG_DOUBLE, &beta1, "AdamW beta1", 0, 0.999999, false, false},
-        {"beta2", QKT_FLAG_DOUBLE, &beta2, "AdamW beta2", 0, 0.999999, false, false},
-        {"eps", QKT_FLAG_DOUBLE, &eps, "AdamW eps", 1, 0, true, false},
-        {"grad-clip", QKT_FLAG_DOUBLE, &clip, "clip the global gradient norm before the step (0 = off)", 0, 1e300, false, false},
+        {"ckpt", QKT_FLAG_STRING, &a->ckpt, "model checkpoint (.safetensors with the config in __metadata__)", 1, 0, false, false},
+        {"batch", QKT_FLAG_STRING, &a->batch, "batch file: idx and targets, integer (B, T); targets -1 are ignored", 1, 0, false, false},
+        {"out", QKT_FLAG_STRING, &a->out, "output: scalar 'loss' and every parameter's gradient under its name", 1, 0, false, false},
+        {"threads", QKT_FLAG_INT, &a->threads, "threads (0 = all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
+        {"seed", QKT_FLAG_U64, &a->seed, "seed of the dropout draws (only if the config has dropout)", 1, 0, false, false},
+        {"adamw-lr", QKT_FLAG_DOUBLE, &a->adamw_lr, "then apply one AdamW step (fresh state) with this lr ...", 1, 0, true, false},
+        {"params-out", QKT_FLAG_STRING, &a->params_out, "... and write the updated model here (a checkpoint)", 1, 0, false, false},
+        {"weight-decay", QKT_FLAG_DOUBLE, &a->oc.weight_decay, "AdamW decoupled weight decay (2-D weights only)", 0, 1e300, false, false},
+        {"beta1", QKT_FLAG_DOUBLE, &a->oc.beta1, "AdamW beta1", 0, QKT_FLAGS_BELOW_ONE, false, false},
+        {"beta2", QKT_FLAG_DOUBLE, &a->oc.beta2, "AdamW beta2", 0, QKT_FLAGS_BELOW_ONE, false, false},
+        {"eps", QKT_FLAG_DOUBLE, &a->oc.eps, "AdamW eps", 1, 0, true, false},
+        {"grad-clip", QKT_FLAG_DOUBLE, &a->clip, "clip the global gradient norm before the step (0 = off)", 0, 1e300, false, false},
     };
     int n_flags = (int)(sizeof flags / sizeof flags[0]);
     int rc = qkt_flags_parse("step", "One forward and backward of a GPT checkpoint on a batch; writes the loss and every\n"
                                      "parameter's gradient (safetensors), for checks against other frameworks.",
                              flags, n_flags, argc, argv, NULL, 0, NULL);
-    if (rc) return rc == 1 ? 0 : 2;
-    for (int i = 0; i < 3; i++)
-        if (!flags[i].seen) {
-            fprintf(stderr, "qkt step: --%s is required (run 'qkt step --help')\n", flags[i].name);
-            return 2;
-        }
-    if (qkt_flag_seen(flags, n_flags, "adamw-lr") != qkt_flag_seen(flags, n_flags, "params-out")) {
-        fprintf(stderr, "qkt step: --adamw-lr and --params-out go together (one AdamW step, then the updated model)\n");
-        return 2;
-    }
-    qkt_set_threads(threads);
+    if (rc) return rc == 1 ? -1 : 2;
+    for (int i = 0; i < 3; i++) /* ckpt, batch, out */
+        if (!flags[i].seen) return fprintf(stderr, "qkt step: --%s is required (run 'qkt step --help')\n", flags[i].name), 2;
+    if (qkt_flag_seen(flags, n_flags, "adamw-lr") != qkt_flag_seen(flags, n_flags, "params-out"))
+        return fprintf(stderr, "qkt step: --adamw-lr and --params-out go together (one AdamW step, then the updated model)\n"), 2;
+    return 0;
+}
 
+/* The loss, then every gradient in parameter order, with the model's config and
+ * n_counted (the targets that count) as metadata. */
+static int write_grads(const char *out, const qkt_gpt *g, const qkt_tensor *loss, int n_counted, qkt_err *err) {
+    int n = g->params.n + 1;
+    qkt_st_write *w = calloc((size_t)n, sizeof *w);
+    QKT_CHECK(w, "out of memory");
+    w[0] = (qkt_st_write){.name = "loss", .dtype = QKT_ST_REAL, .ndim = 0, .data = loss->data};
+    for (int i = 0; i < g->params.n; i++) {
+        const qkt_tensor *t = g->params.t[i];
+        w[i + 1] = (qkt_st_write){.name = t->name, .dtype = QKT_ST_REAL, .ndim = t->ndim, .data = t->grad};
+        for (int d = 0; d < t->ndim; d++) w[i + 1].shape[d] = t->shape[d];
+    }
+    qkt_gpt_meta m;
+    qkt_gpt_meta_fill(&m, &g->cfg);
+    char counted[32];
+    snprintf(counted, sizeof counted, "%d", n_counted);
+    m.kv[m.n++] = (qkt_st_meta){"n_counted", counted};
+    int rc = qkt_safetensors_write(out, w, n, m.kv, m.n, err);
+    free(w);
+    return rc;
+}
+
+/* torch: clip_grad_norm_(params, clip); AdamW(lr, betas, eps, wd on the 2-D weights).step();
+ * then the model -> a->params_out. *norm: the pre-clip gradient norm. */
+static int adamw_step(const step_args *a, qkt_gpt *g, double *norm, qkt_err *err) {
+    *norm = qkt_clip_grad_norm(&g->params, a->clip);
+    qkt_optim opt;
+    qkt_optim_init(&opt, &g->params, &a->oc);
+    qkt_optim_step(&opt, a->adamw_lr);
+    qkt_optim_free(&opt);
+    return qkt_gpt_save(a->params_out, g, NULL, 0, NULL, 0, err);
+}
+
+int qkt_cmd_step(int argc, char **argv) {
+    step_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    qkt_set_threads(a.threads);
     qkt_err err = {{0}};
     /* Outputs that cannot be written are refused before any work (exit 2). */
-    if (qkt_check_output(out, &err)) return fprintf(stderr, "qkt step: --out: %s\n", err.msg), 2;
-    if (params_out && qkt_check_output(params_out, &err)) return fprintf(stderr, "qkt step: --params-out: %s\n", err.msg), 2;
+    if (qkt_check_output(a.out, &err)) return fprintf(stderr, "qkt step: --out: %s\n", err.msg), 2;
+    if (a.params_out && qkt_check_output(a.params_out, &err)) return fprintf(stderr, "qkt step: --params-out: %s\n", err.msg), 2;
     qkt_gpt g;
     /* Unusable input files are refused like bad flags (exit 2); a failed write is exit 1. */
-    if (qkt_gpt_open(ckpt, &g, &err)) {
-        fprintf(stderr, "qkt step: --ckpt: %s\n", err.msg);
-        return 2;
-    }
+    if (qkt_gpt_open(a.ckpt, &g, &err)) return fprintf(stderr, "qkt step: --ckpt: %s\n", err.msg), 2;
     int32_t *idx, *tgt;
     int B, T;
-    if (read_batch(batch, &g.cfg, &idx, &tgt, &B, &T, &err)) {
+    if (read_batch(a.batch, &g.cfg, &idx, &tgt, &B, &T, &err)) {
         fprintf(stderr, "qkt step: --batch: %s\n", err.msg);
         qkt_gpt_free(&g);
         return 2;
     }
     qkt_ctx ctx;
-    qkt_ctx_init(&ctx, 1 << 20, seed);
+    qkt_ctx_init(&ctx, 1 << 20, a.seed);
     int n_counted = 0;
     qkt_tensor *logits;
     qkt_tensor *loss = qkt_gpt_forward(&ctx, &g, idx, tgt, B, T, &logits, NULL);
     for (int64_t i = 0; i < (int64_t)B * T; i++) n_counted += tgt[i] != QKT_IGNORE;
     qkt_params_zero_grad(&g.params);
     if (n_counted) qkt_backward(&ctx, loss, NULL); /* no counted target: loss 0, grads 0 */
-
-    /* loss, then the gradients in parameter order */
-    int n = g.params.n + 1;
-    qkt_st_write *w = calloc((size_t)n, sizeof *w);
-    QKT_CHECK(w, "out of memory");
-    w[0] = (qkt_st_write){.name = "loss", .dtype = QKT_ST_REAL, .ndim = 0, .data = loss->data};
-    for (int i = 0; i < g.params.n; i++) {
-        const qkt_tensor *t = g.params.t[i];
-        w[i + 1] = (qkt_st_write){.name = t->name, .dtype = QKT_ST_REAL, .ndim = t->ndim, .data = t->grad};
-        for (int d = 0; d < t->ndim; d++) w[i + 1].shape[d] = t->shape[d];
-    }
-    qkt_gpt_meta m;
-    qkt_gpt_meta_fill(&m, &g.cfg);
-    char counted[32];
-    snprintf(counted, sizeof counted, "%d", n_counted);
-    m.kv[m.n++] = (qkt_st_meta){"n_counted", counted};
-    rc = qkt_safetensors_write(out, w, n, m.kv, m.n, &err);
+    rc = write_grads(a.out, &g, loss, n_counted, &err);
     if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
     else printf("loss %.9g over %d positions (B %d, T %d); %d gradients -> %s\n", (double)loss->data[0], n_counted, B, T,
-                g.params.n, out);
-    if (!rc && params_out) {
-        /* torch: clip_grad_norm_(params, clip); AdamW(lr, betas, eps, wd on the 2-D weights).step() */
-        double norm = qkt_clip_grad_norm(&g.params, clip);
-        qkt_optim opt;
-        qkt_optim_config oc = {.kind = QKT_OPTIM_ADAMW, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = wd};
-        qkt_optim_init(&opt, &g.params, &oc);
-        qkt_optim_step(&opt, adamw_lr);
-        qkt_optim_free(&opt);
-        rc = qkt_gpt_save(params_out, &g, NULL, 0, NULL, 0, &err);
+                g.params.n, a.out);
+    double norm;
+    if (!rc && a.params_out) {
+        rc = adamw_step(&a, &g, &norm, &err);
         if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
-        else printf("grad norm %.9g; one AdamW step (lr %g, wd %g) -> %s\n", norm, adamw_lr, wd, params_out);
+        else printf("grad norm %.9g; one AdamW step (lr %g, wd %g) -> %s\n", norm, a.adamw_lr, a.oc.weight_decay, a.params_out);
     }
-    free(w);
     free(idx), free(tgt);
     qkt_ctx_free(&ctx);
     qkt_gpt_free(&g);

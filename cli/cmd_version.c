@@ -1,3 +1,4 @@
+/* qkt version: the version (from CMake's project()) and the build options. */
 #include <stdio.h>
 
 #include "qkt_autograd.h"

@@ -1,3 +1,4 @@
+/* Table-driven command-line flags (qkt_flags.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -6,28 +7,37 @@
 
 #include "qkt_flags.h"
 
-void qkt_flags_usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags) {
+/* " (default X)" for a flag's value before parsing, or "" (see qkt_flag.dst). */
+static void default_text(const qkt_flag *f, char *def, size_t n) {
+    def[0] = 0;
+    if (strstr(f->help, "(default")) return;
+    switch (f->type) {
+    /* A zero default is left unsaid: commands use 0 for "from the preset / automatic". */
+    case QKT_FLAG_INT:
+        if (*(int *)f->dst) snprintf(def, n, " (default %d)", *(int *)f->dst);
+        break;
+    case QKT_FLAG_I64:
+        if (*(int64_t *)f->dst) snprintf(def, n, " (default %lld)", (long long)*(int64_t *)f->dst);
+        break;
+    case QKT_FLAG_U64:
+        if (*(uint64_t *)f->dst) snprintf(def, n, " (default %llu)", (unsigned long long)*(uint64_t *)f->dst);
+        break;
+    case QKT_FLAG_DOUBLE:
+        if (*(double *)f->dst != 0) snprintf(def, n, " (default %g)", *(double *)f->dst);
+        break;
+    case QKT_FLAG_STRING:
+        if (*(const char **)f->dst) snprintf(def, n, " (default %s)", *(const char **)f->dst);
+        break;
+    case QKT_FLAG_BOOL: break;
+    }
+}
+
+static void usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags) {
     printf("usage: qkt %s [flags]\n%s\n\nflags:\n", cmd, summary ? summary : "");
     for (int i = 0; i < n_flags; i++) {
         const qkt_flag *f = &flags[i];
-        char def[64] = "";
-        switch (f->type) {
-        /* A zero default is left unsaid: commands use 0 for "from the preset / automatic". */
-        case QKT_FLAG_INT:
-            if (*(int *)f->dst) snprintf(def, sizeof def, " (default %d)", *(int *)f->dst);
-            break;
-        case QKT_FLAG_U64:
-            if (*(uint64_t *)f->dst) snprintf(def, sizeof def, " (default %llu)", (unsigned long long)*(uint64_t *)f->dst);
-            break;
-        case QKT_FLAG_DOUBLE:
-            if (*(double *)f->dst != 0) snprintf(def, sizeof def, " (default %g)", *(double *)f->dst);
-            break;
-        case QKT_FLAG_STRING:
-            if (*(const char **)f->dst) snprintf(def, sizeof def, " (default %s)", *(const char **)f->dst);
-            break;
-        case QKT_FLAG_BOOL: break;
-        }
-        char name[64];
+        char def[64], name[64];
+        default_text(f, def, sizeof def);
         snprintf(name, sizeof name, "--%s%s", f->name, f->type == QKT_FLAG_BOOL ? "" : " X");
         printf("  %-24s %s%s\n", name, f->help, def);
     }
@@ -45,33 +55,43 @@ static int bad(const char *cmd, const char *flag, const char *val, const char *w
     return 2;
 }
 
+/* want = "a positive integer in [1, 64]", "a number in [0, 0.5]", ...: what the flag takes. */
+static void describe(const qkt_flag *f, bool integer, char *want, size_t n) {
+    snprintf(want, n, "%s %s", f->positive ? "a positive" : integer ? "an" : "a", integer ? "integer" : "number");
+    if (f->min > f->max) return;
+    size_t l = strlen(want);
+    if (integer) snprintf(want + l, n - l, " in [%.0f, %.0f]", f->min, f->max);
+    else snprintf(want + l, n - l, " in [%g, %g]", f->min, f->max);
+}
+
+static bool in_range(const qkt_flag *f, double x) {
+    if (f->positive && !(x > 0)) return false;
+    if (f->min > f->max) return true;
+    return x >= f->min && x <= f->max;
+}
+
 static int set_value(const char *cmd, qkt_flag *f, const char *v) {
     char want[160];
-    bool ranged = f->min <= f->max;
     char *end;
     errno = 0;
-    if (f->type == QKT_FLAG_INT || f->type == QKT_FLAG_U64) {
-        if (f->positive) snprintf(want, sizeof want, "a positive integer");
-        else snprintf(want, sizeof want, "an integer");
-        if (ranged) snprintf(want + strlen(want), sizeof want - strlen(want), " in [%g, %g]", f->min, f->max);
+    if (f->type == QKT_FLAG_INT || f->type == QKT_FLAG_I64 || f->type == QKT_FLAG_U64) {
+        describe(f, true, want, sizeof want);
         if (!*v || (f->type == QKT_FLAG_U64 && *v == '-')) return bad(cmd, f->name, v, want);
         long long x = f->type == QKT_FLAG_U64 ? (long long)strtoull(v, &end, 10) : strtoll(v, &end, 10);
         if (*end || errno) return bad(cmd, f->name, v, want);
-        if (f->positive && x <= 0) return bad(cmd, f->name, v, want);
-        if (ranged && (x < f->min || x > f->max)) return bad(cmd, f->name, v, want);
+        if (!in_range(f, (double)x)) return bad(cmd, f->name, v, want);
         if (f->type == QKT_FLAG_INT) {
             if (x < -2147483647LL || x > 2147483647LL) return bad(cmd, f->name, v, want);
             *(int *)f->dst = (int)x;
+        } else if (f->type == QKT_FLAG_I64) {
+            *(int64_t *)f->dst = x;
         } else {
             *(uint64_t *)f->dst = strtoull(v, NULL, 10);
         }
     } else if (f->type == QKT_FLAG_DOUBLE) {
-        snprintf(want, sizeof want, "%s", f->positive ? "a positive number" : "a number");
-        if (ranged) snprintf(want + strlen(want), sizeof want - strlen(want), " in [%g, %g]", f->min, f->max);
+        describe(f, false, want, sizeof want);
         double x = strtod(v, &end);
-        if (!*v || *end || errno || !isfinite(x)) return bad(cmd, f->name, v, want);
-        if (f->positive && !(x > 0)) return bad(cmd, f->name, v, want);
-        if (ranged && (x < f->min || x > f->max)) return bad(cmd, f->name, v, want);
+        if (!*v || *end || errno || !isfinite(x) || !in_range(f, x)) return bad(cmd, f->name, v, want);
         *(double *)f->dst = x;
     } else {
         if (!*v) return bad(cmd, f->name, v, "a non-empty value");
@@ -86,7 +106,7 @@ int qkt_flags_parse(const char *cmd, const char *summary, qkt_flag *flags, int n
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            qkt_flags_usage(cmd, summary, flags, n_flags);
+            usage(cmd, summary, flags, n_flags);
             return 1;
         }
         if (strncmp(a, "--", 2) != 0) {

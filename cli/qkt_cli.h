@@ -1,6 +1,10 @@
-/* The CLI's subcommand table and the helpers the cmd_*.c files share. */
+/* The CLI's subcommand table: one qkt_cmd_<name> per cli/cmd_<name>.c (commands.def). */
 #ifndef QKT_CLI_H
 #define QKT_CLI_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef int (*qkt_command_fn)(int argc, char **argv); /* argv[0] is the command name */
 typedef struct {
@@ -13,6 +17,7 @@ typedef struct {
 #include "commands.def"
 #undef QKT_COMMAND
 
-
-
+#ifdef __cplusplus
+}
+#endif
 #endif

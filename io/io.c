@@ -1,3 +1,4 @@
+/* File helpers (qkt_io.h): atomic writes, directories, reads, a string buffer. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

@@ -1,10 +1,15 @@
-/* Small file helpers for experiments and the CLI: atomic writes, directories. */
+/* File helpers for the layers above (train, experiments, the CLI): atomic writes,
+ * directories, output checks, whole-file reads, a growable string buffer. */
 #ifndef QKT_IO_H
 #define QKT_IO_H
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "qkt_autograd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Writes buf to path atomically: temp file in the same directory, write, fsync,
  * rename, fsync the directory. On failure the previous file is intact, the temp
@@ -36,4 +41,7 @@ typedef struct {
 void qkt_buf_printf(qkt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void qkt_buf_free(qkt_buf *b);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

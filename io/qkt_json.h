@@ -9,6 +9,10 @@
 
 #include "qkt_autograd.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 const cJSON *qkt_json_get(const cJSON *o, const char *key, const char *path, qkt_err *err);
 /* A finite number (JSON has no infinity, but 1e999 parses to one). */
 int qkt_json_num(const cJSON *o, const char *key, const char *path, double *out, qkt_err *err);
@@ -17,4 +21,7 @@ int qkt_json_int(const cJSON *o, const char *key, const char *path, int64_t lo, 
 /* A string (owned by o). */
 const char *qkt_json_str(const cJSON *o, const char *key, const char *path, qkt_err *err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

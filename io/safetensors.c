@@ -1,4 +1,4 @@
-/* safetensors reader (validate everything, then expose) and atomic writer.
+/* safetensors reader: validate everything, then expose (the writer is safetensors_write.c).
  * Format and API: qkt_safetensors.h. */
 #include "qkt_safetensors.h"
 
@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* One training run of a GPT on a data source: the loop shared by `qkt train` and the
- * cells of `qkt ablate`. Owns the model, data, optimizer, schedule and step context. */
+/* One training run of a GPT on a data source, shared by `qkt train` (qkt_session) and
+ * the cells of `qkt ablate`. Owns the model, data, optimizer, schedule and step context. */
 #ifndef QKT_TRAINER_H
 #define QKT_TRAINER_H
 #include <stdbool.h>
@@ -12,6 +12,22 @@
 #include "qkt_optim.h"
 #include "qkt_safetensors.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bounds of a training config: qkt_train_config_validate checks them, and the CLI's
+ * flags take their ranges from them. */
+#define QKT_TRAIN_MAX_N_LAYER 1024
+#define QKT_TRAIN_MAX_N_HEAD 4096
+#define QKT_TRAIN_MAX_N_EMBD 65536
+#define QKT_TRAIN_MAX_BLOCK_SIZE 46340        /* floor(sqrt(INT_MAX)): T x T attention maps have int sizes */
+#define QKT_TRAIN_MAX_BATCH_SIZE (1 << 20)
+#define QKT_TRAIN_MAX_BATCH_TOKENS (1 << 28)  /* batch_size x block_size: one step's (B, T) arrays */
+#define QKT_TRAIN_MAX_STEPS 2147483647        /* INT_MAX: a step count fits an int flag */
+/* min_lr and warmup_steps below this: derived by qkt_train_config_resolve. */
+#define QKT_TRAIN_AUTO (-1)
+
 typedef struct qkt_train_config {
     qkt_gpt_config model;       /* vocab_size is taken from the data source */
     const char *data;           /* data spec: mqar, text:PATH, ... */
@@ -19,16 +35,23 @@ typedef struct qkt_train_config {
     int replicas;               /* data-parallel batch shards per step (qkt_dp): 1 = the plain step;
                                    results depend on it, not on the thread count */
     int64_t steps;
-    double lr, min_lr, weight_decay, grad_clip, beta1, beta2;
-    int64_t warmup_steps;
+    double lr, min_lr, weight_decay, grad_clip, beta1, beta2; /* min_lr < 0: lr / 10 */
+    int64_t warmup_steps;       /* < 0: min(100, steps / 10) */
     qkt_sched_kind schedule;
     qkt_optim_kind optim;
     uint64_t seed;              /* model init, data streams and dropout derive from it */
 } qkt_train_config;
 
-/* Defaults: a small model (2 layers, 4 heads, C 64, T 64), AdamW lr 1e-3, wd 0.1,
- * clip 1, warmup 20 then cosine to lr/10, batch 32, 500 steps, mqar, seed 1. */
+/* The defaults (those of `qkt train`): 4 layers, 4 heads, C 128, T 128, no dropout;
+ * AdamW lr 1e-3, betas 0.9/0.95, wd 0.1, clip 1, warmup min(100, steps/10) then cosine
+ * to lr/10 (both QKT_TRAIN_AUTO), batch 32, 2000 steps, data mqar, seed 1337. */
 qkt_train_config qkt_train_config_default(void);
+/* Replaces the QKT_TRAIN_AUTO fields by their values (min_lr = lr / 10, warmup_steps =
+ * min(100, steps / 10)); a config without them is unchanged. */
+void qkt_train_config_resolve(qkt_train_config *c);
+/* Every check of a resolved config a user can fail (the data is checked when opened),
+ * one line naming the `qkt train` flag: "--n-embd 50 is not divisible by --n-head 3". */
+int qkt_train_config_validate(const qkt_train_config *c, qkt_err *err);
 
 typedef struct qkt_step_stats {
     double loss, lr, grad_norm;   /* pre-clip global norm */
@@ -49,8 +72,8 @@ typedef struct qkt_trainer {
     int T;
 } qkt_trainer;
 
-/* Validates the config (one-line error naming the field), opens the data, builds and
- * initialises the model. */
+/* Resolves the QKT_TRAIN_AUTO fields (t->cfg holds the result), validates the config,
+ * opens the data, builds and initialises the model. */
 int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err);
 void qkt_trainer_free(qkt_trainer *t);
 /* One step: batch, forward, backward, clip, update (skipped when not finite). */
@@ -73,7 +96,11 @@ int qkt_trainer_save(qkt_trainer *t, const char *path, const qkt_st_meta *meta, 
  * was. On -1 (one line naming the file and the problem) drop the trainer. */
 int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err);
 
-/* Attention maps of layer l for row 0 of the first validation batch: probs (H, T, T). */
+/* Attention maps of every layer for row 0 of the first validation batch:
+ * probs_all_layers (L, H, T, T). */
 void qkt_trainer_attention_map(qkt_trainer *t, qkt_real *probs_all_layers);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

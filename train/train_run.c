@@ -1,6 +1,7 @@
 /* train.json (the configuration of a `qkt train` run) and log.csv truncation. */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,35 +24,11 @@ void qkt_train_run_default(qkt_train_run *r) {
 #define BAD(...) return qkt_err_set(err, __VA_ARGS__)
 
 int qkt_train_run_validate(const qkt_train_run *r, qkt_err *err) {
-    const qkt_train_config *c = &r->tc;
-    const qkt_gpt_config *m = &c->model;
-    if (m->n_layer < 1 || m->n_layer > 1024) BAD("--n-layer %d: expected an integer in [1, 1024]", m->n_layer);
-    if (m->n_head < 1 || m->n_head > 4096) BAD("--n-head %d: expected an integer in [1, 4096]", m->n_head);
-    if (m->n_embd < 1 || m->n_embd > 65536) BAD("--n-embd %d: expected an integer in [1, 65536]", m->n_embd);
-    if (m->n_embd % m->n_head) BAD("--n-embd %d is not divisible by --n-head %d", m->n_embd, m->n_head);
-    if (m->block_size < 1 || m->block_size > 46340) BAD("--block-size %d: expected an integer in [1, 46340]", m->block_size);
-    if (c->batch_size < 1 || (int64_t)c->batch_size * m->block_size > (1 << 28))
-        BAD("--batch-size %d: expected a positive integer with batch-size x block-size <= 2^28", c->batch_size);
-    if (c->replicas < 1 || c->replicas > QKT_DP_MAX || c->replicas > c->batch_size)
-        BAD("--replicas %d: expected an integer in [1, %d] and at most --batch-size %d", c->replicas, QKT_DP_MAX, c->batch_size);
-    if (!(m->ln_eps > 0 && m->ln_eps < 1)) BAD("ln_eps %g: expected a number in (0, 1)", m->ln_eps);
-    if (c->steps < 1 || c->steps > (int64_t)1e12) BAD("--steps %" PRId64 ": expected an integer in [1, 1e12]", c->steps);
-    if (!(c->lr > 0 && isfinite(c->lr))) BAD("--lr %g: expected a positive number", c->lr);
-    if (!(c->min_lr >= 0 && c->min_lr <= c->lr)) BAD("--min-lr %g: expected a number in [0, --lr %g]", c->min_lr, c->lr);
-    if (!(c->weight_decay >= 0 && isfinite(c->weight_decay))) BAD("--weight-decay %g: expected a number >= 0", c->weight_decay);
-    if (!(c->beta1 >= 0 && c->beta1 < 1)) BAD("--beta1 %g: expected a number in [0, 1)", c->beta1);
-    if (!(c->beta2 >= 0 && c->beta2 < 1)) BAD("--beta2 %g: expected a number in [0, 1)", c->beta2);
-    if (c->warmup_steps < 0 || c->warmup_steps > c->steps)
-        BAD("--warmup-steps %" PRId64 ": expected an integer in [0, --steps %" PRId64 "]", c->warmup_steps, c->steps);
-    if (!(c->grad_clip >= 0 && isfinite(c->grad_clip))) BAD("--grad-clip %g: expected a number >= 0 (0 = off)", c->grad_clip);
-    if ((int)m->attn_scale < 0 || m->attn_scale >= QKT_ATTN_SCALE_COUNT) BAD("--attn-scale: unknown variant %d", (int)m->attn_scale);
-    if (!(m->attn_temp > 0 && isfinite(m->attn_temp))) BAD("--attn-temp %g: expected a positive number", m->attn_temp);
-    if (!(m->qk_init_mult >= 0 && isfinite(m->qk_init_mult))) BAD("--qk-init-mult %g: expected a number >= 0", m->qk_init_mult);
-    if (!(m->dropout >= 0 && m->dropout < 1)) BAD("--dropout %g: expected a number in [0, 1)", m->dropout);
-    if (c->schedule != QKT_SCHED_CONSTANT && c->schedule != QKT_SCHED_COSINE) BAD("--schedule: unknown kind %d", (int)c->schedule);
-    if (c->optim != QKT_OPTIM_ADAMW) BAD("optim: only adamw is supported by qkt train");
+    if (qkt_train_config_validate(&r->tc, err)) return -1;
+    if (r->tc.optim != QKT_OPTIM_ADAMW) BAD("optim: only adamw is supported by qkt train");
     if (r->eval_every < 0) BAD("--eval-every %d: expected an integer >= 0 (0 = first and last step only)", r->eval_every);
-    if (r->eval_batches < 1) BAD("--eval-batches %d: expected a positive integer", r->eval_batches);
+    if (r->eval_batches < 1 || r->eval_batches > QKT_TRAIN_MAX_EVAL_BATCHES)
+        BAD("--eval-batches %d: expected an integer in [1, %d]", r->eval_batches, QKT_TRAIN_MAX_EVAL_BATCHES);
     if (r->ckpt_every < 0) BAD("--ckpt-every %d: expected an integer >= 0 (0 = at the end only)", r->ckpt_every);
     if (!r->data[0]) BAD("--data: expected a data spec (mqar, text:PATH, ...)");
     return 0;
@@ -110,21 +87,21 @@ static int from_json(const cJSON *o, const char *path, qkt_train_run *r, qkt_err
     if (!s) return -1;
     if (strlen(s) >= sizeof r->data) return qkt_err_set(err, "%s: 'data' is too long", path);
     snprintf(r->data, sizeof r->data, "%s", s);
-    int64_t v[9];
-    const char *ikeys[] = {"n_layer", "n_head", "n_embd", "block_size", "batch_size", "eval_every", "eval_batches", "ckpt_every"};
-    for (int i = 0; i < 8; i++)
-        if (qkt_json_int(o, ikeys[i], path, -1, 1 << 30, &v[i], err)) return -1;
+    /* Integers need only fit their fields here: qkt_train_run_validate has the bounds. */
+    int64_t v[10];
+    const char *ikeys[] = {"n_layer",    "n_head",       "n_embd",     "block_size", "batch_size",
+                           "eval_every", "eval_batches", "ckpt_every", "steps",      "warmup_steps"};
+    for (int i = 0; i < 10; i++)
+        if (qkt_json_int(o, ikeys[i], path, INT_MIN, INT_MAX, &v[i], err)) return -1;
     m->n_layer = (int)v[0], m->n_head = (int)v[1], m->n_embd = (int)v[2], m->block_size = (int)v[3];
     c->batch_size = (int)v[4], r->eval_every = (int)v[5], r->eval_batches = (int)v[6], r->ckpt_every = (int)v[7];
+    c->steps = v[8], c->warmup_steps = v[9];
     c->replicas = 1; /* runs written before replicas existed had one */
     if (cJSON_GetObjectItemCaseSensitive(o, "replicas")) {
         int64_t rep;
-        if (qkt_json_int(o, "replicas", path, 1, QKT_DP_MAX, &rep, err)) return -1;
+        if (qkt_json_int(o, "replicas", path, INT_MIN, INT_MAX, &rep, err)) return -1;
         c->replicas = (int)rep;
     }
-    if (qkt_json_int(o, "steps", path, 0, (int64_t)1e12, &c->steps, err) ||
-        qkt_json_int(o, "warmup_steps", path, 0, (int64_t)1e12, &c->warmup_steps, err))
-        return -1;
     struct { const char *k; double *d; } reals[] = {
         {"dropout", &m->dropout}, {"attn_temp", &m->attn_temp}, {"qk_init_mult", &m->qk_init_mult}, {"ln_eps", &m->ln_eps},
         {"lr", &c->lr}, {"min_lr", &c->min_lr}, {"weight_decay", &c->weight_decay}, {"beta1", &c->beta1},

@@ -1,4 +1,5 @@
-/* The training loop shared by `qkt train` and the ablation cells. */
+/* A trainer: init from a config, one optimizer step, validation, attention maps. Its
+ * loop is qkt_session_run (`qkt train`) or the ablation cells' own. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,43 +7,12 @@
 
 #include "qkt_trainer.h"
 
-qkt_train_config qkt_train_config_default(void) {
-    qkt_train_config c;
-    memset(&c, 0, sizeof c);
-    c.model = qkt_gpt_config_default();
-    c.model.block_size = 64;
-    c.model.n_layer = 2;
-    c.model.n_head = 4;
-    c.model.n_embd = 64;
-    c.data = "mqar";
-    c.batch_size = 32;
-    c.replicas = 1;
-    c.steps = 500;
-    c.lr = 1e-3;
-    c.min_lr = 1e-4;
-    c.weight_decay = 0.1;
-    c.grad_clip = 1.0;
-    c.beta1 = 0.9;
-    c.beta2 = 0.95;
-    c.warmup_steps = 20;
-    c.schedule = QKT_SCHED_COSINE;
-    c.optim = QKT_OPTIM_ADAMW;
-    c.seed = 1;
-    return c;
-}
-
 int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
     memset(t, 0, sizeof *t);
     t->cfg = *c;
-    if (c->batch_size <= 0) return qkt_err_set(err, "batch_size %d: expected a positive integer", c->batch_size);
-    if (c->replicas < 1 || c->replicas > QKT_DP_MAX || c->replicas > c->batch_size)
-        return qkt_err_set(err, "replicas %d: expected an integer in [1, min(%d, batch_size %d)]", c->replicas, QKT_DP_MAX,
-                           c->batch_size);
-    if (c->steps < 0) return qkt_err_set(err, "steps %lld: expected >= 0", (long long)c->steps);
-    if (!(c->lr > 0) || !isfinite(c->lr)) return qkt_err_set(err, "lr %g: expected a positive number", c->lr);
-    if (c->min_lr < 0 || c->min_lr > c->lr) return qkt_err_set(err, "min_lr %g: expected a number in [0, lr]", c->min_lr);
-    if (c->weight_decay < 0) return qkt_err_set(err, "weight_decay %g: expected >= 0", c->weight_decay);
-    if (c->warmup_steps < 0) return qkt_err_set(err, "warmup_steps %lld: expected >= 0", (long long)c->warmup_steps);
+    qkt_train_config_resolve(&t->cfg);
+    if (qkt_train_config_validate(&t->cfg, err)) return -1;
+    c = &t->cfg; /* from here on the resolved copy */
     qkt_data_opts dopts = {.seq_len = c->model.block_size, .seed = c->seed};
     if (qkt_data_open(&t->data, c->data, &dopts, err) != 0) return -1;
     t->T = qkt_data_seq_len(t->data);

@@ -1,0 +1,138 @@
+/* The training config's one set of defaults and its one validator: the defaults resolve
+ * and validate, the QKT_TRAIN_AUTO fields follow their formulas, each bound accepts its
+ * limit and refuses one past it naming the flag, and train.json round-trips. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_train_run.h"
+#include "qkt_test.h"
+
+/* r with one field changed must fail naming `flag` (or pass when flag is NULL). */
+static void expect_validate(const qkt_train_run *r, const char *flag, int line) {
+    qkt_err err = {{0}};
+    int rc = qkt_train_run_validate(r, &err);
+    if (!flag) EXPECT(rc == 0, "line %d: %s", line, err.msg);
+    else EXPECT(rc == -1 && strstr(err.msg, flag) && !strchr(err.msg, '\n'), "line %d: rc %d, '%s' lacks %s", line, rc, err.msg, flag);
+}
+
+static qkt_train_run resolved_default(void) {
+    qkt_train_run r;
+    qkt_train_run_default(&r);
+    qkt_train_config_resolve(&r.tc);
+    return r;
+}
+
+static void test_defaults(void) {
+    qkt_train_run r;
+    qkt_train_run_default(&r);
+    EXPECT(r.tc.min_lr < 0 && r.tc.warmup_steps < 0, "min_lr %g, warmup %lld: not auto", r.tc.min_lr, (long long)r.tc.warmup_steps);
+    EXPECT(r.tc.data == r.data && !strcmp(r.data, "mqar"), "data '%s'", r.data);
+    qkt_train_config_resolve(&r.tc);
+    EXPECT(r.tc.min_lr == r.tc.lr / 10 && r.tc.warmup_steps == 100, "resolved: min_lr %g, warmup %lld", r.tc.min_lr,
+           (long long)r.tc.warmup_steps);
+    expect_validate(&r, NULL, __LINE__);
+    /* warmup = min(100, steps / 10); given values stay */
+    qkt_train_config c = qkt_train_config_default();
+    c.steps = 55;
+    qkt_train_config_resolve(&c);
+    EXPECT(c.warmup_steps == 5, "steps 55: warmup %lld", (long long)c.warmup_steps);
+    c.min_lr = 0, c.warmup_steps = 0, c.lr = 0.5;
+    qkt_train_config_resolve(&c);
+    EXPECT(c.min_lr == 0 && c.warmup_steps == 0, "given values changed: %g %lld", c.min_lr, (long long)c.warmup_steps);
+    /* unresolved, the auto fields are refused */
+    qkt_train_run_default(&r);
+    expect_validate(&r, "--min-lr", __LINE__);
+}
+
+static void test_bounds(void) {
+    /* each int field (f[i] below) at its limit, one past it, and at 0 */
+    struct {
+        int max;
+        const char *flag;
+    } ints[] = {{QKT_TRAIN_MAX_N_LAYER, "--n-layer"},
+                {QKT_TRAIN_MAX_BLOCK_SIZE, "--block-size"},
+                {QKT_TRAIN_MAX_BATCH_SIZE, "--batch-size"},
+                {QKT_TRAIN_MAX_EVAL_BATCHES, "--eval-batches"}};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        qkt_train_run r = resolved_default();
+        int *f[] = {&r.tc.model.n_layer, &r.tc.model.block_size, &r.tc.batch_size, &r.eval_batches};
+        if (i == 2) r.tc.model.block_size = 1; /* batch x block stays within QKT_TRAIN_MAX_BATCH_TOKENS */
+        *f[i] = ints[i].max;
+        expect_validate(&r, NULL, __LINE__);
+        *f[i] = ints[i].max + 1;
+        expect_validate(&r, ints[i].flag, __LINE__);
+        *f[i] = 0;
+        expect_validate(&r, ints[i].flag, __LINE__);
+    }
+    qkt_train_run r = resolved_default();
+    r.tc.model.n_head = QKT_TRAIN_MAX_N_HEAD, r.tc.model.n_embd = QKT_TRAIN_MAX_N_EMBD;
+    expect_validate(&r, NULL, __LINE__);
+    r.tc.model.n_head = 3, r.tc.model.n_embd = 128;
+    expect_validate(&r, "--n-head", __LINE__);
+    r = resolved_default();
+    r.tc.batch_size = QKT_TRAIN_MAX_BATCH_TOKENS / r.tc.model.block_size + 1;
+    expect_validate(&r, "--batch-size", __LINE__);
+    r = resolved_default();
+    r.tc.steps = QKT_TRAIN_MAX_STEPS, r.tc.warmup_steps = 0;
+    expect_validate(&r, NULL, __LINE__);
+    r.tc.steps = (int64_t)QKT_TRAIN_MAX_STEPS + 1;
+    expect_validate(&r, "--steps", __LINE__);
+    r = resolved_default();
+    r.tc.replicas = QKT_DP_MAX + 1;
+    expect_validate(&r, "--replicas", __LINE__);
+    r = resolved_default();
+    r.tc.optim = QKT_OPTIM_ADAM;
+    expect_validate(&r, "adamw", __LINE__);
+    r.tc.optim = (qkt_optim_kind)7;
+    expect_validate(&r, "optim", __LINE__);
+}
+
+/* The trainer resolves the auto fields itself and refuses a config the validator refuses. */
+static void test_trainer_init(void) {
+    qkt_train_config c = qkt_train_config_default();
+    c.data = "mqar:n_pairs=4,n_queries=4";
+    c.model.n_layer = 1, c.model.n_head = 2, c.model.n_embd = 16, c.model.block_size = 32, c.batch_size = 4, c.steps = 30;
+    qkt_trainer t;
+    qkt_err err = {{0}};
+    EXPECT(qkt_trainer_init(&t, &c, &err) == 0, "%s", err.msg);
+    EXPECT(t.cfg.min_lr == c.lr / 10 && t.cfg.warmup_steps == 3 && t.sched.warmup_steps == 3, "trainer: min_lr %g, warmup %lld",
+           t.cfg.min_lr, (long long)t.cfg.warmup_steps);
+    qkt_trainer_free(&t);
+    c.model.n_layer = QKT_TRAIN_MAX_N_LAYER + 1;
+    EXPECT(qkt_trainer_init(&t, &c, &err) == -1 && strstr(err.msg, "--n-layer"), "'%s'", err.msg);
+    qkt_trainer_free(&t);
+}
+
+static void test_json(void) {
+    qkt_train_run r = resolved_default(), back;
+    r.tc.steps = 77, r.tc.warmup_steps = 7, r.tc.seed = 18446744073709551615ull, r.tc.lr = 0.1 + 0.2, r.tc.min_lr = 0.01;
+    char *a = qkt_train_run_json(&r);
+    qkt_err err = {{0}};
+    EXPECT(qkt_train_run_parse(a, strlen(a), "a.json", &back, &err) == 0, "%s", err.msg);
+    char *b = qkt_train_run_json(&back);
+    EXPECT(!strcmp(a, b), "round trip:\n%s\nvs\n%s", a, b);
+    EXPECT(back.tc.data == back.data, "tc.data does not point at data[]");
+    free(a), free(b);
+    /* bounds come from the validator, with the file name first */
+    static const char *const bad[][2] = {{"\"n_layer\":\t4", "\"n_layer\":\t1025"}, {"\"steps\":\t77", "\"steps\":\t0"},
+                                         {"\"eval_batches\":\t20", "\"eval_batches\":\t1048577"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *s = qkt_train_run_json(&r), *at = strstr(s, bad[i][0]);
+        EXPECT(at != NULL, "%s not in the JSON", bad[i][0]);
+        if (at) {
+            char buf[8192];
+            snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - s), s, bad[i][1], at + strlen(bad[i][0]));
+            EXPECT(qkt_train_run_parse(buf, strlen(buf), "b.json", &back, &err) == -1 && !strncmp(err.msg, "b.json: --", 10),
+                   "%s: '%s'", bad[i][1], err.msg);
+        }
+        free(s);
+    }
+}
+
+int main(void) {
+    test_defaults();
+    test_bounds();
+    test_trainer_init();
+    test_json();
+    return qkt_test_finish();
+}
