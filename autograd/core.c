@@ -13,6 +13,12 @@
 #include <omp.h>
 #endif
 
+#ifdef QKT_DOUBLE
+const int qkt_abi_float64__link_with_libqkt64 = 64;
+#else
+const int qkt_abi_float32__link_with_libqkt = 32;
+#endif
+
 static void default_fatal(qkt_fatal_kind kind, const char *msg, void *user) {
     (void)kind, (void)user;
     fprintf(stderr, "qkt: %s\n", msg);

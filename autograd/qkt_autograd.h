@@ -32,6 +32,18 @@ typedef float qkt_real;
 #define QKT_REAL_NAME "float32"
 #endif
 
+/* The float32 and float64 flavours install side by side (libqkt, libqkt64). A program
+ * compiled for one cannot link against the other: every file that includes this header
+ * refers to its flavour's symbol, which only the matching library defines, so the linker
+ * says e.g. "undefined reference to qkt_abi_float64__link_with_libqkt64". */
+#ifdef QKT_DOUBLE
+extern const int qkt_abi_float64__link_with_libqkt64;
+static const int *const qkt__abi_flavour __attribute__((used)) = &qkt_abi_float64__link_with_libqkt64;
+#else
+extern const int qkt_abi_float32__link_with_libqkt;
+static const int *const qkt__abi_flavour __attribute__((used)) = &qkt_abi_float32__link_with_libqkt;
+#endif
+
 /* ---------------------------------------------------------------- errors */
 #ifdef __cplusplus
 #define QKT_NORETURN [[noreturn]]

@@ -1,0 +1,52 @@
+# `cmake --install build --prefix P` (or `make install PREFIX=P`) puts into P:
+#   lib/libqkt.{so,a} (float32) and lib/libqkt64.{so,a} (float64), side by side;
+#   include/qkt/qkt_*.h (one umbrella: qkt.h) and qkt_version.h;
+#   lib/pkgconfig/qkt.pc, qkt64.pc;  lib/cmake/qkt/ (find_package(qkt): qkt::qkt, qkt::qkt_static,
+#   qkt::qkt64, qkt::qkt64_static);  bin/qkt.
+include(CMakePackageConfigHelpers)
+set(qkt_install_targets qkt_shared qkt_static)
+set(qkt_flavours "")
+if(TARGET qkt64_shared)
+  list(APPEND qkt_install_targets qkt64_shared qkt64_static)
+  list(APPEND qkt_flavours 64)
+endif()
+install(TARGETS ${qkt_install_targets} EXPORT qktTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS qkt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+set(qkt_public_headers ${CMAKE_CURRENT_BINARY_DIR}/generated/qkt_version.h)
+foreach(layer ${QKT_LAYERS})
+  file(GLOB hs ${CMAKE_CURRENT_SOURCE_DIR}/${layer}/qkt*.h)
+  list(APPEND qkt_public_headers ${hs})
+endforeach()
+install(FILES ${qkt_public_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qkt)
+
+set(qkt_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/qkt)
+install(EXPORT qktTargets NAMESPACE qkt:: DESTINATION ${qkt_cmake_dir})
+configure_package_config_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/qktConfig.cmake.in
+                              ${CMAKE_CURRENT_BINARY_DIR}/qktConfig.cmake INSTALL_DESTINATION ${qkt_cmake_dir})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/qktConfigVersion.cmake COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/qktConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/qktConfigVersion.cmake
+        DESTINATION ${qkt_cmake_dir})
+
+# pkg-config: Libs carries an rpath, so a program built against a prefix outside the loader's
+# path (make install PREFIX=/tmp/p) runs as it is; Libs.private serves `pkg-config --static`.
+set(qkt_pc_private "-fopenmp")
+if(NOT QKT_NO_BLAS)
+  string(APPEND qkt_pc_private " -lopenblas")
+endif()
+string(APPEND qkt_pc_private " -lcjson -lstb -lm")
+foreach(flavour "" ${qkt_flavours})
+  if(flavour STREQUAL "64")
+    set(QKT_PC_CFLAGS "-DQKT_DOUBLE")
+    set(QKT_PC_WHAT "float64 flavour")
+  else()
+    set(QKT_PC_CFLAGS "")
+    set(QKT_PC_WHAT "float32")
+  endif()
+  set(QKT_PC_NAME qkt${flavour})
+  set(QKT_PC_PRIVATE ${qkt_pc_private})
+  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/qkt.pc.in ${CMAKE_CURRENT_BINARY_DIR}/qkt${flavour}.pc @ONLY)
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/qkt${flavour}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()
