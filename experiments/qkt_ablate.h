@@ -9,6 +9,10 @@
 
 #include "qkt_autograd.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define QKT_AB_MAX_LIST 16
 /* Sequences of iid q, k per d_k in part 1: 64 x T queries, enough for the std to within ~1 %. */
 #define QKT_IID_BATCH 64
@@ -84,4 +88,7 @@ int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *e
  * report.md from metrics.csv (and the attention maps). `qkt plot` calls this. */
 int qkt_ablate_report(const char *run_dir, qkt_err *err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

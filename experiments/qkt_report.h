@@ -3,6 +3,10 @@
 #define QKT_REPORT_H
 #include "qkt_autograd.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define QKT_MAX_METRICS 64
 typedef struct {
     char id[96], exp[16], variant[32];
@@ -39,4 +43,7 @@ int qkt_table_last_step(const qkt_table *t, int run, const char *metric);
 
 extern const char *const qkt_metrics_header;
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -8,6 +8,10 @@
 #include "qkt_autograd.h"
 #include "qkt_metrics.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* s for a variant at key width d_k in a model of width n_embd (learned: its init;
  * qk_layernorm: the scale applied after the q/k LayerNorm). NaN for an unknown name. */
 double qkt_study_scale(const char *variant, int d_k, int n_embd);
@@ -37,4 +41,7 @@ typedef struct {
 /* Fills out[n_variants * n_dk]; returns the number of rows. */
 int qkt_init_study_iid(const qkt_init_opts *o, qkt_init_row *out);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -56,7 +56,7 @@ static int gather(const char *run_dir, qkt_err *err) {
 
 /* ---------------------------------------------------------------- helpers */
 
-void rep_plot_done(rep *r, int rc, const char *file) {
+void qkt__report_plot_done(qkt__report *r, int rc, const char *file) {
     if (rc != 0) {
         fprintf(stderr, "qkt: plot %s: %s\n", file, r->err->msg);
         r->n_plots_failed++;
@@ -78,19 +78,19 @@ static double mean_sd(const double *v, int n, double *sd) {
 
 /* First eval step with val_acc >= 0.9, or -1. */
 static int steps_to_90(const qkt_table *t, int run) {
-    static double st[MAXS], v[MAXS];
-    int n = qkt_table_series(t, run, "val_acc", -1, st, v, MAXS);
+    static double st[QKT_REPORT_MAXS], v[QKT_REPORT_MAXS];
+    int n = qkt_table_series(t, run, "val_acc", -1, st, v, QKT_REPORT_MAXS);
     for (int i = 0; i < n; i++)
         if (v[i] >= 0.9) return (int)st[i];
     return -1;
 }
 
-double rep_final_val(const qkt_table *t, int run, const char *metric) {
+double qkt__report_final_val(const qkt_table *t, int run, const char *metric) {
     int s = qkt_table_last_step(t, run, metric);
     return s < 0 ? NAN : qkt_table_value(t, run, metric, s, -1);
 }
 
-bool rep_diverged(const qkt_table *t, int run, int *at) {
+bool qkt__report_diverged(const qkt_table *t, int run, int *at) {
     int s = qkt_table_last_step(t, run, "diverged_step");
     double v = s < 0 ? -1 : qkt_table_value(t, run, "diverged_step", s, -1);
     if (at) *at = (int)v;
@@ -98,7 +98,7 @@ bool rep_diverged(const qkt_table *t, int run, int *at) {
 }
 
 /* ---------------------------------------------------------------- part 1 */
-static void part_init(rep *r) {
+static void part_init(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     const qkt_table *t = r->t;
     qkt_buf *md = &r->md;
@@ -154,17 +154,17 @@ static void part_init(rep *r) {
     snprintf(path, sizeof path, "%s/init_logit_std.png", r->dir);
     qkt_line_chart ch = {.title = "Logit std at init (iid q, k)", .x = {.label = "d_k", .log = 1}, .y = {.label = "std of softmax input", .log = 1},
                          .series = s, .n_series = 6};
-    rep_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
+    qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
     for (int v = 0; v < 4; v++) s[v] = (qkt_series){.name = init_vars[v], .x = xs, .y = ent[v], .n = nd, .marker = QKT_MARK_CIRCLE};
     snprintf(path, sizeof path, "%s/init_entropy.png", r->dir);
     ch = (qkt_line_chart){.title = "Attention entropy at init (iid q, k)", .x = {.label = "d_k", .log = 1},
                           .y = {.label = "normalised entropy (1 = uniform)", .min = 0, .max = 1.05}, .series = s, .n_series = 4};
-    rep_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
+    qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
     for (int v = 0; v < 4; v++) s[v] = (qkt_series){.name = init_vars[v], .x = xs, .y = jac[v], .n = nd, .marker = QKT_MARK_CIRCLE};
     snprintf(path, sizeof path, "%s/init_jacobian.png", r->dir);
     ch = (qkt_line_chart){.title = "Softmax Jacobian norm at init (iid q, k)", .x = {.label = "d_k", .log = 1},
                           .y = {.label = "mean ||J||_F per row", .log = 1}, .series = s, .n_series = 4};
-    rep_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
+    qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
     qkt_buf_printf(md, "![logit std](init_logit_std.png) ![entropy](init_entropy.png) ![jacobian](init_jacobian.png)\n\n");
 
     /* Fresh GPT on real batches */
@@ -198,12 +198,12 @@ static cell_sum summarize(const qkt_table *t, const char *exp, const char *varia
         int run = qkt_table_find_run(t, exp, variant, d_k, s, lr);
         if (run < 0) continue;
         int at;
-        if (rep_diverged(t, run, &at)) {
+        if (qkt__report_diverged(t, run, &at)) {
             cs.n_div++;
             if (cs.first_div < 0 || at < cs.first_div) cs.first_div = at;
         }
-        loss[k] = rep_final_val(t, run, "val_loss");
-        acc[k] = rep_final_val(t, run, "val_acc");
+        loss[k] = qkt__report_final_val(t, run, "val_loss");
+        acc[k] = qkt__report_final_val(t, run, "val_acc");
         istd += qkt_table_value(t, run, "logit_std", 0, -1);
         ient += qkt_table_value(t, run, "norm_entropy", 0, -1);
         int x = steps_to_90(t, run);
@@ -222,12 +222,12 @@ static cell_sum summarize(const qkt_table *t, const char *exp, const char *varia
 /* Mean and min..max band over seeds of a metric's series (smoothed over `win` points). */
 static int band(const qkt_table *t, const char *exp, const char *variant, int d_k, int seeds, double lr, const char *metric, int layer,
                 int win, double *x, double *m, double *lo, double *hi) {
-    static double st[MAXS], v[MAXS];
+    static double st[QKT_REPORT_MAXS], v[QKT_REPORT_MAXS];
     int n = 0;
     for (int s = 0; s < seeds; s++) {
         int run = qkt_table_find_run(t, exp, variant, d_k, s, lr);
         if (run < 0) continue;
-        int k = qkt_table_series(t, run, metric, layer, st, v, MAXS);
+        int k = qkt_table_series(t, run, metric, layer, st, v, QKT_REPORT_MAXS);
         if (n == 0) {
             n = k;
             for (int i = 0; i < n; i++) x[i] = st[i], m[i] = 0, lo[i] = INFINITY, hi[i] = -INFINITY;
@@ -252,7 +252,7 @@ static int band(const qkt_table *t, const char *exp, const char *variant, int d_
     return n;
 }
 
-static void part_train(rep *r) {
+static void part_train(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     const qkt_table *t = r->t;
     qkt_buf *md = &r->md;
@@ -276,8 +276,8 @@ static void part_train(rep *r) {
                            cs.init_ent, cs.loss_m, cs.loss_sd, cs.acc_m, cs.acc_sd, s90, div);
         }
     qkt_buf_printf(md, "\n");
-    static double x[MAXS], m[MAXS], lo[MAXS], hi[MAXS];
-    static double X[QKT_AB_MAX_LIST][MAXS], M[QKT_AB_MAX_LIST][MAXS], LO[QKT_AB_MAX_LIST][MAXS], HI[QKT_AB_MAX_LIST][MAXS];
+    static double x[QKT_REPORT_MAXS], m[QKT_REPORT_MAXS], lo[QKT_REPORT_MAXS], hi[QKT_REPORT_MAXS];
+    static double X[QKT_AB_MAX_LIST][QKT_REPORT_MAXS], M[QKT_AB_MAX_LIST][QKT_REPORT_MAXS], LO[QKT_AB_MAX_LIST][QKT_REPORT_MAXS], HI[QKT_AB_MAX_LIST][QKT_REPORT_MAXS];
     qkt_series s[QKT_AB_MAX_LIST];
     char path[1200], title[160];
     for (int di = 0; di < c->n_dk; di++) {
@@ -296,7 +296,7 @@ static void part_train(rep *r) {
             qkt_line_chart ch = {.title = title, .x = {.label = "step"}, .y = {.label = w == 0 ? "cross-entropy" : "accuracy on answers"},
                                  .series = s, .n_series = ns};
             if (w == 1) ch.y.min = 0, ch.y.max = 1.02;
-            rep_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
+            qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
         }
         for (int l = 0; l < c->n_layer; l++) {
             int ns = 0;
@@ -308,7 +308,7 @@ static void part_train(rep *r) {
             snprintf(title, sizeof title, "Normalised attention entropy, layer %d, d_k = %d (mean over heads, seeds)", l, d);
             qkt_line_chart ch = {.title = title, .x = {.label = "step"}, .y = {.label = "normalised entropy", .min = 0, .max = 1.05},
                                  .series = s, .n_series = ns};
-            rep_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
+            qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
         }
         qkt_buf_printf(md, "![loss](loss_dk%d.png) ![accuracy](acc_dk%d.png)\n", d, d);
         for (int l = 0; l < c->n_layer; l++) qkt_buf_printf(md, "![entropy L%d](entropy_dk%d_L%d.png) ", l, d, l);
@@ -318,7 +318,7 @@ static void part_train(rep *r) {
 }
 
 /* ---------------------------------------------------------------- summary.csv */
-static int write_summary(rep *r) {
+static int write_summary(qkt__report *r) {
     const qkt_table *t = r->t;
     qkt_buf b = {0};
     qkt_buf_printf(&b, "run,experiment,variant,d_k,seed,lr,init_val_loss,final_val_loss,final_val_acc,final_train_loss,steps_to_90,"
@@ -327,10 +327,10 @@ static int write_summary(rep *r) {
         const qkt_run *u = &t->runs[i];
         if (!strncmp(u->id, "iid_", 4)) continue;
         int last = qkt_table_last_step(t, i, "val_loss"), div = -1;
-        rep_diverged(t, i, &div);
+        qkt__report_diverged(t, i, &div);
         qkt_buf_printf(&b, "%s,%s,%s,%d,%d,%g,%.6g,%.6g,%.6g,%.6g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", u->id, u->exp, u->variant, u->d_k, u->seed,
                        u->lr, qkt_table_value(t, i, "val_loss", 0, -1), qkt_table_value(t, i, "val_loss", last, -1),
-                       qkt_table_value(t, i, "val_acc", last, -1), rep_final_val(t, i, "train_loss"), steps_to_90(t, i), div,
+                       qkt_table_value(t, i, "val_acc", last, -1), qkt__report_final_val(t, i, "train_loss"), steps_to_90(t, i), div,
                        qkt_table_value(t, i, "logit_std", 0, -1), qkt_table_value(t, i, "norm_entropy", 0, -1),
                        qkt_table_value(t, i, "norm_entropy", last, -1), qkt_table_value(t, i, "logit_std", last, -1),
                        qkt_table_value(t, i, "logit_max", last, -1));
@@ -350,7 +350,7 @@ static int nearest(const int *v, int n, int want) {
     return best;
 }
 
-static void reading(rep *r, double slope_sqrt, double slope_dk) {
+static void reading(qkt__report *r, double slope_sqrt, double slope_dk) {
     const qkt_ablate_cfg *c = r->c;
     const qkt_table *t = r->t;
     qkt_buf *md = &r->md;
@@ -426,7 +426,7 @@ static void reading(rep *r, double slope_sqrt, double slope_dk) {
     double best_sens = INFINITY, worst_sens = -INFINITY;
     int bi = -1, wi = -1;
     for (int v = 0; v < c->n_lr_variants; v++) {
-        double blr, sv = rep_lr_sensitivity(t, c, c->lr_variants[v], &blr);
+        double blr, sv = qkt__report_lr_sensitivity(t, c, c->lr_variants[v], &blr);
         if (sv < best_sens) best_sens = sv, bi = v;
         if (sv > worst_sens) worst_sens = sv, wi = v;
     }
@@ -435,10 +435,10 @@ static void reading(rep *r, double slope_sqrt, double slope_dk) {
                            "variant's own best final loss (best:", c->lr_variants[bi], best_sens, c->lr_variants[wi], worst_sens);
         for (int v = 0; v < c->n_lr_variants; v++) {
             double blr = NAN, bl = INFINITY;
-            rep_lr_sensitivity(t, c, c->lr_variants[v], &blr);
+            qkt__report_lr_sensitivity(t, c, c->lr_variants[v], &blr);
             for (int i = 0; i < c->n_lr; i++) {
                 int run = qkt_table_find_run(t, "lr", c->lr_variants[v], c->lr_dk, 0, c->lrs[i]);
-                double l = run < 0 ? NAN : rep_final_val(t, run, "val_loss");
+                double l = run < 0 ? NAN : qkt__report_final_val(t, run, "val_loss");
                 if (isfinite(l) && l < bl) bl = l;
             }
             qkt_buf_printf(md, "%s `%s` %.3f at lr %g", v ? "," : "", c->lr_variants[v], bl, blr);
@@ -461,7 +461,7 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
     if (qkt_table_load(path, &t, err) != 0) return -1;
-    rep r = {.c = &c, .t = &t, .dir = run_dir, .err = err};
+    qkt__report r = {.c = &c, .t = &t, .dir = run_dir, .err = err};
     qkt_buf_printf(&r.md, "# qkt ablation `%s`: why attention divides by sqrt(d_k)\n\n", c.name);
     qkt_buf_printf(&r.md, "Reproduce: `%s` (the full configuration is in `config.json`). "
                           "Redraw: `qkt plot %s`. Data: `metrics.csv` (tidy), `summary.csv` (one row per run).\n\n",
@@ -471,9 +471,9 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     r.md = (qkt_buf){0};
     part_init(&r);
     part_train(&r);
-    rep_part_maps(&r);
-    rep_part_lr(&r);
-    rep_part_growth(&r, &s1, &s2);
+    qkt__report_part_maps(&r);
+    qkt__report_part_lr(&r);
+    qkt__report_part_growth(&r, &s1, &s2);
     qkt_buf body = r.md;
     r.md = md_head;
     reading(&r, s1, s2);

@@ -9,7 +9,7 @@
 #include "report_internal.h"
 
 /* ---------------------------------------------------------------- heatmaps */
-void rep_part_maps(rep *r) {
+void qkt__report_part_maps(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     int d = c->dks[c->n_dk - 1];
     qkt_buf_printf(&r->md, "### Attention maps\n\nLayer x head maps for one fixed validation sequence, d_k = %d, seed 0: top row at "
@@ -48,7 +48,7 @@ void rep_part_maps(rep *r) {
         snprintf(title, sizeof title, "Attention, %s, d_k = %d: init (top) and trained (bottom)", c->variants[v], d);
         qkt_heatmap_grid g = {.title = title, .xlabel = "key", .ylabel = "query", .panels = panels, .n_panels = 2 * L * H,
                               .grid_cols = L * H, .vmin = 0, .vmax = 1, .bar_label = "probability"};
-        rep_plot_done(r, qkt_plot_heatmap_grid(out, &g, NULL, r->err), out);
+        qkt__report_plot_done(r, qkt_plot_heatmap_grid(out, &g, NULL, r->err), out);
         qkt_buf_printf(&r->md, "![%s](attn_%s.png)\n", c->variants[v], c->variants[v]);
         free(vals);
         free(panels);
@@ -60,12 +60,12 @@ void rep_part_maps(rep *r) {
 
 /* ---------------------------------------------------------------- part 3 */
 /* Wortsman et al. 2023: LR sensitivity = E_lr[min(loss(lr), loss_init) - min_lr loss(lr)]. */
-double rep_lr_sensitivity(const qkt_table *t, const qkt_ablate_cfg *c, const char *variant, double *best_lr) {
+double qkt__report_lr_sensitivity(const qkt_table *t, const qkt_ablate_cfg *c, const char *variant, double *best_lr) {
     double best = INFINITY, init = NAN, acc = 0;
     double f[QKT_AB_MAX_LIST];
     for (int i = 0; i < c->n_lr; i++) {
         int run = qkt_table_find_run(t, "lr", variant, c->lr_dk, 0, c->lrs[i]);
-        f[i] = run < 0 ? NAN : rep_final_val(t, run, "val_loss");
+        f[i] = run < 0 ? NAN : qkt__report_final_val(t, run, "val_loss");
         if (run >= 0 && !isfinite(init)) init = qkt_table_value(t, run, "val_loss", 0, -1);
         if (isfinite(f[i]) && f[i] < best) best = f[i], *best_lr = c->lrs[i];
     }
@@ -78,7 +78,7 @@ double rep_lr_sensitivity(const qkt_table *t, const qkt_ablate_cfg *c, const cha
     return n && isfinite(best) ? acc / n : NAN;
 }
 
-void rep_part_lr(rep *r) {
+void qkt__report_part_lr(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     const qkt_table *t = r->t;
     qkt_buf *md = &r->md;
@@ -96,12 +96,12 @@ void rep_part_lr(rep *r) {
         qkt_buf_printf(md, "| %s |", c->lr_variants[v]);
         for (int i = 0; i < c->n_lr; i++) {
             int run = qkt_table_find_run(t, "lr", c->lr_variants[v], c->lr_dk, 0, c->lrs[i]);
-            double l = run < 0 ? NAN : rep_final_val(t, run, "val_loss");
+            double l = run < 0 ? NAN : qkt__report_final_val(t, run, "val_loss");
             X[v][i] = c->lrs[i], Y[v][i] = l;
-            if (run >= 0 && rep_diverged(t, run, NULL)) qkt_buf_printf(md, " div |"), Y[v][i] = NAN;
+            if (run >= 0 && qkt__report_diverged(t, run, NULL)) qkt_buf_printf(md, " div |"), Y[v][i] = NAN;
             else qkt_buf_printf(md, " %.3f |", l);
         }
-        double best_lr = NAN, sens = rep_lr_sensitivity(t, c, c->lr_variants[v], &best_lr);
+        double best_lr = NAN, sens = qkt__report_lr_sensitivity(t, c, c->lr_variants[v], &best_lr);
         qkt_buf_printf(md, " %g | %.3f |\n", best_lr, sens);
         s[v] = (qkt_series){.name = c->lr_variants[v], .x = X[v], .y = Y[v], .n = c->n_lr, .marker = QKT_MARK_CIRCLE};
     }
@@ -111,7 +111,7 @@ void rep_part_lr(rep *r) {
     snprintf(title, sizeof title, "Final validation loss vs learning rate (d_k = %d)", c->lr_dk);
     qkt_line_chart ch = {.title = title, .x = {.label = "learning rate", .log = 1}, .y = {.label = "final validation loss"},
                          .series = s, .n_series = c->n_lr_variants};
-    rep_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
+    qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
     qkt_buf_printf(md, "\n![lr](lr_sensitivity.png)\n\n");
 }
 
@@ -127,7 +127,7 @@ static double slope(const double *x, const double *y, int n) {
     return k > 1 ? (k * sxy - sx * sy) / (k * sxx - sx * sx) : NAN;
 }
 
-void rep_part_growth(rep *r, double *slope_sqrt, double *slope_dk) {
+void qkt__report_part_growth(qkt__report *r, double *slope_sqrt, double *slope_dk) {
     const qkt_ablate_cfg *c = r->c;
     const qkt_table *t = r->t;
     qkt_buf *md = &r->md;
@@ -158,7 +158,7 @@ void rep_part_growth(rep *r, double *slope_sqrt, double *slope_dk) {
     snprintf(title, sizeof title, "Change of attention logits after %d Adam steps", c->growth_steps);
     qkt_line_chart ch = {.title = title, .x = {.label = "d_k", .log = 1}, .y = {.label = "rms change of scaled logits", .log = 1},
                          .series = s, .n_series = 2};
-    rep_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
+    qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
     qkt_buf_printf(md, "![growth](logit_growth.png)\n\n");
 }
 
