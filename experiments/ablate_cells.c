@@ -145,7 +145,8 @@ static void progress(const char *run_dir, const qkt_cell *cell, long step, long 
     if (f) fprintf(f, "%ld %ld %.6g\n", step, total, loss), fclose(f);
 }
 
-/* Mean over layers of the rms change of the visible scaled logits between two captures. */
+/* The scaled logits of every layer on the first validation batch, in eval mode:
+ * out is (L, B, H, T, T). The growth cell compares two such captures. */
 static void logit_capture(qkt_trainer *t, qkt_real *out) {
     const qkt_gpt_config *mc = &t->gpt.cfg;
     int B = t->cfg.batch_size, T = t->T, H = mc->n_head, L = mc->n_layer;

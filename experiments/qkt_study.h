@@ -1,5 +1,6 @@
-/* The sqrt(d_k) study: the init-time measurements, training cells, the sweep
- * runner and the report. Used by `qkt ablate` and `qkt plot`. */
+/* The sqrt(d_k) study's measurements without a model: each variant's scale, and
+ * part 1 (attention at init with iid q and k). The cells, the sweep and the report
+ * are in qkt_ablate.h and qkt_sweep.h. */
 #ifndef QKT_STUDY_H
 #define QKT_STUDY_H
 #include <stdbool.h>

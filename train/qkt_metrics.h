@@ -29,8 +29,6 @@ typedef struct qkt_attn_stats {
 } qkt_attn_stats;
 /* Fills stats[H]. logits may be NULL (logit fields become NaN). */
 void qkt_attn_stats_compute(const qkt_real *probs, const qkt_real *logits, int B, int H, int T, qkt_attn_stats *stats);
-/* Mean of stats over heads. */
-qkt_attn_stats qkt_attn_stats_mean(const qkt_attn_stats *s, int H);
 
 #ifdef __cplusplus
 }
