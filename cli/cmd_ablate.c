@@ -18,24 +18,23 @@
 /* "16,64" -> ints in [1, hi] (or positive numbers, or scale variants); -1 with a
  * message naming the flag. The ranges are qkt_ablate_validate's, so that a bad list
  * is reported by its flag rather than by its config.json field. */
-static int parse_list(const char *flag, const char *s, int hi, int *ints, double *dbls, char (*strs)[32], int *n) {
+static int parse_list(const char *flag, const char *s, int hi, int *ints, double *dbls, qkt_attn_scale *vars, int *n) {
     char buf[1024];
     if (strlen(s) >= sizeof buf) return fprintf(stderr, "qkt ablate: --%s: list too long\n", flag), -1;
     snprintf(buf, sizeof buf, "%s", s);
     /* clear the whole list so a shorter override leaves no stale values (configs are compared) */
-    if (strs) memset(strs, 0, QKT_AB_MAX_LIST * sizeof *strs);
+    if (vars) memset(vars, 0, QKT_AB_MAX_LIST * sizeof *vars);
     if (ints) memset(ints, 0, QKT_AB_MAX_LIST * sizeof *ints);
     if (dbls) memset(dbls, 0, QKT_AB_MAX_LIST * sizeof *dbls);
     int k = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         if (k == QKT_AB_MAX_LIST) return fprintf(stderr, "qkt ablate: --%s: at most %d values\n", flag, QKT_AB_MAX_LIST), -1;
         char *end;
-        if (strs) {
-            if (strlen(tok) >= 32) return fprintf(stderr, "qkt ablate: --%s: '%s' is too long\n", flag, tok), -1;
-            snprintf(strs[k], 32, "%s", tok);
-            if (isnan(qkt_study_scale(tok, 16, 64)))
-                return fprintf(stderr, "qkt ablate: --%s: unknown variant '%s' (expected sqrt_dk, none, dk, sqrt_dmodel, learned, qk_layernorm)\n",
-                               flag, tok), -1;
+        if (vars) {
+            char field[64];
+            qkt_err err;
+            snprintf(field, sizeof field, "--%s", flag);
+            if (qkt_ablate_parse_variant(field, tok, &vars[k], &err)) return fprintf(stderr, "qkt ablate: %s\n", err.msg), -1;
         } else if (ints) {
             long v = strtol(tok, &end, 10);
             if (!*tok || *end || v <= 0 || v > hi)
@@ -68,19 +67,22 @@ int qkt_cmd_ablate(int argc, char **argv) {
     double lr = 0, qk_mult = 0, temp = 0, init_std = 0;
     uint64_t seed = 0;
     bool report_only = false;
+    char names[256], variants_help[320];
+    snprintf(variants_help, sizeof variants_help, "scale variants to train, comma-separated: %s",
+             qkt_study_variant_list(names, sizeof names));
     qkt_flag flags[] = {
         {"preset", QKT_FLAG_STRING, &preset, "quick (minutes on 2 cores) or full", 1, 0, false, false},
         {"name", QKT_FLAG_STRING, &name, "run name: results go to OUT/NAME (default: the preset)", 1, 0, false, false},
         {"out", QKT_FLAG_STRING, &out, "directory holding runs", 1, 0, false, false},
         {"task", QKT_FLAG_STRING, &task, "data spec of the synthetic task (default mqar)", 1, 0, false, false},
         {"seq-len", QKT_FLAG_INT, &seq_len, "sequence length T (= block size)", 2, 4096, true, false},
-        {"variants", QKT_FLAG_STRING, &variants, "scale variants to train, comma-separated", 1, 0, false, false},
+        {"variants", QKT_FLAG_STRING, &variants, variants_help, 1, 0, false, false},
         {"d-k", QKT_FLAG_STRING, &dks, "key widths d_k to train, comma-separated", 1, 0, false, false},
         {"seeds", QKT_FLAG_INT, &seeds, "seeds per training cell", 1, 100, true, false},
         {"steps", QKT_FLAG_INT, &steps, "training steps per cell", 1, 1e8, true, false},
         {"lr", QKT_FLAG_DOUBLE, &lr, "learning rate of the training ablation", 1, 0, true, false},
         {"lr-grid", QKT_FLAG_STRING, &lr_grid, "learning rates of the sensitivity sweep, comma-separated", 1, 0, false, false},
-        {"lr-variants", QKT_FLAG_STRING, &lr_variants, "variants of the sensitivity sweep", 1, 0, false, false},
+        {"lr-variants", QKT_FLAG_STRING, &lr_variants, "variants of the sensitivity sweep (as --variants)", 1, 0, false, false},
         {"lr-steps", QKT_FLAG_INT, &lr_steps, "steps per sensitivity run", 1, 1e8, true, false},
         {"lr-d-k", QKT_FLAG_INT, &lr_dk, "d_k of the sensitivity sweep", 1, 1024, true, false},
         {"init-d-k", QKT_FLAG_STRING, &init_dks, "d_k values measured at init", 1, 0, false, false},
@@ -187,9 +189,10 @@ int qkt_cmd_ablate(int argc, char **argv) {
         }
         char exe[1024];
         if (self_exe(exe, sizeof exe) != 0) return fprintf(stderr, "qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1;
-        fprintf(stderr, "qkt ablate: parts 1-4, %d cells (init %d d_k x 4 variants, train %d variants x %d d_k x %d seeds, "
-                        "lr %d x %d, growth %d x 2), %d side by side with one thread each\n",
-                n, c.n_init_dk, c.n_variants, c.n_dk, c.seeds, c.n_lr_variants, c.n_lr, c.n_growth_dk, c.workers);
+        fprintf(stderr, "qkt ablate: parts 1-4, %d cells (init %d d_k x %d variants, train %d variants x %d d_k x %d seeds, "
+                        "lr %d x %d, growth %d x %d), %d side by side with one thread each\n",
+                n, c.n_init_dk, QKT_STUDY_N_FIXED, c.n_variants, c.n_dk, c.seeds, c.n_lr_variants, c.n_lr, c.n_growth_dk,
+                QKT_STUDY_N_GROWTH, c.workers);
         qkt_sweep s = {exe, dir, c.workers, n, ids, w, true};
         qkt_sweep_result res;
         rc = qkt_sweep_run(&s, &res, &err);

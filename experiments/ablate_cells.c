@@ -10,8 +10,6 @@
 #include "qkt_sweep.h"
 #include "qkt_trainer.h"
 
-static const char *const init_variants[] = {"sqrt_dk", "none", "dk", "sqrt_dmodel"};
-static const char *const growth_variants[] = {"sqrt_dk", "dk"};
 #define INIT_BATCH 4 /* rows for the at-init model measurements: B x T queries per head */
 
 const char *qkt_cell_kind_name(qkt_cell_kind k) {
@@ -39,34 +37,34 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
             for (int vi = 0; vi < c->n_variants; vi++) {
                 qkt_cell *x = add(&v, &n, &cap);
                 x->kind = QKT_CELL_TRAIN;
-                snprintf(x->variant, sizeof x->variant, "%s", c->variants[vi]);
+                x->variant = c->variants[vi];
                 x->d_k = c->dks[di], x->seed = s, x->lr = c->lr, x->steps = c->steps;
                 x->maps = s == 0 && di == c->n_dk - 1;
-                snprintf(x->id, sizeof x->id, "train_%s_dk%d_s%d", x->variant, x->d_k, s);
+                snprintf(x->id, sizeof x->id, "train_%s_dk%d_s%d", qkt_attn_scale_name(x->variant), x->d_k, s);
             }
     for (int li = 0; li < c->n_lr; li++)
         for (int vi = 0; vi < c->n_lr_variants; vi++) {
             qkt_cell *x = add(&v, &n, &cap);
             x->kind = QKT_CELL_LR;
-            snprintf(x->variant, sizeof x->variant, "%s", c->lr_variants[vi]);
+            x->variant = c->lr_variants[vi];
             x->d_k = c->lr_dk, x->seed = 0, x->lr = c->lrs[li], x->steps = c->lr_steps;
-            snprintf(x->id, sizeof x->id, "lr_%s_dk%d_lr%g", x->variant, x->d_k, x->lr);
+            snprintf(x->id, sizeof x->id, "lr_%s_dk%d_lr%g", qkt_attn_scale_name(x->variant), x->d_k, x->lr);
         }
     for (int di = c->n_init_dk - 1; di >= 0; di--)
-        for (int vi = 0; vi < 4; vi++) {
+        for (int vi = 0; vi < QKT_STUDY_N_FIXED; vi++) {
             qkt_cell *x = add(&v, &n, &cap);
             x->kind = QKT_CELL_INIT;
-            snprintf(x->variant, sizeof x->variant, "%s", init_variants[vi]);
+            x->variant = qkt_study_fixed_scales[vi];
             x->d_k = c->init_dks[di], x->steps = 0;
-            snprintf(x->id, sizeof x->id, "init_%s_dk%d", x->variant, x->d_k);
+            snprintf(x->id, sizeof x->id, "init_%s_dk%d", qkt_attn_scale_name(x->variant), x->d_k);
         }
     for (int di = c->n_growth_dk - 1; di >= 0; di--)
-        for (int vi = 0; vi < 2; vi++) {
+        for (int vi = 0; vi < QKT_STUDY_N_GROWTH; vi++) {
             qkt_cell *x = add(&v, &n, &cap);
             x->kind = QKT_CELL_GROWTH;
-            snprintf(x->variant, sizeof x->variant, "%s", growth_variants[vi]);
+            x->variant = qkt_study_growth_scales[vi];
             x->d_k = c->growth_dks[di], x->lr = c->growth_lr, x->steps = c->growth_steps;
-            snprintf(x->id, sizeof x->id, "growth_%s_dk%d", x->variant, x->d_k);
+            snprintf(x->id, sizeof x->id, "growth_%s_dk%d", qkt_attn_scale_name(x->variant), x->d_k);
         }
     *out = v;
     return n;
@@ -76,8 +74,8 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
 const char *const qkt_metrics_header = "run,experiment,variant,d_k,seed,lr,step,metric,layer,head,value\n";
 
 static void row(qkt_buf *b, const qkt_cell *c, long step, const char *metric, int layer, int head, double value) {
-    qkt_buf_printf(b, "%s,%s,%s,%d,%d,%.6g,%ld,%s,%d,%d,%.9g\n", c->id, qkt_cell_kind_name(c->kind), c->variant, c->d_k,
-                   c->seed, c->lr, step, metric, layer, head, value);
+    qkt_buf_printf(b, "%s,%s,%s,%d,%d,%.6g,%ld,%s,%d,%d,%.9g\n", c->id, qkt_cell_kind_name(c->kind),
+                   qkt_attn_scale_name(c->variant), c->d_k, c->seed, c->lr, step, metric, layer, head, value);
 }
 
 static void stats_rows(qkt_buf *b, const qkt_cell *c, long step, const qkt_attn_stats *st, int L, int H) {
@@ -104,7 +102,7 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     tc.model.attn_temp = c->attn_temp;
     tc.model.qk_init_mult = c->qk_init_mult;
     tc.model.init_std = c->init_std;
-    if (qkt_attn_scale_parse(cell->variant, &tc.model.attn_scale, err) != 0) return -1;
+    tc.model.attn_scale = cell->variant;
     tc.data = c->task;
     tc.batch_size = cell->kind == QKT_CELL_INIT ? INIT_BATCH : c->batch_size;
     tc.steps = cell->steps > 0 ? cell->steps : 1;
@@ -247,15 +245,15 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
 }
 
 int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
-    qkt_init_opts o = {c->init_dks, c->n_init_dk, init_variants, 4, QKT_IID_BATCH, c->seq_len, c->n_head, c->seed};
-    qkt_init_row *rows = calloc((size_t)c->n_init_dk * 4, sizeof *rows);
+    qkt_init_opts o = {c->init_dks, c->n_init_dk, qkt_study_fixed_scales, QKT_STUDY_N_FIXED, QKT_IID_BATCH, c->seq_len,
+                       c->n_head, c->seed};
+    qkt_init_row *rows = calloc((size_t)c->n_init_dk * QKT_STUDY_N_FIXED, sizeof *rows);
     int n = qkt_init_study_iid(&o, rows);
     qkt_buf b = {0};
     for (int i = 0; i < n; i++) {
         qkt_init_row *r = &rows[i];
-        qkt_cell cell = {.kind = QKT_CELL_IID, .d_k = r->d_k, .seed = 0, .lr = 0};
-        snprintf(cell.variant, sizeof cell.variant, "%s", r->variant);
-        snprintf(cell.id, sizeof cell.id, "iid_%s_dk%d", r->variant, r->d_k);
+        qkt_cell cell = {.kind = QKT_CELL_IID, .variant = r->variant, .d_k = r->d_k, .seed = 0, .lr = 0};
+        snprintf(cell.id, sizeof cell.id, "iid_%s_dk%d", qkt_attn_scale_name(r->variant), r->d_k);
         row(&b, &cell, 0, "iid_raw_logit_std", -1, -1, r->raw_logit_std);
         row(&b, &cell, 0, "iid_logit_std", -1, -1, r->logit_std);
         row(&b, &cell, 0, "iid_entropy", -1, -1, r->entropy);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "qkt_autograd.h"
+#include "qkt_nn.h" /* qkt_attn_scale: the variants */
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,7 +30,7 @@ typedef struct qkt_ablate_cfg {
     double lr, min_lr_frac, weight_decay, grad_clip, beta2;
     double attn_temp, qk_init_mult, init_std;
     int n_variants;
-    char variants[QKT_AB_MAX_LIST][32];
+    qkt_attn_scale variants[QKT_AB_MAX_LIST]; /* config.json: their names */
     int n_dk;
     int dks[QKT_AB_MAX_LIST];
     int seeds;                /* seeds 0 .. seeds-1 (offset by `seed`) */
@@ -39,7 +40,7 @@ typedef struct qkt_ablate_cfg {
     double lrs[QKT_AB_MAX_LIST];
     int lr_steps, lr_dk;
     int n_lr_variants;
-    char lr_variants[QKT_AB_MAX_LIST][32];
+    qkt_attn_scale lr_variants[QKT_AB_MAX_LIST];
     /* part 1: init */
     int n_init_dk;
     int init_dks[QKT_AB_MAX_LIST];
@@ -54,6 +55,9 @@ typedef struct qkt_ablate_cfg {
 
 /* Presets: "quick" (the default, minutes on 2 cores) and "full". -1 if unknown. */
 int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err);
+/* A variant's name -> enum; an unknown name is -1 with "<field>: unknown variant 'x'
+ * (expected sqrt_dk, none, ...)" (field: a flag or a config.json key). */
+int qkt_ablate_parse_variant(const char *field, const char *name, qkt_attn_scale *out, qkt_err *err);
 /* Checks every field (names the field on error). */
 int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err);
 /* config.json <-> cfg; the JSON text (malloc'd) is what config.json holds. */
@@ -69,7 +73,7 @@ typedef enum { QKT_CELL_INIT = 0, QKT_CELL_TRAIN, QKT_CELL_LR, QKT_CELL_GROWTH, 
 typedef struct qkt_cell {
     qkt_cell_kind kind;
     char id[96];
-    char variant[32];
+    qkt_attn_scale variant;
     int d_k, seed;
     double lr;
     int steps;

@@ -21,17 +21,18 @@ void qkt__report_part_lr(qkt__report *r) {
     static double X[QKT_AB_MAX_LIST][QKT_AB_MAX_LIST], Y[QKT_AB_MAX_LIST][QKT_AB_MAX_LIST];
     qkt_series s[QKT_AB_MAX_LIST];
     for (int v = 0; v < c->n_lr_variants; v++) {
-        qkt_buf_printf(md, "| %s |", c->lr_variants[v]);
+        const char *name = qkt_attn_scale_name(c->lr_variants[v]);
+        qkt_buf_printf(md, "| %s |", name);
         for (int i = 0; i < c->n_lr; i++) {
-            int run = qkt_table_find_run(t, "lr", c->lr_variants[v], c->lr_dk, 0, c->lrs[i]);
+            int run = qkt_table_find_run(t, "lr", name, c->lr_dk, 0, c->lrs[i]);
             double l = run < 0 ? NAN : qkt__report_final_val(t, run, "val_loss");
             X[v][i] = c->lrs[i], Y[v][i] = l;
             if (run >= 0 && qkt__report_diverged(t, run, NULL)) qkt_buf_printf(md, " div |"), Y[v][i] = NAN;
             else qkt_buf_printf(md, " %.3f |", l);
         }
-        double best_lr = NAN, sens = qkt__report_lr_sensitivity(t, c, c->lr_variants[v], &best_lr);
+        double best_lr = NAN, sens = qkt__report_lr_sensitivity(t, c, name, &best_lr);
         qkt_buf_printf(md, " %g | %.3f |\n", best_lr, sens);
-        s[v] = (qkt_series){.name = c->lr_variants[v], .x = X[v], .y = Y[v], .n = c->n_lr, .marker = QKT_MARK_CIRCLE};
+        s[v] = (qkt_series){.name = name, .x = X[v], .y = Y[v], .n = c->n_lr, .marker = QKT_MARK_CIRCLE};
     }
     char path[1200];
     snprintf(path, sizeof path, "%s/lr_sensitivity.png", r->dir);

@@ -14,8 +14,9 @@ void qkt__report_part_maps(qkt__report *r) {
     qkt_buf_printf(&r->md, "### Attention maps\n\nLayer x head maps for one fixed validation sequence, d_k = %d, seed 0: top row at "
                            "initialisation, bottom row after training.\n\n", d);
     for (int v = 0; v < c->n_variants; v++) {
+        const char *name = qkt_attn_scale_name(c->variants[v]);
         char path[1200];
-        snprintf(path, sizeof path, "%s/cells/train_%s_dk%d_s0.maps", r->dir, c->variants[v], d);
+        snprintf(path, sizeof path, "%s/cells/train_%s_dk%d_s0.maps", r->dir, name, d);
         size_t n;
         qkt_err e2;
         unsigned char *buf = (unsigned char *)qkt_read_file(path, &n, &e2);
@@ -43,12 +44,12 @@ void qkt__report_part_maps(qkt__report *r) {
                     panels[p] = (qkt_heatmap){.title = caps[p], .v = vals + (size_t)k * per + ((size_t)l * H + h) * T * T, .rows = T, .cols = T};
                 }
         char out[1200], title[128];
-        snprintf(out, sizeof out, "%s/attn_%s.png", r->dir, c->variants[v]);
-        snprintf(title, sizeof title, "Attention, %s, d_k = %d: init (top) and trained (bottom)", c->variants[v], d);
+        snprintf(out, sizeof out, "%s/attn_%s.png", r->dir, name);
+        snprintf(title, sizeof title, "Attention, %s, d_k = %d: init (top) and trained (bottom)", name, d);
         qkt_heatmap_grid g = {.title = title, .xlabel = "key", .ylabel = "query", .panels = panels, .n_panels = 2 * L * H,
                               .grid_cols = L * H, .vmin = 0, .vmax = 1, .bar_label = "probability"};
         qkt__report_plot_done(r, qkt_plot_heatmap_grid(out, &g, NULL, r->err), out);
-        qkt_buf_printf(&r->md, "![%s](attn_%s.png)\n", c->variants[v], c->variants[v]);
+        qkt_buf_printf(&r->md, "![%s](attn_%s.png)\n", name, name);
         free(vals);
         free(panels);
         free(caps);

@@ -21,9 +21,10 @@ static void reading_init(qkt__report *r) {
     const qkt_table *t = r->t;
     qkt_buf *md = &r->md;
     int d = c->init_dks[nearest(c->init_dks, c->n_init_dk, 64)];
+    const char *sqrt_dk = qkt_attn_scale_name(QKT_ATTN_SQRT_DK), *none = qkt_attn_scale_name(QKT_ATTN_NONE);
     char id[2][96];
-    snprintf(id[0], 96, "iid_sqrt_dk_dk%d", d);
-    snprintf(id[1], 96, "iid_none_dk%d", d);
+    snprintf(id[0], 96, "iid_%s_dk%d", sqrt_dk, d);
+    snprintf(id[1], 96, "iid_%s_dk%d", none, d);
     int run[2] = {qkt__report_run_by_id(t, id[0]), qkt__report_run_by_id(t, id[1])};
     double e_s = qkt_table_value(t, run[0], "iid_norm_entropy", 0, -1), e_n = qkt_table_value(t, run[1], "iid_norm_entropy", 0, -1);
     double j_s = qkt_table_value(t, run[0], "iid_jacobian", 0, -1), j_n = qkt_table_value(t, run[1], "iid_jacobian", 0, -1);
@@ -33,7 +34,7 @@ static void reading_init(qkt__report *r) {
                        "(%.1fx %s).\n",
                    d, qkt_table_value(t, run[1], "iid_logit_std", 0, -1), e_n < e_s ? "far more peaked unscaled" : "no more peaked unscaled",
                    e_n, e_s, p_n, p_s, j_n, j_s, j_n > 0 ? j_s / j_n : NAN, j_n < j_s ? "smaller unscaled" : "larger unscaled");
-    int ri = qkt_table_find_run(t, "init", "none", d, -1, 0), rs = qkt_table_find_run(t, "init", "sqrt_dk", d, -1, 0);
+    int ri = qkt_table_find_run(t, "init", none, d, -1, 0), rs = qkt_table_find_run(t, "init", sqrt_dk, d, -1, 0);
     if (ri >= 0 && rs >= 0) {
         double sn = qkt_table_value(t, ri, "logit_std", 0, -1), ss = qkt_table_value(t, rs, "logit_std", 0, -1);
         qkt_buf_printf(md, "- **At init, a real GPT.** With N(0, %g) weights (W_q, W_k x %g) the logits at d_k = %d have std %.3f "
@@ -51,8 +52,8 @@ static void reading_none_vs_sqrt(qkt__report *r, const qkt__cell_sum *cs) {
     qkt_buf *md = &r->md;
     int vs = -1, vn = -1;
     for (int v = 0; v < c->n_variants; v++) {
-        if (!strcmp(c->variants[v], "sqrt_dk")) vs = v;
-        if (!strcmp(c->variants[v], "none")) vn = v;
+        if (c->variants[v] == QKT_ATTN_SQRT_DK) vs = v;
+        if (c->variants[v] == QKT_ATTN_NONE) vn = v;
     }
     if (vs < 0 || vn < 0 || !cs[vs].n_runs || !cs[vn].n_runs) return;
     double diff = cs[vn].loss_m - cs[vs].loss_m, noise = 2 * fmax(cs[vn].loss_sd, cs[vs].loss_sd);
@@ -71,14 +72,14 @@ static void reading_train(qkt__report *r, int dk) {
     double best_l = INFINITY;
     qkt__cell_sum cs[QKT_AB_MAX_LIST];
     for (int v = 0; v < c->n_variants; v++) {
-        cs[v] = qkt__report_summarize(r->t, "train", c->variants[v], dk, c->seeds, 0);
+        cs[v] = qkt__report_summarize(r->t, "train", qkt_attn_scale_name(c->variants[v]), dk, c->seeds, 0);
         if (cs[v].n_runs && cs[v].loss_m < best_l) best_l = cs[v].loss_m, best = v;
     }
     if (best < 0) return;
     qkt_buf_printf(md, "- **Training, d_k = %d.** Lowest final validation loss: `%s` (%.3f +- %.3f). Runs reaching 90 %% "
-                       "validation accuracy:", dk, c->variants[best], cs[best].loss_m, cs[best].loss_sd);
+                       "validation accuracy:", dk, qkt_attn_scale_name(c->variants[best]), cs[best].loss_m, cs[best].loss_sd);
     for (int v = 0; v < c->n_variants; v++)
-        if (cs[v].n_runs) qkt_buf_printf(md, "%s `%s` %d/%d", v ? "," : "", c->variants[v], cs[v].n_s90, cs[v].n_runs);
+        if (cs[v].n_runs) qkt_buf_printf(md, "%s `%s` %d/%d", v ? "," : "", qkt_attn_scale_name(c->variants[v]), cs[v].n_s90, cs[v].n_runs);
     qkt_buf_printf(md, ".");
     reading_none_vs_sqrt(r, cs);
     int ndiv = 0;
@@ -86,7 +87,7 @@ static void reading_train(qkt__report *r, int dk) {
     if (ndiv) {
         qkt_buf_printf(md, " Diverged:");
         for (int v = 0; v < c->n_variants; v++)
-            if (cs[v].n_div) qkt_buf_printf(md, " `%s` %d/%d (first at step %d)", c->variants[v], cs[v].n_div, cs[v].n_runs, cs[v].first_div);
+            if (cs[v].n_div) qkt_buf_printf(md, " `%s` %d/%d (first at step %d)", qkt_attn_scale_name(c->variants[v]), cs[v].n_div, cs[v].n_runs, cs[v].first_div);
         qkt_buf_printf(md, ".");
     }
     qkt_buf_printf(md, "\n");
@@ -100,22 +101,22 @@ static void reading_lr(qkt__report *r) {
     double best_sens = INFINITY, worst_sens = -INFINITY;
     int bi = -1, wi = -1;
     for (int v = 0; v < c->n_lr_variants; v++) {
-        double blr, sv = qkt__report_lr_sensitivity(t, c, c->lr_variants[v], &blr);
+        double blr, sv = qkt__report_lr_sensitivity(t, c, qkt_attn_scale_name(c->lr_variants[v]), &blr);
         if (sv < best_sens) best_sens = sv, bi = v;
         if (sv > worst_sens) worst_sens = sv, wi = v;
     }
     if (bi < 0 || wi < 0) return;
     qkt_buf_printf(md, "- **Learning rate.** Least LR-sensitive: `%s` (%.3f); most: `%s` (%.3f). The measure is relative to each "
-                       "variant's own best final loss (best:", c->lr_variants[bi], best_sens, c->lr_variants[wi], worst_sens);
+                       "variant's own best final loss (best:", qkt_attn_scale_name(c->lr_variants[bi]), best_sens, qkt_attn_scale_name(c->lr_variants[wi]), worst_sens);
     for (int v = 0; v < c->n_lr_variants; v++) {
         double blr = NAN, bl = INFINITY;
-        qkt__report_lr_sensitivity(t, c, c->lr_variants[v], &blr);
+        qkt__report_lr_sensitivity(t, c, qkt_attn_scale_name(c->lr_variants[v]), &blr);
         for (int i = 0; i < c->n_lr; i++) {
-            int run = qkt_table_find_run(t, "lr", c->lr_variants[v], c->lr_dk, 0, c->lrs[i]);
+            int run = qkt_table_find_run(t, "lr", qkt_attn_scale_name(c->lr_variants[v]), c->lr_dk, 0, c->lrs[i]);
             double l = run < 0 ? NAN : qkt__report_final_val(t, run, "val_loss");
             if (isfinite(l) && l < bl) bl = l;
         }
-        qkt_buf_printf(md, "%s `%s` %.3f at lr %g", v ? "," : "", c->lr_variants[v], bl, blr);
+        qkt_buf_printf(md, "%s `%s` %.3f at lr %g", v ? "," : "", qkt_attn_scale_name(c->lr_variants[v]), bl, blr);
     }
     qkt_buf_printf(md, "), so a variant that reaches a much lower loss at one learning rate scores as more sensitive. Wortsman "
                        "et al. expect unscaled or under-scaled logits to be the most sensitive at high LR and qk-LayerNorm the least.\n");
