@@ -6,6 +6,7 @@
 
 #include "qkt_ablate.h"
 #include "qkt_io.h"
+#include "qkt_report.h"
 #include "qkt_study.h"
 #include "qkt_sweep.h"
 #include "qkt_trainer.h"
@@ -73,22 +74,23 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
 /* ---------------------------------------------------------------- tidy CSV rows */
 const char *const qkt_metrics_header = "run,experiment,variant,d_k,seed,lr,step,metric,layer,head,value\n";
 
-static void row(qkt_buf *b, const qkt_cell *c, long step, const char *metric, int layer, int head, double value) {
+/* One metrics.csv row (the columns of qkt_metrics_header). */
+static void row(qkt_buf *b, const qkt_cell *c, long step, qkt_metric metric, int layer, int head, double value) {
     qkt_buf_printf(b, "%s,%s,%s,%d,%d,%.6g,%ld,%s,%d,%d,%.9g\n", c->id, qkt_cell_kind_name(c->kind),
-                   qkt_attn_scale_name(c->variant), c->d_k, c->seed, c->lr, step, metric, layer, head, value);
+                   qkt_attn_scale_name(c->variant), c->d_k, c->seed, c->lr, step, qkt_metric_name(metric), layer, head, value);
 }
 
 static void stats_rows(qkt_buf *b, const qkt_cell *c, long step, const qkt_attn_stats *st, int L, int H) {
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             const qkt_attn_stats *s = &st[l * H + h];
-            row(b, c, step, "entropy", l, h, s->entropy);
-            row(b, c, step, "norm_entropy", l, h, s->norm_entropy);
-            row(b, c, step, "max_weight", l, h, s->max_weight);
-            row(b, c, step, "frac_peaked", l, h, s->frac_peaked);
-            row(b, c, step, "jacobian", l, h, s->jacobian_norm);
-            row(b, c, step, "logit_max", l, h, s->logit_max);
-            row(b, c, step, "logit_std", l, h, s->logit_std);
+            row(b, c, step, QKT_METRIC_ENTROPY, l, h, s->entropy);
+            row(b, c, step, QKT_METRIC_NORM_ENTROPY, l, h, s->norm_entropy);
+            row(b, c, step, QKT_METRIC_MAX_WEIGHT, l, h, s->max_weight);
+            row(b, c, step, QKT_METRIC_FRAC_PEAKED, l, h, s->frac_peaked);
+            row(b, c, step, QKT_METRIC_JACOBIAN, l, h, s->jacobian_norm);
+            row(b, c, step, QKT_METRIC_LOGIT_MAX, l, h, s->logit_max);
+            row(b, c, step, QKT_METRIC_LOGIT_STD, l, h, s->logit_std);
         }
 }
 
@@ -170,12 +172,12 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
     qkt_step_stats ss;
     if (cell->kind == QKT_CELL_INIT) {
         qkt_trainer_eval(&t, 2, INIT_BATCH, &ev);
-        row(&b, cell, 0, "val_loss", -1, -1, ev.loss);
+        row(&b, cell, 0, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
         stats_rows(&b, cell, 0, st, L, H);
         qkt_trainer_step(&t, &ss); /* gradients at init (the update itself is not used) */
-        row(&b, cell, 0, "grad_norm_wq", -1, -1, ss.grad_norm_wq);
-        row(&b, cell, 0, "grad_norm_wk", -1, -1, ss.grad_norm_wk);
-        row(&b, cell, 0, "grad_norm", -1, -1, ss.grad_norm);
+        row(&b, cell, 0, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
+        row(&b, cell, 0, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);
+        row(&b, cell, 0, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
     } else if (cell->kind == QKT_CELL_GROWTH) {
         size_t n = (size_t)L * t.cfg.batch_size * H * T * T;
         qkt_real *z0 = malloc(n * sizeof *z0), *z1 = malloc(n * sizeof *z1);
@@ -192,8 +194,8 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
                 if (!isfinite(a) || !isfinite(bb)) continue;
                 d2 += (bb - a) * (bb - a), z2 += a * a, cnt++;
             }
-            row(&b, cell, cell->steps, "logit_delta_rms", l, -1, sqrt(d2 / (double)cnt));
-            row(&b, cell, 0, "logit_rms", l, -1, sqrt(z2 / (double)cnt));
+            row(&b, cell, cell->steps, QKT_METRIC_LOGIT_DELTA_RMS, l, -1, sqrt(d2 / (double)cnt));
+            row(&b, cell, 0, QKT_METRIC_LOGIT_RMS, l, -1, sqrt(z2 / (double)cnt));
         }
         free(z0);
         free(z1);
@@ -206,17 +208,17 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
         for (long s = 0; s <= cell->steps; s++) {
             if (s % c->eval_every == 0 || s == cell->steps) {
                 qkt_trainer_eval(&t, c->eval_batches, c->batch_size, &ev);
-                row(&b, cell, s, "val_loss", -1, -1, ev.loss);
-                row(&b, cell, s, "val_acc", -1, -1, ev.acc);
+                row(&b, cell, s, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
+                row(&b, cell, s, QKT_METRIC_VAL_ACC, -1, -1, ev.acc);
                 stats_rows(&b, cell, s, st, L, H);
             }
             if (s == cell->steps) break;
             qkt_trainer_step(&t, &ss);
-            row(&b, cell, s, "train_loss", -1, -1, ss.loss);
-            row(&b, cell, s, "lr", -1, -1, ss.lr);
-            row(&b, cell, s, "grad_norm", -1, -1, ss.grad_norm);
-            row(&b, cell, s, "grad_norm_wq", -1, -1, ss.grad_norm_wq);
-            row(&b, cell, s, "grad_norm_wk", -1, -1, ss.grad_norm_wk);
+            row(&b, cell, s, QKT_METRIC_TRAIN_LOSS, -1, -1, ss.loss);
+            row(&b, cell, s, QKT_METRIC_LR, -1, -1, ss.lr);
+            row(&b, cell, s, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
+            row(&b, cell, s, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
+            row(&b, cell, s, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);
             last = ss.loss;
             if (!ss.finite) { /* a result, not an error: record where it happened and stop */
                 diverged = s;
@@ -224,7 +226,7 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
             }
             if (s % 10 == 0) progress(run_dir, cell, s, cell->steps, last);
         }
-        row(&b, cell, diverged >= 0 ? diverged : cell->steps, "diverged_step", -1, -1, (double)diverged);
+        row(&b, cell, diverged >= 0 ? diverged : cell->steps, QKT_METRIC_DIVERGED_STEP, -1, -1, (double)diverged);
         if (cell->maps) {
             qkt_trainer_attention_map(&t, map1);
             if (write_maps(run_dir, cell, map0, map1, L, H, T, err) != 0) {
@@ -254,15 +256,15 @@ int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *e
         qkt_init_row *r = &rows[i];
         qkt_cell cell = {.kind = QKT_CELL_IID, .variant = r->variant, .d_k = r->d_k, .seed = 0, .lr = 0};
         snprintf(cell.id, sizeof cell.id, "iid_%s_dk%d", qkt_attn_scale_name(r->variant), r->d_k);
-        row(&b, &cell, 0, "iid_raw_logit_std", -1, -1, r->raw_logit_std);
-        row(&b, &cell, 0, "iid_logit_std", -1, -1, r->logit_std);
-        row(&b, &cell, 0, "iid_entropy", -1, -1, r->entropy);
-        row(&b, &cell, 0, "iid_norm_entropy", -1, -1, r->norm_entropy);
-        row(&b, &cell, 0, "iid_max_weight", -1, -1, r->max_weight);
-        row(&b, &cell, 0, "iid_frac_peaked", -1, -1, r->frac_peaked);
-        row(&b, &cell, 0, "iid_jacobian", -1, -1, r->jacobian_norm);
-        row(&b, &cell, 0, "iid_grad_q_rms", -1, -1, r->grad_q_rms);
-        row(&b, &cell, 0, "iid_rank_changed", -1, -1, r->rank_changed);
+        row(&b, &cell, 0, QKT_METRIC_IID_RAW_LOGIT_STD, -1, -1, r->raw_logit_std);
+        row(&b, &cell, 0, QKT_METRIC_IID_LOGIT_STD, -1, -1, r->logit_std);
+        row(&b, &cell, 0, QKT_METRIC_IID_ENTROPY, -1, -1, r->entropy);
+        row(&b, &cell, 0, QKT_METRIC_IID_NORM_ENTROPY, -1, -1, r->norm_entropy);
+        row(&b, &cell, 0, QKT_METRIC_IID_MAX_WEIGHT, -1, -1, r->max_weight);
+        row(&b, &cell, 0, QKT_METRIC_IID_FRAC_PEAKED, -1, -1, r->frac_peaked);
+        row(&b, &cell, 0, QKT_METRIC_IID_JACOBIAN, -1, -1, r->jacobian_norm);
+        row(&b, &cell, 0, QKT_METRIC_IID_GRAD_Q_RMS, -1, -1, r->grad_q_rms);
+        row(&b, &cell, 0, QKT_METRIC_IID_RANK_CHANGED, -1, -1, r->rank_changed);
     }
     char path[1024];
     snprintf(path, sizeof path, "%s/cells/init_iid.csv", run_dir);

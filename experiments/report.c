@@ -60,14 +60,14 @@ static int write_summary(qkt__report *r) {
     for (int i = 0; i < t->n_runs; i++) {
         const qkt_run *u = &t->runs[i];
         if (!strncmp(u->id, "iid_", 4)) continue;
-        int last = qkt_table_last_step(t, i, "val_loss"), div = -1;
+        int last = qkt_table_last_step(t, i, QKT_M(VAL_LOSS)), div = -1;
         qkt__report_diverged(t, i, &div);
         qkt_buf_printf(&b, "%s,%s,%s,%d,%d,%g,%.6g,%.6g,%.6g,%.6g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", u->id, u->exp, u->variant, u->d_k, u->seed,
-                       u->lr, qkt_table_value(t, i, "val_loss", 0, -1), qkt_table_value(t, i, "val_loss", last, -1),
-                       qkt_table_value(t, i, "val_acc", last, -1), qkt__report_final_val(t, i, "train_loss"), qkt__report_steps_to_90(t, i), div,
-                       qkt_table_value(t, i, "logit_std", 0, -1), qkt_table_value(t, i, "norm_entropy", 0, -1),
-                       qkt_table_value(t, i, "norm_entropy", last, -1), qkt_table_value(t, i, "logit_std", last, -1),
-                       qkt_table_value(t, i, "logit_max", last, -1));
+                       u->lr, qkt_table_value(t, i, QKT_M(VAL_LOSS), 0, -1), qkt_table_value(t, i, QKT_M(VAL_LOSS), last, -1),
+                       qkt_table_value(t, i, QKT_M(VAL_ACC), last, -1), qkt__report_final_val(t, i, QKT_M(TRAIN_LOSS)), qkt__report_steps_to_90(t, i), div,
+                       qkt_table_value(t, i, QKT_M(LOGIT_STD), 0, -1), qkt_table_value(t, i, QKT_M(NORM_ENTROPY), 0, -1),
+                       qkt_table_value(t, i, QKT_M(NORM_ENTROPY), last, -1), qkt_table_value(t, i, QKT_M(LOGIT_STD), last, -1),
+                       qkt_table_value(t, i, QKT_M(LOGIT_MAX), last, -1));
     }
     char path[1200];
     snprintf(path, sizeof path, "%s/summary.csv", r->dir);

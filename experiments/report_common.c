@@ -24,15 +24,15 @@ double qkt__report_final_val(const qkt_table *t, int run, const char *metric) {
 }
 
 bool qkt__report_diverged(const qkt_table *t, int run, int *at) {
-    int s = qkt_table_last_step(t, run, "diverged_step");
-    double v = s < 0 ? -1 : qkt_table_value(t, run, "diverged_step", s, -1);
+    int s = qkt_table_last_step(t, run, QKT_M(DIVERGED_STEP));
+    double v = s < 0 ? -1 : qkt_table_value(t, run, QKT_M(DIVERGED_STEP), s, -1);
     if (at) *at = (int)v;
     return v >= 0;
 }
 
 int qkt__report_steps_to_90(const qkt_table *t, int run) {
     static double st[QKT_REPORT_MAXS], v[QKT_REPORT_MAXS];
-    int n = qkt_table_series(t, run, "val_acc", -1, st, v, QKT_REPORT_MAXS);
+    int n = qkt_table_series(t, run, QKT_M(VAL_ACC), -1, st, v, QKT_REPORT_MAXS);
     for (int i = 0; i < n; i++)
         if (v[i] >= 0.9) return (int)st[i];
     return -1;
@@ -65,10 +65,10 @@ qkt__cell_sum qkt__report_summarize(const qkt_table *t, const char *exp, const c
             cs.n_div++;
             if (cs.first_div < 0 || at < cs.first_div) cs.first_div = at;
         }
-        loss[k] = qkt__report_final_val(t, run, "val_loss");
-        acc[k] = qkt__report_final_val(t, run, "val_acc");
-        istd += qkt_table_value(t, run, "logit_std", 0, -1);
-        ient += qkt_table_value(t, run, "norm_entropy", 0, -1);
+        loss[k] = qkt__report_final_val(t, run, QKT_M(VAL_LOSS));
+        acc[k] = qkt__report_final_val(t, run, QKT_M(VAL_ACC));
+        istd += qkt_table_value(t, run, QKT_M(LOGIT_STD), 0, -1);
+        ient += qkt_table_value(t, run, QKT_M(NORM_ENTROPY), 0, -1);
         int x = qkt__report_steps_to_90(t, run);
         if (x >= 0) s90 += x, cs.n_s90++;
         k++;
@@ -87,9 +87,9 @@ double qkt__report_lr_sensitivity(const qkt_table *t, const qkt_ablate_cfg *c, c
     double best = INFINITY, init = NAN, acc = 0;
     double f[QKT_AB_MAX_LIST];
     for (int i = 0; i < c->n_lr; i++) {
-        int run = qkt_table_find_run(t, "lr", variant, c->lr_dk, 0, c->lrs[i]);
-        f[i] = run < 0 ? NAN : qkt__report_final_val(t, run, "val_loss");
-        if (run >= 0 && !isfinite(init)) init = qkt_table_value(t, run, "val_loss", 0, -1);
+        int run = qkt_table_find_run(t, QKT_KIND(LR), variant, c->lr_dk, 0, c->lrs[i]);
+        f[i] = run < 0 ? NAN : qkt__report_final_val(t, run, QKT_M(VAL_LOSS));
+        if (run >= 0 && !isfinite(init)) init = qkt_table_value(t, run, QKT_M(VAL_LOSS), 0, -1);
         if (isfinite(f[i]) && f[i] < best) best = f[i], *best_lr = c->lrs[i];
     }
     int n = 0;

@@ -41,9 +41,9 @@ void qkt__report_part_growth(qkt__report *r, double *slope_sqrt, double *slope_d
         double z[NV];
         X[i] = d;
         for (int v = 0; v < NV; v++) {
-            int run = qkt_table_find_run(t, "growth", name[v], d, -1, 0);
-            Y[v][i] = qkt_table_value(t, run, "logit_delta_rms", c->growth_steps, -1);
-            z[v] = qkt_table_value(t, run, "logit_rms", 0, -1);
+            int run = qkt_table_find_run(t, QKT_KIND(GROWTH), name[v], d, -1, 0);
+            Y[v][i] = qkt_table_value(t, run, QKT_M(LOGIT_DELTA_RMS), c->growth_steps, -1);
+            z[v] = qkt_table_value(t, run, QKT_M(LOGIT_RMS), 0, -1);
         }
         qkt_buf_printf(md, "| %d | %.3g / %.3g | %.3g | %.3g |\n", d, z[0], z[1], Y[0][i], Y[1][i]);
     }

@@ -60,11 +60,11 @@ static void iid_table(qkt__report *r, iid_data *D) {
             char id[96];
             snprintf(id, sizeof id, "iid_%s_dk%d", VNAME(v), d);
             int run = qkt__report_run_by_id(t, id);
-            D->ys[v][i] = qkt_table_value(t, run, "iid_logit_std", 0, -1);
-            D->ent[v][i] = qkt_table_value(t, run, "iid_norm_entropy", 0, -1);
-            D->jac[v][i] = qkt_table_value(t, run, "iid_jacobian", 0, -1);
-            if (v == in) D->raw[i] = qkt_table_value(t, run, "iid_raw_logit_std", 0, -1);
-            double rc = qkt_table_value(t, run, "iid_rank_changed", 0, -1);
+            D->ys[v][i] = qkt_table_value(t, run, QKT_M(IID_LOGIT_STD), 0, -1);
+            D->ent[v][i] = qkt_table_value(t, run, QKT_M(IID_NORM_ENTROPY), 0, -1);
+            D->jac[v][i] = qkt_table_value(t, run, QKT_M(IID_JACOBIAN), 0, -1);
+            if (v == in) D->raw[i] = qkt_table_value(t, run, QKT_M(IID_RAW_LOGIT_STD), 0, -1);
+            double rc = qkt_table_value(t, run, QKT_M(IID_RANK_CHANGED), 0, -1);
             rank_total += rc, rank_dk = rc > rank_dk ? rc : rank_dk;
         }
         double e = D->raw[i] / D->ref[i] - 1, es = D->ys[is][i] - 1;
@@ -128,12 +128,12 @@ static void gpt_table(qkt__report *r) {
     qkt_buf_printf(md, "| variant | d_k | logit std | normalised entropy | max weight | Jacobian norm | grad norm W_q | loss |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int v = 0; v < NV; v++)
         for (int i = 0; i < c->n_init_dk; i++) {
-            int run = qkt_table_find_run(t, "init", VNAME(v), c->init_dks[i], -1, 0);
+            int run = qkt_table_find_run(t, QKT_KIND(INIT), VNAME(v), c->init_dks[i], -1, 0);
             if (run < 0) continue;
             qkt_buf_printf(md, "| %s | %d | %.4f | %.4f | %.4f | %.4f | %.3g | %.3f |\n", VNAME(v), c->init_dks[i],
-                           qkt_table_value(t, run, "logit_std", 0, -1), qkt_table_value(t, run, "norm_entropy", 0, -1),
-                           qkt_table_value(t, run, "max_weight", 0, -1), qkt_table_value(t, run, "jacobian", 0, -1),
-                           qkt_table_value(t, run, "grad_norm_wq", 0, -1), qkt_table_value(t, run, "val_loss", 0, -1));
+                           qkt_table_value(t, run, QKT_M(LOGIT_STD), 0, -1), qkt_table_value(t, run, QKT_M(NORM_ENTROPY), 0, -1),
+                           qkt_table_value(t, run, QKT_M(MAX_WEIGHT), 0, -1), qkt_table_value(t, run, QKT_M(JACOBIAN), 0, -1),
+                           qkt_table_value(t, run, QKT_M(GRAD_NORM_WQ), 0, -1), qkt_table_value(t, run, QKT_M(VAL_LOSS), 0, -1));
         }
     qkt_buf_printf(md, "\n");
 }

@@ -16,6 +16,10 @@ extern "C" {
 #endif
 
 #define QKT_REPORT_MAXS 4096 /* longest metric series read back */
+/* A metric's name in metrics.csv, from the study's table: QKT_M(VAL_LOSS) = "val_loss". */
+#define QKT_M(id) qkt_metric_name(QKT_METRIC_##id)
+/* An experiment's name in metrics.csv: QKT_KIND(TRAIN) = "train". */
+#define QKT_KIND(k) qkt_cell_kind_name(QKT_CELL_##k)
 
 /* The report being written: its inputs (config, metrics table, run directory) and report.md. */
 typedef struct {

@@ -24,8 +24,8 @@ void qkt__report_part_lr(qkt__report *r) {
         const char *name = qkt_attn_scale_name(c->lr_variants[v]);
         qkt_buf_printf(md, "| %s |", name);
         for (int i = 0; i < c->n_lr; i++) {
-            int run = qkt_table_find_run(t, "lr", name, c->lr_dk, 0, c->lrs[i]);
-            double l = run < 0 ? NAN : qkt__report_final_val(t, run, "val_loss");
+            int run = qkt_table_find_run(t, QKT_KIND(LR), name, c->lr_dk, 0, c->lrs[i]);
+            double l = run < 0 ? NAN : qkt__report_final_val(t, run, QKT_M(VAL_LOSS));
             X[v][i] = c->lrs[i], Y[v][i] = l;
             if (run >= 0 && qkt__report_diverged(t, run, NULL)) qkt_buf_printf(md, " div |"), Y[v][i] = NAN;
             else qkt_buf_printf(md, " %.3f |", l);

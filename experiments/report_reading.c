@@ -26,17 +26,17 @@ static void reading_init(qkt__report *r) {
     snprintf(id[0], 96, "iid_%s_dk%d", sqrt_dk, d);
     snprintf(id[1], 96, "iid_%s_dk%d", none, d);
     int run[2] = {qkt__report_run_by_id(t, id[0]), qkt__report_run_by_id(t, id[1])};
-    double e_s = qkt_table_value(t, run[0], "iid_norm_entropy", 0, -1), e_n = qkt_table_value(t, run[1], "iid_norm_entropy", 0, -1);
-    double j_s = qkt_table_value(t, run[0], "iid_jacobian", 0, -1), j_n = qkt_table_value(t, run[1], "iid_jacobian", 0, -1);
-    double p_n = qkt_table_value(t, run[1], "iid_max_weight", 0, -1), p_s = qkt_table_value(t, run[0], "iid_max_weight", 0, -1);
+    double e_s = qkt_table_value(t, run[0], QKT_M(IID_NORM_ENTROPY), 0, -1), e_n = qkt_table_value(t, run[1], QKT_M(IID_NORM_ENTROPY), 0, -1);
+    double j_s = qkt_table_value(t, run[0], QKT_M(IID_JACOBIAN), 0, -1), j_n = qkt_table_value(t, run[1], QKT_M(IID_JACOBIAN), 0, -1);
+    double p_n = qkt_table_value(t, run[1], QKT_M(IID_MAX_WEIGHT), 0, -1), p_s = qkt_table_value(t, run[0], QKT_M(IID_MAX_WEIGHT), 0, -1);
     qkt_buf_printf(md, "- **At init, unit-variance q and k.** At d_k = %d the unscaled logits have std %.1f; attention starts %s: "
                        "normalised entropy %.2f unscaled vs %.2f scaled, mean max weight %.2f vs %.2f, softmax Jacobian norm %.3f vs %.3f "
                        "(%.1fx %s).\n",
-                   d, qkt_table_value(t, run[1], "iid_logit_std", 0, -1), e_n < e_s ? "far more peaked unscaled" : "no more peaked unscaled",
+                   d, qkt_table_value(t, run[1], QKT_M(IID_LOGIT_STD), 0, -1), e_n < e_s ? "far more peaked unscaled" : "no more peaked unscaled",
                    e_n, e_s, p_n, p_s, j_n, j_s, j_n > 0 ? j_s / j_n : NAN, j_n < j_s ? "smaller unscaled" : "larger unscaled");
-    int ri = qkt_table_find_run(t, "init", none, d, -1, 0), rs = qkt_table_find_run(t, "init", sqrt_dk, d, -1, 0);
+    int ri = qkt_table_find_run(t, QKT_KIND(INIT), none, d, -1, 0), rs = qkt_table_find_run(t, QKT_KIND(INIT), sqrt_dk, d, -1, 0);
     if (ri >= 0 && rs >= 0) {
-        double sn = qkt_table_value(t, ri, "logit_std", 0, -1), ss = qkt_table_value(t, rs, "logit_std", 0, -1);
+        double sn = qkt_table_value(t, ri, QKT_M(LOGIT_STD), 0, -1), ss = qkt_table_value(t, rs, QKT_M(LOGIT_STD), 0, -1);
         qkt_buf_printf(md, "- **At init, a real GPT.** With N(0, %g) weights (W_q, W_k x %g) the logits at d_k = %d have std %.3f "
                            "unscaled and %.3f scaled: %s\n",
                        c->init_std, c->qk_init_mult, d, sn, ss,
@@ -72,7 +72,7 @@ static void reading_train(qkt__report *r, int dk) {
     double best_l = INFINITY;
     qkt__cell_sum cs[QKT_AB_MAX_LIST];
     for (int v = 0; v < c->n_variants; v++) {
-        cs[v] = qkt__report_summarize(r->t, "train", qkt_attn_scale_name(c->variants[v]), dk, c->seeds, 0);
+        cs[v] = qkt__report_summarize(r->t, QKT_KIND(TRAIN), qkt_attn_scale_name(c->variants[v]), dk, c->seeds, 0);
         if (cs[v].n_runs && cs[v].loss_m < best_l) best_l = cs[v].loss_m, best = v;
     }
     if (best < 0) return;
@@ -112,8 +112,8 @@ static void reading_lr(qkt__report *r) {
         double blr = NAN, bl = INFINITY;
         qkt__report_lr_sensitivity(t, c, qkt_attn_scale_name(c->lr_variants[v]), &blr);
         for (int i = 0; i < c->n_lr; i++) {
-            int run = qkt_table_find_run(t, "lr", qkt_attn_scale_name(c->lr_variants[v]), c->lr_dk, 0, c->lrs[i]);
-            double l = run < 0 ? NAN : qkt__report_final_val(t, run, "val_loss");
+            int run = qkt_table_find_run(t, QKT_KIND(LR), qkt_attn_scale_name(c->lr_variants[v]), c->lr_dk, 0, c->lrs[i]);
+            double l = run < 0 ? NAN : qkt__report_final_val(t, run, QKT_M(VAL_LOSS));
             if (isfinite(l) && l < bl) bl = l;
         }
         qkt_buf_printf(md, "%s `%s` %.3f at lr %g", v ? "," : "", qkt_attn_scale_name(c->lr_variants[v]), bl, blr);

@@ -48,7 +48,7 @@ static void train_table(qkt__report *r) {
     for (int di = 0; di < c->n_dk; di++)
         for (int v = 0; v < c->n_variants; v++) {
             const char *name = qkt_attn_scale_name(c->variants[v]);
-            qkt__cell_sum cs = qkt__report_summarize(r->t, "train", name, c->dks[di], c->seeds, 0);
+            qkt__cell_sum cs = qkt__report_summarize(r->t, QKT_KIND(TRAIN), name, c->dks[di], c->seeds, 0);
             if (!cs.n_runs) continue;
             char s90[32], div[48];
             if (cs.n_s90) snprintf(s90, sizeof s90, "%.0f (%d/%d)", cs.s90, cs.n_s90, cs.n_runs);
@@ -69,12 +69,12 @@ static void train_curves(qkt__report *r, int d) {
     static double X[QKT_AB_MAX_LIST][QKT_REPORT_MAXS], M[QKT_AB_MAX_LIST][QKT_REPORT_MAXS], LO[QKT_AB_MAX_LIST][QKT_REPORT_MAXS], HI[QKT_AB_MAX_LIST][QKT_REPORT_MAXS];
     qkt_series s[QKT_AB_MAX_LIST];
     char path[1200], title[160];
-    const char *what[2] = {"train_loss", "val_acc"};
+    const char *what[2] = {QKT_M(TRAIN_LOSS), QKT_M(VAL_ACC)};
     for (int w = 0; w < 2; w++) {
         int ns = 0;
         for (int v = 0; v < c->n_variants; v++) {
             const char *name = qkt_attn_scale_name(c->variants[v]);
-            int n = band(t, "train", name, d, c->seeds, 0, what[w], -1, w == 0 ? 10 : 1, X[v], M[v], LO[v], HI[v]);
+            int n = band(t, QKT_KIND(TRAIN), name, d, c->seeds, 0, what[w], -1, w == 0 ? 10 : 1, X[v], M[v], LO[v], HI[v]);
             s[ns++] = (qkt_series){.name = name, .x = X[v], .y = M[v], .n = n, .lo = c->seeds > 1 ? LO[v] : NULL,
                                    .hi = c->seeds > 1 ? HI[v] : NULL};
         }
@@ -90,7 +90,7 @@ static void train_curves(qkt__report *r, int d) {
         int ns = 0;
         for (int v = 0; v < c->n_variants; v++) {
             const char *name = qkt_attn_scale_name(c->variants[v]);
-            int n = band(t, "train", name, d, c->seeds, 0, "norm_entropy", l, 1, X[v], M[v], LO[v], HI[v]);
+            int n = band(t, QKT_KIND(TRAIN), name, d, c->seeds, 0, QKT_M(NORM_ENTROPY), l, 1, X[v], M[v], LO[v], HI[v]);
             s[ns++] = (qkt_series){.name = name, .x = X[v], .y = M[v], .n = n, .marker = QKT_MARK_CIRCLE};
         }
         snprintf(path, sizeof path, "%s/entropy_dk%d_L%d.png", r->dir, d, l);

@@ -37,6 +37,13 @@ int main(void) {
         for (int k = 0; k < t.n_runs; k++) found |= !strcmp(t.runs[k].id, runs[i]);
         EXPECT(found, "run %s missing from metrics.csv", runs[i]);
     }
+    /* Every metric name in metrics.csv is one of the study's table, and the table round-trips. */
+    for (int m = 0; m < t.n_metrics; m++)
+        EXPECT(qkt_metric_parse(t.metrics[m]) < QKT_METRIC_COUNT, "metric '%s' is not in QKT_STUDY_METRICS", t.metrics[m]);
+    for (int m = 0; m < QKT_METRIC_COUNT; m++)
+        EXPECT(qkt_metric_parse(qkt_metric_name((qkt_metric)m)) == (qkt_metric)m, "metric %d: name '%s' is not unique", m,
+               qkt_metric_name((qkt_metric)m));
+    EXPECT(t.n_metrics == QKT_METRIC_COUNT, "metrics.csv has %d metric names, the table %d", t.n_metrics, QKT_METRIC_COUNT);
     int r0 = qkt_table_find_run(&t, "train", "sqrt_dk", 8, 0, 0);
     EXPECT(r0 >= 0, "train run not found");
     EXPECT(qkt_table_last_step(&t, r0, "train_loss") == 11, "train_loss should be logged at steps 0..11");
