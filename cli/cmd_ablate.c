@@ -187,6 +187,9 @@ int qkt_cmd_ablate(int argc, char **argv) {
             double width = (double)c.n_head * plan[i].d_k;
             w[i] = (plan[i].steps + 2.0) * (width * width + 64.0 * c.seq_len * width) / 1e6;
         }
+        int stale = qkt_ablate_forget_old_maps(dir, plan, n, &err);
+        if (stale < 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
+        if (stale) fprintf(stderr, "qkt ablate: %d cells kept attention maps in the old .maps format: rerunning them\n", stale);
         char exe[1024];
         if (self_exe(exe, sizeof exe) != 0) return fprintf(stderr, "qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1;
         fprintf(stderr, "qkt ablate: parts 1-4, %d cells (init %d d_k x %d variants, train %d variants x %d d_k x %d seeds, "

@@ -1,4 +1,5 @@
 /* The cells of the study: the plan, and running one cell (init, train, lr, growth). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include "qkt_ablate.h"
 #include "qkt_io.h"
 #include "qkt_report.h"
+#include "qkt_safetensors.h"
 #include "qkt_study.h"
 #include "qkt_sweep.h"
 #include "qkt_trainer.h"
@@ -121,20 +123,38 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     return qkt_trainer_init(t, &tc, err);
 }
 
-static int write_maps(const char *run_dir, const qkt_cell *cell, const qkt_real *init, const qkt_real *fin, int L, int H, int T,
-                      qkt_err *err) {
+void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t n) {
+    snprintf(path, n, "%s/cells/%s.attn.safetensors", run_dir, id);
+}
+
+int qkt_ablate_forget_old_maps(const char *run_dir, const qkt_cell *plan, int n, qkt_err *err) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!plan[i].maps) continue;
+        char csv[1024], maps[1024], old[1024];
+        qkt_cell_paths(run_dir, plan[i].id, csv, NULL, NULL, sizeof csv);
+        qkt_cell_maps_path(run_dir, plan[i].id, maps, sizeof maps);
+        snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, plan[i].id);
+        if (!qkt_file_exists(csv) || qkt_file_exists(maps) || !qkt_file_exists(old)) continue;
+        if (remove(csv) != 0) return qkt_err_set(err, "%s: cannot remove to rerun the cell: %s", csv, strerror(errno));
+        k++;
+    }
+    return k;
+}
+
+/* init and fin: (L, H, T, T) probabilities, stored as F32 whatever qkt_real is. */
+static int write_maps(const char *run_dir, const qkt_cell *cell, const qkt_real *init, const qkt_real *fin, int L, int H,
+                      int T, qkt_err *err) {
     size_t n = (size_t)L * H * T * T;
-    size_t bytes = 16 + 2 * n * sizeof(float);
-    unsigned char *buf = malloc(bytes);
-    QKT_CHECK(buf, "out of memory");
-    int32_t hdr[4] = {0x4D544B51 /* "QKTM" */, L, H, T};
-    memcpy(buf, hdr, 16);
-    float *f = (float *)(buf + 16);
+    float *f = malloc(2 * n * sizeof *f);
+    QKT_CHECK(f, "out of memory");
     for (size_t i = 0; i < n; i++) f[i] = (float)init[i], f[n + i] = (float)fin[i];
+    qkt_st_write t[2] = {{QKT_MAPS_INIT, QKT_ST_F32, 4, {L, H, T, T}, f}, {QKT_MAPS_FINAL, QKT_ST_F32, 4, {L, H, T, T}, f + n}};
+    qkt_st_meta meta[1] = {{"cell", cell->id}};
     char path[1024];
-    snprintf(path, sizeof path, "%s/cells/%s.maps", run_dir, cell->id);
-    int rc = qkt_write_atomic(path, buf, bytes, err);
-    free(buf);
+    qkt_cell_maps_path(run_dir, cell->id, path, sizeof path);
+    int rc = qkt_safetensors_write(path, t, 2, meta, 1, err);
+    free(f);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #ifndef QKT_ABLATE_H
 #define QKT_ABLATE_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qkt_autograd.h"
@@ -82,6 +83,17 @@ typedef struct qkt_cell {
 /* The plan, derived deterministically from the config. Returns the count; *out is malloc'd. */
 int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out);
 const char *qkt_cell_kind_name(qkt_cell_kind k);
+/* A train cell with maps = true also writes its attention maps (one fixed validation
+ * sequence, probabilities) to cells/<id>.attn.safetensors: two F32 tensors of shape
+ * (n_layer, n_head, T, T), QKT_MAPS_INIT before the first step and QKT_MAPS_FINAL after
+ * the last, read back by the report with io/qkt_safetensors.h. */
+#define QKT_MAPS_INIT "attn.init"
+#define QKT_MAPS_FINAL "attn.final"
+void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t n);
+/* Runs made before the maps were safetensors files have cells/<id>.maps instead: such a
+ * cell's cells/<id>.csv is removed so that resuming the run recomputes it (same config
+ * and seed, so the same metrics). Returns the number of cells to rerun, -1 on error. */
+int qkt_ablate_forget_old_maps(const char *run_dir, const qkt_cell *plan, int n, qkt_err *err);
 /* Runs one cell in this process and writes cells/<id>.csv atomically. */
 int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err);
 /* Part 1 with iid q and k (no model), written as rows of metrics.csv to cells/init_iid.csv. */
