@@ -99,6 +99,20 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
 /* Part 1 with iid q and k (no model), written as rows of metrics.csv to cells/init_iid.csv. */
 int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
 
+/* ---------------------------------------------------------------- running a study */
+/* Before any work in run_dir: *resuming = whether it holds a run already; that run must
+ * be the same study (its config.json equal to c's up to workers and the command), else
+ * -1 with "<dir> holds a run with a different configuration; ...". */
+int qkt_ablate_check_resume(const char *run_dir, const qkt_ablate_cfg *c, bool *resuming, qkt_err *err);
+/* Makes run_dir and writes its config.json. */
+int qkt_ablate_start(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
+/* Relative cost of a cell, ~ steps x (width^2 + T x width): the sweep's ETA weights. */
+double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell);
+/* Runs the study saved in run_dir/config.json (cells/ made here): part 1 in this process, then every
+ * unfinished cell as `exe _cell --run DIR --cell ID` (qkt_sweep_run), skipping those
+ * whose cells/<id>.csv exists. verbose: progress on stderr. -1 if any cell failed. */
+int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, qkt_err *err);
+
 /* ---------------------------------------------------------------- report */
 /* Gathers the cells' CSV files into metrics.csv, then writes summary.csv, the plots and
  * report.md from metrics.csv (and the attention maps). `qkt plot` calls this. */
