@@ -181,85 +181,108 @@ static void logit_capture(qkt_trainer *t, qkt_real *out) {
     qkt_ctx_set_mode(&t->ctx, mode);
 }
 
+/* At init: validation loss and attention stats, then the gradients of one step (the
+ * update itself is not used). */
+static void run_init(qkt_trainer *t, const qkt_cell *cell, qkt_attn_stats *st, qkt_buf *b) {
+    const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head;
+    qkt_eval ev = {.heads = st};
+    qkt_step_stats ss;
+    qkt_trainer_eval(t, 2, INIT_BATCH, &ev);
+    row(b, cell, 0, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
+    stats_rows(b, cell, 0, st, L, H);
+    qkt_trainer_step(t, &ss);
+    row(b, cell, 0, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
+    row(b, cell, 0, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);
+    row(b, cell, 0, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
+}
+
+/* The muP coordinate check: per layer, rms(z1 - z0) and rms(z0) over the visible
+ * scaled logits of a fixed batch, before (z0) and after (z1) cell->steps Adam steps. */
+static void run_growth(qkt_trainer *t, const qkt_cell *cell, qkt_buf *b) {
+    const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head, T = t->T;
+    const size_t per = (size_t)t->cfg.batch_size * H * T * T, n = (size_t)L * per;
+    qkt_real *z0 = malloc(n * sizeof *z0), *z1 = malloc(n * sizeof *z1);
+    QKT_CHECK(z0 && z1, "out of memory");
+    qkt_step_stats ss;
+    logit_capture(t, z0);
+    for (int s = 0; s < cell->steps; s++) qkt_trainer_step(t, &ss);
+    logit_capture(t, z1);
+    for (int l = 0; l < L; l++) {
+        double d2 = 0, z2 = 0;
+        int64_t cnt = 0;
+        for (size_t i = (size_t)l * per; i < (size_t)(l + 1) * per; i++) {
+            double a = z0[i], bb = z1[i];
+            if (!isfinite(a) || !isfinite(bb)) continue; /* blocked entries are -inf */
+            d2 += (bb - a) * (bb - a), z2 += a * a, cnt++;
+        }
+        row(b, cell, cell->steps, QKT_METRIC_LOGIT_DELTA_RMS, l, -1, sqrt(d2 / (double)cnt));
+        row(b, cell, 0, QKT_METRIC_LOGIT_RMS, l, -1, sqrt(z2 / (double)cnt));
+    }
+    free(z0);
+    free(z1);
+}
+
+/* Training (train and lr cells): evaluations every eval_every steps and after the last,
+ * per-step loss, lr and gradient norms; a non-finite step ends the run as a result. */
+static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer *t, const qkt_cell *cell,
+                      qkt_attn_stats *st, qkt_buf *b) {
+    const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head;
+    qkt_eval ev = {.heads = st};
+    qkt_step_stats ss;
+    long diverged = -1;
+    for (long s = 0; s <= cell->steps; s++) {
+        if (s % c->eval_every == 0 || s == cell->steps) {
+            qkt_trainer_eval(t, c->eval_batches, c->batch_size, &ev);
+            row(b, cell, s, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
+            row(b, cell, s, QKT_METRIC_VAL_ACC, -1, -1, ev.acc);
+            stats_rows(b, cell, s, st, L, H);
+        }
+        if (s == cell->steps) break;
+        qkt_trainer_step(t, &ss);
+        row(b, cell, s, QKT_METRIC_TRAIN_LOSS, -1, -1, ss.loss);
+        row(b, cell, s, QKT_METRIC_LR, -1, -1, ss.lr);
+        row(b, cell, s, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
+        row(b, cell, s, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
+        row(b, cell, s, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);
+        if (!ss.finite) { /* a result, not an error: record where it happened and stop */
+            diverged = s;
+            break;
+        }
+        if (s % 10 == 0) progress(run_dir, cell, s, cell->steps, ss.loss);
+    }
+    row(b, cell, diverged >= 0 ? diverged : cell->steps, QKT_METRIC_DIVERGED_STEP, -1, -1, (double)diverged);
+}
+
 int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err) {
     qkt_trainer t;
     if (cell_trainer(c, cell, &t, err) != 0) return -1;
-    const qkt_gpt_config *mc = &t.gpt.cfg;
-    int L = mc->n_layer, H = mc->n_head, T = t.T;
+    const int L = t.gpt.cfg.n_layer, H = t.gpt.cfg.n_head, T = t.T;
     qkt_buf b = {0};
     qkt_attn_stats *st = calloc((size_t)L * H, sizeof *st);
-    qkt_eval ev = {.heads = st};
-    qkt_step_stats ss;
+    QKT_CHECK(st, "out of memory");
+    int rc = 0;
     if (cell->kind == QKT_CELL_INIT) {
-        qkt_trainer_eval(&t, 2, INIT_BATCH, &ev);
-        row(&b, cell, 0, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
-        stats_rows(&b, cell, 0, st, L, H);
-        qkt_trainer_step(&t, &ss); /* gradients at init (the update itself is not used) */
-        row(&b, cell, 0, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
-        row(&b, cell, 0, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);
-        row(&b, cell, 0, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
+        run_init(&t, cell, st, &b);
     } else if (cell->kind == QKT_CELL_GROWTH) {
-        size_t n = (size_t)L * t.cfg.batch_size * H * T * T;
-        qkt_real *z0 = malloc(n * sizeof *z0), *z1 = malloc(n * sizeof *z1);
-        QKT_CHECK(z0 && z1, "out of memory");
-        logit_capture(&t, z0);
-        for (int s = 0; s < cell->steps; s++) qkt_trainer_step(&t, &ss);
-        logit_capture(&t, z1);
-        for (int l = 0; l < L; l++) {
-            double d2 = 0, z2 = 0;
-            int64_t cnt = 0;
-            size_t off = (size_t)l * t.cfg.batch_size * H * T * T;
-            for (size_t i = 0; i < (size_t)t.cfg.batch_size * H * T * T; i++) {
-                double a = z0[off + i], bb = z1[off + i];
-                if (!isfinite(a) || !isfinite(bb)) continue;
-                d2 += (bb - a) * (bb - a), z2 += a * a, cnt++;
-            }
-            row(&b, cell, cell->steps, QKT_METRIC_LOGIT_DELTA_RMS, l, -1, sqrt(d2 / (double)cnt));
-            row(&b, cell, 0, QKT_METRIC_LOGIT_RMS, l, -1, sqrt(z2 / (double)cnt));
-        }
-        free(z0);
-        free(z1);
-    } else {
+        run_growth(&t, cell, &b);
+    } else if (!cell->maps) {
+        run_train(run_dir, c, &t, cell, st, &b);
+    } else { /* the same, with the attention maps before and after */
         size_t nm = (size_t)L * H * T * T;
-        qkt_real *map0 = cell->maps ? malloc(nm * sizeof *map0) : NULL, *map1 = cell->maps ? malloc(nm * sizeof *map1) : NULL;
-        if (cell->maps) qkt_trainer_attention_map(&t, map0);
-        long diverged = -1;
-        double last = NAN;
-        for (long s = 0; s <= cell->steps; s++) {
-            if (s % c->eval_every == 0 || s == cell->steps) {
-                qkt_trainer_eval(&t, c->eval_batches, c->batch_size, &ev);
-                row(&b, cell, s, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
-                row(&b, cell, s, QKT_METRIC_VAL_ACC, -1, -1, ev.acc);
-                stats_rows(&b, cell, s, st, L, H);
-            }
-            if (s == cell->steps) break;
-            qkt_trainer_step(&t, &ss);
-            row(&b, cell, s, QKT_METRIC_TRAIN_LOSS, -1, -1, ss.loss);
-            row(&b, cell, s, QKT_METRIC_LR, -1, -1, ss.lr);
-            row(&b, cell, s, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
-            row(&b, cell, s, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
-            row(&b, cell, s, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);
-            last = ss.loss;
-            if (!ss.finite) { /* a result, not an error: record where it happened and stop */
-                diverged = s;
-                break;
-            }
-            if (s % 10 == 0) progress(run_dir, cell, s, cell->steps, last);
-        }
-        row(&b, cell, diverged >= 0 ? diverged : cell->steps, QKT_METRIC_DIVERGED_STEP, -1, -1, (double)diverged);
-        if (cell->maps) {
-            qkt_trainer_attention_map(&t, map1);
-            if (write_maps(run_dir, cell, map0, map1, L, H, T, err) != 0) {
-                free(map0), free(map1), free(st), qkt_buf_free(&b), qkt_trainer_free(&t);
-                return -1;
-            }
-        }
+        qkt_real *map0 = malloc(nm * sizeof *map0), *map1 = malloc(nm * sizeof *map1);
+        QKT_CHECK(map0 && map1, "out of memory");
+        qkt_trainer_attention_map(&t, map0);
+        run_train(run_dir, c, &t, cell, st, &b);
+        qkt_trainer_attention_map(&t, map1);
+        rc = write_maps(run_dir, cell, map0, map1, L, H, T, err);
         free(map0);
         free(map1);
     }
-    char path[1024];
-    qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
-    int rc = qkt_write_atomic(path, b.s ? b.s : "", b.n, err);
+    if (!rc) { /* the csv last: its existence marks the cell done */
+        char path[1024];
+        qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
+        rc = qkt_write_atomic(path, b.s ? b.s : "", b.n, err);
+    }
     free(st);
     qkt_buf_free(&b);
     qkt_trainer_free(&t);

@@ -219,108 +219,127 @@ static double draw_legend_inside(qkt__plot_img *im, const qkt_line_chart *c, int
     return (double)best / ((double)bw * bh);
 }
 
+/* Where everything goes: image size, data area [x0, x1) x [y0, y1), axis maps, ticks,
+ * the title's lines and the legend box (n_leg entries of bw x bh). */
+typedef struct {
+    int W, H, x0, y0, x1, y1;
+    int n_leg, bw, bh;
+    axis_map ax, ay;
+    qkt__plot_ticks tx, ty;
+    title_lines title;
+} chart_layout;
+
+/* Layout: top (title), bottom (ticks + x label), then left from the widest y tick
+ * label, right from the outside legend; x ticks thinned until their labels fit. */
+static int layout(const qkt_line_chart *c, int outside, chart_layout *L, qkt_err *err) {
+    const int W = c->width > 0 ? c->width : 800, H = c->height > 0 ? c->height : 560;
+    QKT_CHECK(W >= 200 && H >= 150, "chart size %d x %d is too small (min 200 x 150)", W, H);
+    L->W = W, L->H = H;
+    double xlo, xhi, ylo, yhi;
+    data_extent(c, &xlo, &xhi, &ylo, &yhi);
+    axis_map *ax = &L->ax, *ay = &L->ay;
+    *ax = (axis_map){.log = c->x.log != 0}, *ay = (axis_map){.log = c->y.log != 0};
+    qkt__plot_axis_range(&c->x, xlo, xhi, &ax->lo, &ax->hi);
+    qkt__plot_axis_range(&c->y, ylo, yhi, &ay->lo, &ay->hi);
+    title_layout(&L->title, c->title, F_TITLE, W - 2 * PAD);
+    const double th = qkt__plot_text_height(F_TICK), lh = qkt__plot_text_height(F_LABEL);
+    const int top = PAD + (L->title.n ? (int)title_height(&L->title) + 16 : 6);
+    const int bottom = TICK_LEN + GAP + (int)th + (c->x.label && *c->x.label ? 14 + (int)lh : 0) + PAD;
+    const int y0 = top, y1 = H - bottom;
+    qkt__plot_ticks_make(&L->ty, ay->lo, ay->hi, ay->log, (y1 - y0) / 55 > 2 ? (y1 - y0) / 55 : 2);
+    const int x0 = PAD + (c->y.label && *c->y.label ? (int)lh + 14 : 0) +
+                   (int)ceil(qkt__plot_ticks_max_width(&L->ty, F_TICK)) + GAP + TICK_LEN;
+    L->n_leg = legend_size(c, &L->bw, &L->bh);
+    int x1 = W - PAD - 10 - (outside && L->n_leg ? L->bw + 6 : 0);
+    qkt__plot_ticks *tx = &L->tx;
+    ax->p0 = x0, ax->p1 = x1;
+    for (int target = (x1 - x0) / 80 > 2 ? (x1 - x0) / 80 : 2;; target--) {
+        qkt__plot_ticks_make(tx, ax->lo, ax->hi, ax->log, target);
+        const double need = qkt__plot_ticks_max_width(tx, F_TICK) + 16;
+        double mind = INFINITY;
+        for (int i = 0; i + 1 < tx->n; i++) mind = fmin(mind, map_px(ax, tx->v[i + 1]) - map_px(ax, tx->v[i]));
+        if (mind >= need || target <= 1) break;
+    }
+    /* Keep the last x label inside the image. */
+    if (tx->n > 0 && !outside) {
+        const double half = qkt__plot_text_width(tx->label[tx->n - 1], F_TICK) / 2;
+        if (x1 + half > W - 4 && map_px(ax, tx->v[tx->n - 1]) > x1 - 2) x1 = W - 4 - (int)ceil(half);
+    }
+    if (x1 - x0 < 20 || y1 - y0 < 20) /* depends on the data's labels, so not a QKT_CHECK */
+        return qkt_err_set(err, "plot: a %d x %d chart leaves no room for the data area after its labels", W, H);
+    ax->p0 = x0, ax->p1 = x1;
+    ay->p0 = y1, ay->p1 = y0;
+    L->x0 = x0, L->y0 = y0, L->x1 = x1, L->y1 = y1;
+    return 0;
+}
+
+/* Grid lines at the major ticks, under the data. */
+static void draw_grid(qkt__plot_img *im, const chart_layout *L) {
+    for (int i = 0; i < L->tx.n; i++) {
+        const int px = (int)floor(map_px(&L->ax, L->tx.v[i]));
+        if (px > L->x0 && px < L->x1) qkt__plot_fill(im, px, L->y0, px + 1, L->y1, QKT_PLOT_GRID, 1);
+    }
+    for (int i = 0; i < L->ty.n; i++) {
+        const int py = (int)floor(map_px(&L->ay, L->ty.v[i]));
+        if (py > L->y0 && py < L->y1) qkt__plot_fill(im, L->x0, py, L->x1, py + 1, QKT_PLOT_GRID, 1);
+    }
+}
+
+/* Frame just outside the data area, ticks and their labels outside the frame. */
+static void draw_axes(qkt__plot_img *im, const chart_layout *L) {
+    const int x0 = L->x0, y0 = L->y0, x1 = L->x1, y1 = L->y1;
+    qkt__plot_fill(im, x0 - 1, y0 - 1, x1 + 1, y0, QKT_PLOT_FRAME, 1);
+    qkt__plot_fill(im, x0 - 1, y1, x1 + 1, y1 + 1, QKT_PLOT_FRAME, 1);
+    qkt__plot_fill(im, x0 - 1, y0 - 1, x0, y1 + 1, QKT_PLOT_FRAME, 1);
+    qkt__plot_fill(im, x1, y0 - 1, x1 + 1, y1 + 1, QKT_PLOT_FRAME, 1);
+    for (int i = 0; i < L->tx.n; i++) {
+        const double p = map_px(&L->ax, L->tx.v[i]);
+        const int px = (int)floor(p);
+        qkt__plot_fill(im, px, y1 + 1, px + 1, y1 + 1 + TICK_LEN, QKT_PLOT_FRAME, 1);
+        qkt__plot_text(im, p, y1 + 1 + TICK_LEN + GAP, L->tx.label[i], F_TICK, QKT_PLOT_INK, QKT_PLOT_CENTER,
+                       QKT_PLOT_TOP, 0);
+    }
+    for (int i = 0; i < L->tx.n_minor; i++) {
+        const int px = (int)floor(map_px(&L->ax, L->tx.minor[i]));
+        qkt__plot_fill(im, px, y1 + 1, px + 1, y1 + 1 + MINOR_LEN, QKT_PLOT_FRAME, 1);
+    }
+    for (int i = 0; i < L->ty.n; i++) {
+        const double p = map_px(&L->ay, L->ty.v[i]);
+        const int py = (int)floor(p);
+        qkt__plot_fill(im, x0 - 1 - TICK_LEN, py, x0 - 1, py + 1, QKT_PLOT_FRAME, 1);
+        qkt__plot_text(im, x0 - 1 - TICK_LEN - GAP, py + 0.5, L->ty.label[i], F_TICK, QKT_PLOT_INK,
+                       QKT_PLOT_RIGHT, QKT_PLOT_MIDDLE, 0);
+    }
+    for (int i = 0; i < L->ty.n_minor; i++) {
+        const int py = (int)floor(map_px(&L->ay, L->ty.minor[i]));
+        qkt__plot_fill(im, x0 - 1 - MINOR_LEN, py, x0 - 1, py + 1, QKT_PLOT_FRAME, 1);
+    }
+}
+
 /* Lay out and draw the chart into im (allocated here). outside = 1 puts the
  * legend right of the axes; *covered is the inside legend's overlap with data. */
 static int render(const qkt_line_chart *c, int outside, qkt__plot_img *im, qkt_plot_frame *f, double *covered,
                   qkt_err *err) {
-    const int W = c->width > 0 ? c->width : 800, H = c->height > 0 ? c->height : 560;
-    QKT_CHECK(W >= 200 && H >= 150, "chart size %d x %d is too small (min 200 x 150)", W, H);
-    double xlo, xhi, ylo, yhi;
-    data_extent(c, &xlo, &xhi, &ylo, &yhi);
-    axis_map ax = {.log = c->x.log != 0}, ay = {.log = c->y.log != 0};
-    qkt__plot_axis_range(&c->x, xlo, xhi, &ax.lo, &ax.hi);
-    qkt__plot_axis_range(&c->y, ylo, yhi, &ay.lo, &ay.hi);
-
-    /* Layout: top (title), bottom (ticks + x label), then left from the widest
-     * y tick label, right from the outside legend. */
-    title_lines title;
-    title_layout(&title, c->title, F_TITLE, W - 2 * PAD);
-    const double th = qkt__plot_text_height(F_TICK), lh = qkt__plot_text_height(F_LABEL);
-    const int top = PAD + (title.n ? (int)title_height(&title) + 16 : 6);
-    const int bottom = TICK_LEN + GAP + (int)th + (c->x.label && *c->x.label ? 14 + (int)lh : 0) + PAD;
-    const int y0 = top, y1 = H - bottom;
-    qkt__plot_ticks ty, tx;
-    qkt__plot_ticks_make(&ty, ay.lo, ay.hi, ay.log, (y1 - y0) / 55 > 2 ? (y1 - y0) / 55 : 2);
-    const int left = PAD + (c->y.label && *c->y.label ? (int)lh + 14 : 0) +
-                     (int)ceil(qkt__plot_ticks_max_width(&ty, F_TICK)) + GAP + TICK_LEN;
-    const int x0 = left;
-    int bw = 0, bh = 0;
-    const int n_leg = legend_size(c, &bw, &bh);
-    int x1 = W - PAD - 10 - (outside && n_leg ? bw + 6 : 0);
-    /* x ticks: fewer until the labels have room between them. */
-    ax.p0 = x0, ax.p1 = x1;
-    for (int target = (x1 - x0) / 80 > 2 ? (x1 - x0) / 80 : 2;; target--) {
-        qkt__plot_ticks_make(&tx, ax.lo, ax.hi, ax.log, target);
-        const double need = qkt__plot_ticks_max_width(&tx, F_TICK) + 16;
-        double mind = INFINITY;
-        for (int i = 0; i + 1 < tx.n; i++) mind = fmin(mind, map_px(&ax, tx.v[i + 1]) - map_px(&ax, tx.v[i]));
-        if (mind >= need || target <= 1) break;
-    }
-    /* Keep the last x label inside the image. */
-    if (tx.n > 0 && !outside) {
-        const double half = qkt__plot_text_width(tx.label[tx.n - 1], F_TICK) / 2;
-        if (x1 + half > W - 4 && map_px(&ax, tx.v[tx.n - 1]) > x1 - 2) x1 = W - 4 - (int)ceil(half);
-    }
-    if (x1 - x0 < 20 || y1 - y0 < 20) /* depends on the data's labels, so not a QKT_CHECK */
-        return qkt_err_set(err, "plot: a %d x %d chart leaves no room for the data area after its labels", W,
-                           H);
-    ax.p0 = x0, ax.p1 = x1;
-    ay.p0 = y1, ay.p1 = y0;
-
+    chart_layout L;
+    if (layout(c, outside, &L, err)) return -1;
+    const int x0 = L.x0, y0 = L.y0, x1 = L.x1, y1 = L.y1, W = L.W, H = L.H;
     if (qkt__plot_img_init(im, W, H, err)) return -1;
     qkt__plot_mask m;
     if (qkt__plot_mask_init(&m, x0, y0, x1, y1, err)) {
         qkt__plot_img_free(im);
         return -1;
     }
-    /* Grid at the major ticks, under the data. */
-    if (!c->no_grid) {
-        for (int i = 0; i < tx.n; i++) {
-            const int px = (int)floor(map_px(&ax, tx.v[i]));
-            if (px > x0 && px < x1) qkt__plot_fill(im, px, y0, px + 1, y1, QKT_PLOT_GRID, 1);
-        }
-        for (int i = 0; i < ty.n; i++) {
-            const int py = (int)floor(map_px(&ay, ty.v[i]));
-            if (py > y0 && py < y1) qkt__plot_fill(im, x0, py, x1, py + 1, QKT_PLOT_GRID, 1);
-        }
-    }
+    if (!c->no_grid) draw_grid(im, &L);
     /* Bands first (all of them), then lines, so no band hides a line. */
     for (int k = 0; k < c->n_series; k++)
-        if (c->series[k].lo) draw_series_band(&m, im, &c->series[k], series_color(&c->series[k], k), &ax, &ay);
+        if (c->series[k].lo) draw_series_band(&m, im, &c->series[k], series_color(&c->series[k], k), &L.ax, &L.ay);
     for (int k = 0; k < c->n_series; k++)
-        draw_series_line(&m, im, &c->series[k], series_color(&c->series[k], k), &ax, &ay);
+        draw_series_line(&m, im, &c->series[k], series_color(&c->series[k], k), &L.ax, &L.ay);
     qkt__plot_mask_free(&m);
-
-    /* Frame just outside the data area, ticks outside the frame. */
-    qkt__plot_fill(im, x0 - 1, y0 - 1, x1 + 1, y0, QKT_PLOT_FRAME, 1);
-    qkt__plot_fill(im, x0 - 1, y1, x1 + 1, y1 + 1, QKT_PLOT_FRAME, 1);
-    qkt__plot_fill(im, x0 - 1, y0 - 1, x0, y1 + 1, QKT_PLOT_FRAME, 1);
-    qkt__plot_fill(im, x1, y0 - 1, x1 + 1, y1 + 1, QKT_PLOT_FRAME, 1);
-    for (int i = 0; i < tx.n; i++) {
-        const double p = map_px(&ax, tx.v[i]);
-        const int px = (int)floor(p);
-        qkt__plot_fill(im, px, y1 + 1, px + 1, y1 + 1 + TICK_LEN, QKT_PLOT_FRAME, 1);
-        qkt__plot_text(im, p, y1 + 1 + TICK_LEN + GAP, tx.label[i], F_TICK, QKT_PLOT_INK, QKT_PLOT_CENTER,
-                       QKT_PLOT_TOP, 0);
-    }
-    for (int i = 0; i < tx.n_minor; i++) {
-        const int px = (int)floor(map_px(&ax, tx.minor[i]));
-        qkt__plot_fill(im, px, y1 + 1, px + 1, y1 + 1 + MINOR_LEN, QKT_PLOT_FRAME, 1);
-    }
-    for (int i = 0; i < ty.n; i++) {
-        const double p = map_px(&ay, ty.v[i]);
-        const int py = (int)floor(p);
-        qkt__plot_fill(im, x0 - 1 - TICK_LEN, py, x0 - 1, py + 1, QKT_PLOT_FRAME, 1);
-        qkt__plot_text(im, x0 - 1 - TICK_LEN - GAP, py + 0.5, ty.label[i], F_TICK, QKT_PLOT_INK,
-                       QKT_PLOT_RIGHT, QKT_PLOT_MIDDLE, 0);
-    }
-    for (int i = 0; i < ty.n_minor; i++) {
-        const int py = (int)floor(map_px(&ay, ty.minor[i]));
-        qkt__plot_fill(im, x0 - 1 - MINOR_LEN, py, x0 - 1, py + 1, QKT_PLOT_FRAME, 1);
-    }
+    draw_axes(im, &L);
 
     /* Title (centred on the image), axis labels, legend. */
-    title_draw(im, &title, W / 2.0, PAD);
+    title_draw(im, &L.title, W / 2.0, PAD);
     if (c->x.label && *c->x.label)
         qkt__plot_text(im, (x0 + x1) / 2.0, H - PAD, c->x.label, qkt__plot_fit(c->x.label, F_LABEL, x1 - x0),
                        QKT_PLOT_INK, QKT_PLOT_CENTER, QKT_PLOT_BASELINE, 0);
@@ -328,15 +347,15 @@ static int render(const qkt_line_chart *c, int outside, qkt__plot_img *im, qkt_p
         qkt__plot_text(im, PAD, (y0 + y1) / 2.0, c->y.label, qkt__plot_fit(c->y.label, F_LABEL, y1 - y0),
                        QKT_PLOT_INK, QKT_PLOT_CENTER, QKT_PLOT_TOP, 1);
     *covered = 0;
-    if (outside && n_leg)
-        draw_legend_at(im, c, x1 + 16, y0, bw, bh);
+    if (outside && L.n_leg)
+        draw_legend_at(im, c, x1 + 16, y0, L.bw, L.bh);
     else
         *covered = draw_legend_inside(im, c, x0, y0, x1, y1);
 
     memset(f, 0, sizeof *f);
     f->width = W, f->height = H;
     f->x0 = x0, f->y0 = y0, f->x1 = x1, f->y1 = y1;
-    f->xmin = ax.lo, f->xmax = ax.hi, f->ymin = ay.lo, f->ymax = ay.hi;
+    f->xmin = L.ax.lo, f->xmax = L.ax.hi, f->ymin = L.ay.lo, f->ymax = L.ay.hi;
     return 0;
 }
 
