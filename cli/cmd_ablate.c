@@ -1,9 +1,9 @@
-/* qkt ablate: the sqrt(d_k) study (flags -> config -> sweep of cells -> report). */
+/* qkt ablate: the sqrt(d_k) study. Flags -> a config (the preset plus the flags), then
+ * the library: the resume check, the run (qkt_ablate_run) and the report. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,31 +11,28 @@
 #include "qkt_cli.h"
 #include "qkt_data.h"
 #include "qkt_flags.h"
-#include "qkt_io.h"
 #include "qkt_study.h"
-#include "qkt_sweep.h"
 
 /* "16,64" -> ints in [1, hi] (or positive numbers, or scale variants); -1 with a
  * message naming the flag. The ranges are qkt_ablate_validate's, so that a bad list
  * is reported by its flag rather than by its config.json field. */
-static int parse_list(const char *flag, const char *s, int hi, int *ints, double *dbls, char (*strs)[32], int *n) {
+static int parse_list(const char *flag, const char *s, int hi, int *ints, double *dbls, qkt_attn_scale *vars, int *n) {
     char buf[1024];
     if (strlen(s) >= sizeof buf) return fprintf(stderr, "qkt ablate: --%s: list too long\n", flag), -1;
     snprintf(buf, sizeof buf, "%s", s);
     /* clear the whole list so a shorter override leaves no stale values (configs are compared) */
-    if (strs) memset(strs, 0, QKT_AB_MAX_LIST * sizeof *strs);
+    if (vars) memset(vars, 0, QKT_AB_MAX_LIST * sizeof *vars);
     if (ints) memset(ints, 0, QKT_AB_MAX_LIST * sizeof *ints);
     if (dbls) memset(dbls, 0, QKT_AB_MAX_LIST * sizeof *dbls);
     int k = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         if (k == QKT_AB_MAX_LIST) return fprintf(stderr, "qkt ablate: --%s: at most %d values\n", flag, QKT_AB_MAX_LIST), -1;
         char *end;
-        if (strs) {
-            if (strlen(tok) >= 32) return fprintf(stderr, "qkt ablate: --%s: '%s' is too long\n", flag, tok), -1;
-            snprintf(strs[k], 32, "%s", tok);
-            if (isnan(qkt_study_scale(tok, 16, 64)))
-                return fprintf(stderr, "qkt ablate: --%s: unknown variant '%s' (expected sqrt_dk, none, dk, sqrt_dmodel, learned, qk_layernorm)\n",
-                               flag, tok), -1;
+        if (vars) {
+            char field[64];
+            qkt_err err;
+            snprintf(field, sizeof field, "--%s", flag);
+            if (qkt_ablate_parse_variant(field, tok, &vars[k], &err)) return fprintf(stderr, "qkt ablate: %s\n", err.msg), -1;
         } else if (ints) {
             long v = strtol(tok, &end, 10);
             if (!*tok || *end || v <= 0 || v > hi)
@@ -61,145 +58,129 @@ static int self_exe(char *buf, size_t n) {
     return 0;
 }
 
-int qkt_cmd_ablate(int argc, char **argv) {
-    const char *preset = "quick", *name = NULL, *out = "runs", *task = NULL, *variants = NULL, *dks = NULL, *lr_grid = NULL;
-    const char *lr_variants = NULL, *init_dks = NULL, *growth_dks = NULL;
-    int seq_len = 0, seeds = 0, steps = 0, lr_steps = 0, lr_dk = 0, n_layer = 0, n_head = 0, batch = 0, eval_every = 0, workers = 0;
-    double lr = 0, qk_mult = 0, temp = 0, init_std = 0;
-    uint64_t seed = 0;
-    bool report_only = false;
+/* The flags as given (0 / NULL = unset: the preset's value). */
+typedef struct {
+    const char *preset, *name, *out, *task, *variants, *dks, *lr_grid, *lr_variants, *init_dks, *growth_dks;
+    int seq_len, seeds, steps, lr_steps, lr_dk, n_layer, n_head, batch, eval_every, workers;
+    double lr, qk_mult, temp, init_std;
+    uint64_t seed;
+    bool seed_seen, report_only;
+} ablate_args;
+
+/* 0 parsed, 1 --help printed, 2 a bad flag (printed). */
+static int parse_args(int argc, char **argv, ablate_args *a) {
+    *a = (ablate_args){.preset = "quick", .out = "runs"};
+    char names[256], variants_help[320];
+    snprintf(variants_help, sizeof variants_help, "scale variants to train, comma-separated: %s",
+             qkt_study_variant_list(names, sizeof names));
     qkt_flag flags[] = {
-        {"preset", QKT_FLAG_STRING, &preset, "quick (minutes on 2 cores) or full", 1, 0, false, false},
-        {"name", QKT_FLAG_STRING, &name, "run name: results go to OUT/NAME (default: the preset)", 1, 0, false, false},
-        {"out", QKT_FLAG_STRING, &out, "directory holding runs", 1, 0, false, false},
-        {"task", QKT_FLAG_STRING, &task, "data spec of the synthetic task (default mqar)", 1, 0, false, false},
-        {"seq-len", QKT_FLAG_INT, &seq_len, "sequence length T (= block size)", 2, 4096, true, false},
-        {"variants", QKT_FLAG_STRING, &variants, "scale variants to train, comma-separated", 1, 0, false, false},
-        {"d-k", QKT_FLAG_STRING, &dks, "key widths d_k to train, comma-separated", 1, 0, false, false},
-        {"seeds", QKT_FLAG_INT, &seeds, "seeds per training cell", 1, 100, true, false},
-        {"steps", QKT_FLAG_INT, &steps, "training steps per cell", 1, 1e8, true, false},
-        {"lr", QKT_FLAG_DOUBLE, &lr, "learning rate of the training ablation", 1, 0, true, false},
-        {"lr-grid", QKT_FLAG_STRING, &lr_grid, "learning rates of the sensitivity sweep, comma-separated", 1, 0, false, false},
-        {"lr-variants", QKT_FLAG_STRING, &lr_variants, "variants of the sensitivity sweep", 1, 0, false, false},
-        {"lr-steps", QKT_FLAG_INT, &lr_steps, "steps per sensitivity run", 1, 1e8, true, false},
-        {"lr-d-k", QKT_FLAG_INT, &lr_dk, "d_k of the sensitivity sweep", 1, 1024, true, false},
-        {"init-d-k", QKT_FLAG_STRING, &init_dks, "d_k values measured at init", 1, 0, false, false},
-        {"growth-d-k", QKT_FLAG_STRING, &growth_dks, "d_k values of the logit-growth check", 1, 0, false, false},
-        {"n-layer", QKT_FLAG_INT, &n_layer, "layers", 1, 64, true, false},
-        {"n-head", QKT_FLAG_INT, &n_head, "heads (d_model = n_head * d_k)", 1, 64, true, false},
-        {"batch-size", QKT_FLAG_INT, &batch, "batch size", 1, 1 << 16, true, false},
-        {"eval-every", QKT_FLAG_INT, &eval_every, "steps between evaluations", 1, 1e8, true, false},
-        {"qk-init-mult", QKT_FLAG_DOUBLE, &qk_mult, "multiplier on the W_q, W_k init std", 1, 0, true, false},
-        {"init-std", QKT_FLAG_DOUBLE, &init_std, "std of the weight init (GPT-2: 0.02)", 1, 0, true, false},
-        {"attn-temp", QKT_FLAG_DOUBLE, &temp, "fixed multiplier on every variant's logits", 1, 0, true, false},
-        {"seed", QKT_FLAG_U64, &seed, "base seed", 1, 0, false, false},
-        {"workers", QKT_FLAG_INT, &workers, "cells run side by side (default: cores)", 1, 256, true, false},
-        {"report-only", QKT_FLAG_BOOL, &report_only, "only rebuild the report from finished cells", 1, 0, false, false},
+        {"preset", QKT_FLAG_STRING, &a->preset, "quick (minutes on 2 cores) or full", 1, 0, false, false},
+        {"name", QKT_FLAG_STRING, &a->name, "run name: results go to OUT/NAME (default: the preset)", 1, 0, false, false},
+        {"out", QKT_FLAG_STRING, &a->out, "directory holding runs", 1, 0, false, false},
+        {"task", QKT_FLAG_STRING, &a->task, "data spec of the synthetic task (default mqar)", 1, 0, false, false},
+        {"seq-len", QKT_FLAG_INT, &a->seq_len, "sequence length T (= block size)", 2, 4096, true, false},
+        {"variants", QKT_FLAG_STRING, &a->variants, variants_help, 1, 0, false, false},
+        {"d-k", QKT_FLAG_STRING, &a->dks, "key widths d_k to train, comma-separated", 1, 0, false, false},
+        {"seeds", QKT_FLAG_INT, &a->seeds, "seeds per training cell", 1, 100, true, false},
+        {"steps", QKT_FLAG_INT, &a->steps, "training steps per cell", 1, 1e8, true, false},
+        {"lr", QKT_FLAG_DOUBLE, &a->lr, "learning rate of the training ablation", 1, 0, true, false},
+        {"lr-grid", QKT_FLAG_STRING, &a->lr_grid, "learning rates of the sensitivity sweep, comma-separated", 1, 0, false, false},
+        {"lr-variants", QKT_FLAG_STRING, &a->lr_variants, "variants of the sensitivity sweep (as --variants)", 1, 0, false, false},
+        {"lr-steps", QKT_FLAG_INT, &a->lr_steps, "steps per sensitivity run", 1, 1e8, true, false},
+        {"lr-d-k", QKT_FLAG_INT, &a->lr_dk, "d_k of the sensitivity sweep", 1, 1024, true, false},
+        {"init-d-k", QKT_FLAG_STRING, &a->init_dks, "d_k values measured at init", 1, 0, false, false},
+        {"growth-d-k", QKT_FLAG_STRING, &a->growth_dks, "d_k values of the logit-growth check", 1, 0, false, false},
+        {"n-layer", QKT_FLAG_INT, &a->n_layer, "layers", 1, 64, true, false},
+        {"n-head", QKT_FLAG_INT, &a->n_head, "heads (d_model = n_head * d_k)", 1, 64, true, false},
+        {"batch-size", QKT_FLAG_INT, &a->batch, "batch size", 1, 1 << 16, true, false},
+        {"eval-every", QKT_FLAG_INT, &a->eval_every, "steps between evaluations", 1, 1e8, true, false},
+        {"qk-init-mult", QKT_FLAG_DOUBLE, &a->qk_mult, "multiplier on the W_q, W_k init std", 1, 0, true, false},
+        {"init-std", QKT_FLAG_DOUBLE, &a->init_std, "std of the weight init (GPT-2: 0.02)", 1, 0, true, false},
+        {"attn-temp", QKT_FLAG_DOUBLE, &a->temp, "fixed multiplier on every variant's logits", 1, 0, true, false},
+        {"seed", QKT_FLAG_U64, &a->seed, "base seed", 1, 0, false, false},
+        {"workers", QKT_FLAG_INT, &a->workers, "cells run side by side (default: cores)", 1, 256, true, false},
+        {"report-only", QKT_FLAG_BOOL, &a->report_only, "only rebuild the report from finished cells", 1, 0, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
     int rc = qkt_flags_parse("ablate", "The sqrt(d_k) study: init measurements, training ablation, LR sensitivity, logit growth.\n"
                                        "Unset flags take the preset's values. Writes OUT/NAME/{config.json,metrics.csv,summary.csv,*.png,report.md};\n"
                                        "rerunning the same command resumes (finished cells are kept).",
                              flags, nf, argc, argv, NULL, 0, NULL);
-    if (rc) return rc == 1 ? 0 : 2;
-    qkt_ablate_cfg c;
-    qkt_err err;
-    if (qkt_ablate_preset(preset, &c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
-    if (name && (strchr(name, '/') || strlen(name) >= sizeof c.name))
-        return fprintf(stderr, "qkt ablate: --name '%s': expected a name without '/' of at most %zu characters\n", name, sizeof c.name - 1), 2;
-    if (task && strlen(task) >= sizeof c.task) return fprintf(stderr, "qkt ablate: --task: spec too long (at most %zu characters)\n", sizeof c.task - 1), 2;
-    if (name) snprintf(c.name, sizeof c.name, "%s", name);
-    if (task) snprintf(c.task, sizeof c.task, "%s", task);
-    if (variants && parse_list("variants", variants, 0, NULL, NULL, c.variants, &c.n_variants)) return 2;
-    if (lr_variants && parse_list("lr-variants", lr_variants, 0, NULL, NULL, c.lr_variants, &c.n_lr_variants)) return 2;
-    if (dks && parse_list("d-k", dks, 1024, c.dks, NULL, NULL, &c.n_dk)) return 2;
-    if (init_dks && parse_list("init-d-k", init_dks, 4096, c.init_dks, NULL, NULL, &c.n_init_dk)) return 2;
-    if (growth_dks && parse_list("growth-d-k", growth_dks, 1024, c.growth_dks, NULL, NULL, &c.n_growth_dk)) return 2;
-    if (lr_grid && parse_list("lr-grid", lr_grid, 0, NULL, c.lrs, NULL, &c.n_lr)) return 2;
-    if (seq_len) c.seq_len = seq_len;
-    if (seeds) c.seeds = seeds;
-    if (steps) c.steps = steps;
-    if (lr > 0) c.lr = lr;
-    if (lr_steps) c.lr_steps = lr_steps;
-    if (lr_dk) c.lr_dk = lr_dk;
-    if (n_layer) c.n_layer = n_layer;
-    if (n_head) c.n_head = n_head;
-    if (batch) c.batch_size = batch;
-    if (eval_every) c.eval_every = eval_every;
-    if (qk_mult > 0) c.qk_init_mult = qk_mult;
-    if (init_std > 0) c.init_std = init_std;
-    if (temp > 0) c.attn_temp = temp;
-    if (qkt_flag_seen(flags, nf, "seed")) c.seed = seed;
-    c.workers = workers ? workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (c.workers < 1) c.workers = 1;
-    if (qkt_ablate_validate(&c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
-    /* The task must open before any work (the cells would all fail otherwise). */
-    qkt_data *probe;
-    qkt_data_opts dop = {.seq_len = c.seq_len, .seed = c.seed};
-    if (qkt_data_open(&probe, c.task, &dop, &err) != 0) return fprintf(stderr, "qkt ablate: --task: %s\n", err.msg), 2;
-    qkt_data_free(probe);
-    /* The command as typed, minus --workers (a machine setting, not part of the study). */
-    size_t k = (size_t)snprintf(c.command, sizeof c.command, "qkt ablate");
-    for (int i = 1; i < argc && k < sizeof c.command; i++) {
+    a->seed_seen = qkt_flag_seen(flags, nf, "seed");
+    return rc;
+}
+
+/* The command as typed, minus --workers (a machine setting, not part of the study). */
+static void command_line(int argc, char **argv, qkt_ablate_cfg *c) {
+    size_t k = (size_t)snprintf(c->command, sizeof c->command, "qkt ablate");
+    for (int i = 1; i < argc && k < sizeof c->command; i++) {
         if (!strcmp(argv[i], "--workers")) { i++; continue; }
         if (!strncmp(argv[i], "--workers=", 10)) continue;
-        k += (size_t)snprintf(c.command + k, sizeof c.command - k, " %s", argv[i]);
+        k += (size_t)snprintf(c->command + k, sizeof c->command - k, " %s", argv[i]);
     }
+}
 
-    char dir[1024], cfgpath[1100];
-    snprintf(dir, sizeof dir, "%s/%s", out, c.name);
-    snprintf(cfgpath, sizeof cfgpath, "%s/config.json", dir);
-    if (qkt_file_exists(cfgpath)) {
-        /* Resume only the same study: compare with the saved config (workers may differ). */
-        qkt_ablate_cfg old;
-        if (qkt_ablate_load_config(dir, &old, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
-        old.workers = c.workers;
-        memcpy(old.command, c.command, sizeof c.command);
-        char *a = qkt_ablate_config_json(&old), *b = qkt_ablate_config_json(&c);
-        bool same = !strcmp(a, b);
-        free(a), free(b);
-        if (!same) {
-            fprintf(stderr, "qkt ablate: %s holds a run with a different configuration; use --name NEW or remove it\n", dir);
-            return 2;
-        }
-        fprintf(stderr, "qkt ablate: resuming %s (finished cells are kept)\n", dir);
-    }
-    if (qkt_mkdirs(dir, &err) != 0 || qkt_ablate_save_config(dir, &c, &err) != 0) /* before any work, like a bad flag */
-        return fprintf(stderr, "qkt ablate: --out %s: %s\n", out, err.msg), 2;
-    if (qkt_ablate_load_config(dir, &c, &err) != 0) /* what the cells will see */
-        return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
+/* The preset with the flags on top; 0, or 2 after a one-line message naming the flag. */
+static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
+    qkt_err err;
+    if (qkt_ablate_preset(a->preset, c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    if (a->name && (strchr(a->name, '/') || strlen(a->name) >= sizeof c->name))
+        return fprintf(stderr, "qkt ablate: --name '%s': expected a name without '/' of at most %zu characters\n", a->name, sizeof c->name - 1), 2;
+    if (a->task && strlen(a->task) >= sizeof c->task) return fprintf(stderr, "qkt ablate: --task: spec too long (at most %zu characters)\n", sizeof c->task - 1), 2;
+    if (a->name) snprintf(c->name, sizeof c->name, "%s", a->name);
+    if (a->task) snprintf(c->task, sizeof c->task, "%s", a->task);
+    if (a->variants && parse_list("variants", a->variants, 0, NULL, NULL, c->variants, &c->n_variants)) return 2;
+    if (a->lr_variants && parse_list("lr-variants", a->lr_variants, 0, NULL, NULL, c->lr_variants, &c->n_lr_variants)) return 2;
+    if (a->dks && parse_list("d-k", a->dks, 1024, c->dks, NULL, NULL, &c->n_dk)) return 2;
+    if (a->init_dks && parse_list("init-d-k", a->init_dks, 4096, c->init_dks, NULL, NULL, &c->n_init_dk)) return 2;
+    if (a->growth_dks && parse_list("growth-d-k", a->growth_dks, 1024, c->growth_dks, NULL, NULL, &c->n_growth_dk)) return 2;
+    if (a->lr_grid && parse_list("lr-grid", a->lr_grid, 0, NULL, c->lrs, NULL, &c->n_lr)) return 2;
+    if (a->seq_len) c->seq_len = a->seq_len;
+    if (a->seeds) c->seeds = a->seeds;
+    if (a->steps) c->steps = a->steps;
+    if (a->lr > 0) c->lr = a->lr;
+    if (a->lr_steps) c->lr_steps = a->lr_steps;
+    if (a->lr_dk) c->lr_dk = a->lr_dk;
+    if (a->n_layer) c->n_layer = a->n_layer;
+    if (a->n_head) c->n_head = a->n_head;
+    if (a->batch) c->batch_size = a->batch;
+    if (a->eval_every) c->eval_every = a->eval_every;
+    if (a->qk_mult > 0) c->qk_init_mult = a->qk_mult;
+    if (a->init_std > 0) c->init_std = a->init_std;
+    if (a->temp > 0) c->attn_temp = a->temp;
+    if (a->seed_seen) c->seed = a->seed;
+    c->workers = a->workers ? a->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (c->workers < 1) c->workers = 1;
+    if (qkt_ablate_validate(c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    /* The task must open before any work (the cells would all fail otherwise). */
+    qkt_data *probe;
+    qkt_data_opts dop = {.seq_len = c->seq_len, .seed = c->seed};
+    if (qkt_data_open(&probe, c->task, &dop, &err) != 0) return fprintf(stderr, "qkt ablate: --task: %s\n", err.msg), 2;
+    qkt_data_free(probe);
+    return 0;
+}
+
+int qkt_cmd_ablate(int argc, char **argv) {
+    ablate_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : 2;
+    qkt_ablate_cfg c;
+    if (build_config(&a, &c)) return 2;
+    command_line(argc, argv, &c);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", a.out, c.name);
+    qkt_err err;
+    bool resuming;
+    if (qkt_ablate_check_resume(dir, &c, &resuming, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    if (resuming) fprintf(stderr, "qkt ablate: resuming %s (finished cells are kept)\n", dir);
+    if (qkt_ablate_start(dir, &c, &err) != 0) /* before any work, like a bad flag */
+        return fprintf(stderr, "qkt ablate: --out %s: %s\n", a.out, err.msg), 2;
     time_t t0 = time(NULL);
-    if (!report_only) {
-        char cells[1100];
-        snprintf(cells, sizeof cells, "%s/cells", dir);
-        if (qkt_mkdirs(cells, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
-        fprintf(stderr, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)\n", c.n_init_dk);
-        if (qkt_ablate_init_iid(dir, &c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
-        qkt_cell *plan;
-        int n = qkt_ablate_plan(&c, &plan);
-        const char **ids = malloc((size_t)n * sizeof *ids);
-        double *w = malloc((size_t)n * sizeof *w);
-        for (int i = 0; i < n; i++) {
-            ids[i] = plan[i].id;
-            /* cost ~ steps x width^2 (for the ETA only) */
-            double width = (double)c.n_head * plan[i].d_k;
-            w[i] = (plan[i].steps + 2.0) * (width * width + 64.0 * c.seq_len * width) / 1e6;
-        }
+    if (!a.report_only) {
         char exe[1024];
         if (self_exe(exe, sizeof exe) != 0) return fprintf(stderr, "qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1;
-        fprintf(stderr, "qkt ablate: parts 1-4, %d cells (init %d d_k x 4 variants, train %d variants x %d d_k x %d seeds, "
-                        "lr %d x %d, growth %d x 2), %d side by side with one thread each\n",
-                n, c.n_init_dk, c.n_variants, c.n_dk, c.seeds, c.n_lr_variants, c.n_lr, c.n_growth_dk, c.workers);
-        qkt_sweep s = {exe, dir, c.workers, n, ids, w, true};
-        qkt_sweep_result res;
-        rc = qkt_sweep_run(&s, &res, &err);
-        free(ids);
-        free(w);
-        free(plan);
-        if (rc != 0) {
-            fprintf(stderr, "qkt ablate: %s; rerun the same command to retry them\n", err.msg);
-            return 1;
-        }
+        if (qkt_ablate_run(dir, exe, true, &err) != 0)
+            return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
     }
     if (qkt_ablate_report(dir, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
     fprintf(stderr, "qkt ablate: done in %.0f s: %s/report.md\n", difftime(time(NULL), t0), dir);

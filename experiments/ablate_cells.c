@@ -1,4 +1,5 @@
 /* The cells of the study: the plan, and running one cell (init, train, lr, growth). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,12 +7,12 @@
 
 #include "qkt_ablate.h"
 #include "qkt_io.h"
+#include "qkt_report.h"
+#include "qkt_safetensors.h"
 #include "qkt_study.h"
 #include "qkt_sweep.h"
 #include "qkt_trainer.h"
 
-static const char *const init_variants[] = {"sqrt_dk", "none", "dk", "sqrt_dmodel"};
-static const char *const growth_variants[] = {"sqrt_dk", "dk"};
 #define INIT_BATCH 4 /* rows for the at-init model measurements: B x T queries per head */
 
 const char *qkt_cell_kind_name(qkt_cell_kind k) {
@@ -39,34 +40,34 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
             for (int vi = 0; vi < c->n_variants; vi++) {
                 qkt_cell *x = add(&v, &n, &cap);
                 x->kind = QKT_CELL_TRAIN;
-                snprintf(x->variant, sizeof x->variant, "%s", c->variants[vi]);
+                x->variant = c->variants[vi];
                 x->d_k = c->dks[di], x->seed = s, x->lr = c->lr, x->steps = c->steps;
                 x->maps = s == 0 && di == c->n_dk - 1;
-                snprintf(x->id, sizeof x->id, "train_%s_dk%d_s%d", x->variant, x->d_k, s);
+                snprintf(x->id, sizeof x->id, "train_%s_dk%d_s%d", qkt_attn_scale_name(x->variant), x->d_k, s);
             }
     for (int li = 0; li < c->n_lr; li++)
         for (int vi = 0; vi < c->n_lr_variants; vi++) {
             qkt_cell *x = add(&v, &n, &cap);
             x->kind = QKT_CELL_LR;
-            snprintf(x->variant, sizeof x->variant, "%s", c->lr_variants[vi]);
+            x->variant = c->lr_variants[vi];
             x->d_k = c->lr_dk, x->seed = 0, x->lr = c->lrs[li], x->steps = c->lr_steps;
-            snprintf(x->id, sizeof x->id, "lr_%s_dk%d_lr%g", x->variant, x->d_k, x->lr);
+            snprintf(x->id, sizeof x->id, "lr_%s_dk%d_lr%g", qkt_attn_scale_name(x->variant), x->d_k, x->lr);
         }
     for (int di = c->n_init_dk - 1; di >= 0; di--)
-        for (int vi = 0; vi < 4; vi++) {
+        for (int vi = 0; vi < QKT_STUDY_N_FIXED; vi++) {
             qkt_cell *x = add(&v, &n, &cap);
             x->kind = QKT_CELL_INIT;
-            snprintf(x->variant, sizeof x->variant, "%s", init_variants[vi]);
+            x->variant = qkt_study_fixed_scales[vi];
             x->d_k = c->init_dks[di], x->steps = 0;
-            snprintf(x->id, sizeof x->id, "init_%s_dk%d", x->variant, x->d_k);
+            snprintf(x->id, sizeof x->id, "init_%s_dk%d", qkt_attn_scale_name(x->variant), x->d_k);
         }
     for (int di = c->n_growth_dk - 1; di >= 0; di--)
-        for (int vi = 0; vi < 2; vi++) {
+        for (int vi = 0; vi < QKT_STUDY_N_GROWTH; vi++) {
             qkt_cell *x = add(&v, &n, &cap);
             x->kind = QKT_CELL_GROWTH;
-            snprintf(x->variant, sizeof x->variant, "%s", growth_variants[vi]);
+            x->variant = qkt_study_growth_scales[vi];
             x->d_k = c->growth_dks[di], x->lr = c->growth_lr, x->steps = c->growth_steps;
-            snprintf(x->id, sizeof x->id, "growth_%s_dk%d", x->variant, x->d_k);
+            snprintf(x->id, sizeof x->id, "growth_%s_dk%d", qkt_attn_scale_name(x->variant), x->d_k);
         }
     *out = v;
     return n;
@@ -75,22 +76,23 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
 /* ---------------------------------------------------------------- tidy CSV rows */
 const char *const qkt_metrics_header = "run,experiment,variant,d_k,seed,lr,step,metric,layer,head,value\n";
 
-static void row(qkt_buf *b, const qkt_cell *c, long step, const char *metric, int layer, int head, double value) {
-    qkt_buf_printf(b, "%s,%s,%s,%d,%d,%.6g,%ld,%s,%d,%d,%.9g\n", c->id, qkt_cell_kind_name(c->kind), c->variant, c->d_k,
-                   c->seed, c->lr, step, metric, layer, head, value);
+/* One metrics.csv row (the columns of qkt_metrics_header). */
+static void row(qkt_buf *b, const qkt_cell *c, long step, qkt_metric metric, int layer, int head, double value) {
+    qkt_buf_printf(b, "%s,%s,%s,%d,%d,%.6g,%ld,%s,%d,%d,%.9g\n", c->id, qkt_cell_kind_name(c->kind),
+                   qkt_attn_scale_name(c->variant), c->d_k, c->seed, c->lr, step, qkt_metric_name(metric), layer, head, value);
 }
 
 static void stats_rows(qkt_buf *b, const qkt_cell *c, long step, const qkt_attn_stats *st, int L, int H) {
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
             const qkt_attn_stats *s = &st[l * H + h];
-            row(b, c, step, "entropy", l, h, s->entropy);
-            row(b, c, step, "norm_entropy", l, h, s->norm_entropy);
-            row(b, c, step, "max_weight", l, h, s->max_weight);
-            row(b, c, step, "frac_peaked", l, h, s->frac_peaked);
-            row(b, c, step, "jacobian", l, h, s->jacobian_norm);
-            row(b, c, step, "logit_max", l, h, s->logit_max);
-            row(b, c, step, "logit_std", l, h, s->logit_std);
+            row(b, c, step, QKT_METRIC_ENTROPY, l, h, s->entropy);
+            row(b, c, step, QKT_METRIC_NORM_ENTROPY, l, h, s->norm_entropy);
+            row(b, c, step, QKT_METRIC_MAX_WEIGHT, l, h, s->max_weight);
+            row(b, c, step, QKT_METRIC_FRAC_PEAKED, l, h, s->frac_peaked);
+            row(b, c, step, QKT_METRIC_JACOBIAN, l, h, s->jacobian_norm);
+            row(b, c, step, QKT_METRIC_LOGIT_MAX, l, h, s->logit_max);
+            row(b, c, step, QKT_METRIC_LOGIT_STD, l, h, s->logit_std);
         }
 }
 
@@ -104,7 +106,7 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     tc.model.attn_temp = c->attn_temp;
     tc.model.qk_init_mult = c->qk_init_mult;
     tc.model.init_std = c->init_std;
-    if (qkt_attn_scale_parse(cell->variant, &tc.model.attn_scale, err) != 0) return -1;
+    tc.model.attn_scale = cell->variant;
     tc.data = c->task;
     tc.batch_size = cell->kind == QKT_CELL_INIT ? INIT_BATCH : c->batch_size;
     tc.steps = cell->steps > 0 ? cell->steps : 1;
@@ -121,20 +123,38 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     return qkt_trainer_init(t, &tc, err);
 }
 
-static int write_maps(const char *run_dir, const qkt_cell *cell, const qkt_real *init, const qkt_real *fin, int L, int H, int T,
-                      qkt_err *err) {
+void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t n) {
+    snprintf(path, n, "%s/cells/%s.attn.safetensors", run_dir, id);
+}
+
+int qkt_ablate_forget_old_maps(const char *run_dir, const qkt_cell *plan, int n, qkt_err *err) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!plan[i].maps) continue;
+        char csv[1024], maps[1024], old[1024];
+        qkt_cell_paths(run_dir, plan[i].id, csv, NULL, NULL, sizeof csv);
+        qkt_cell_maps_path(run_dir, plan[i].id, maps, sizeof maps);
+        snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, plan[i].id);
+        if (!qkt_file_exists(csv) || qkt_file_exists(maps) || !qkt_file_exists(old)) continue;
+        if (remove(csv) != 0) return qkt_err_set(err, "%s: cannot remove to rerun the cell: %s", csv, strerror(errno));
+        k++;
+    }
+    return k;
+}
+
+/* init and fin: (L, H, T, T) probabilities, stored as F32 whatever qkt_real is. */
+static int write_maps(const char *run_dir, const qkt_cell *cell, const qkt_real *init, const qkt_real *fin, int L, int H,
+                      int T, qkt_err *err) {
     size_t n = (size_t)L * H * T * T;
-    size_t bytes = 16 + 2 * n * sizeof(float);
-    unsigned char *buf = malloc(bytes);
-    QKT_CHECK(buf, "out of memory");
-    int32_t hdr[4] = {0x4D544B51 /* "QKTM" */, L, H, T};
-    memcpy(buf, hdr, 16);
-    float *f = (float *)(buf + 16);
+    float *f = malloc(2 * n * sizeof *f);
+    QKT_CHECK(f, "out of memory");
     for (size_t i = 0; i < n; i++) f[i] = (float)init[i], f[n + i] = (float)fin[i];
+    qkt_st_write t[2] = {{QKT_MAPS_INIT, QKT_ST_F32, 4, {L, H, T, T}, f}, {QKT_MAPS_FINAL, QKT_ST_F32, 4, {L, H, T, T}, f + n}};
+    qkt_st_meta meta[1] = {{"cell", cell->id}};
     char path[1024];
-    snprintf(path, sizeof path, "%s/cells/%s.maps", run_dir, cell->id);
-    int rc = qkt_write_atomic(path, buf, bytes, err);
-    free(buf);
+    qkt_cell_maps_path(run_dir, cell->id, path, sizeof path);
+    int rc = qkt_safetensors_write(path, t, 2, meta, 1, err);
+    free(f);
     return rc;
 }
 
@@ -145,7 +165,8 @@ static void progress(const char *run_dir, const qkt_cell *cell, long step, long 
     if (f) fprintf(f, "%ld %ld %.6g\n", step, total, loss), fclose(f);
 }
 
-/* Mean over layers of the rms change of the visible scaled logits between two captures. */
+/* The scaled logits of every layer on the first validation batch, in eval mode:
+ * out is (L, B, H, T, T). The growth cell compares two such captures. */
 static void logit_capture(qkt_trainer *t, qkt_real *out) {
     const qkt_gpt_config *mc = &t->gpt.cfg;
     int B = t->cfg.batch_size, T = t->T, H = mc->n_head, L = mc->n_layer;
@@ -160,85 +181,108 @@ static void logit_capture(qkt_trainer *t, qkt_real *out) {
     qkt_ctx_set_mode(&t->ctx, mode);
 }
 
+/* At init: validation loss and attention stats, then the gradients of one step (the
+ * update itself is not used). */
+static void run_init(qkt_trainer *t, const qkt_cell *cell, qkt_attn_stats *st, qkt_buf *b) {
+    const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head;
+    qkt_eval ev = {.heads = st};
+    qkt_step_stats ss;
+    qkt_trainer_eval(t, 2, INIT_BATCH, &ev);
+    row(b, cell, 0, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
+    stats_rows(b, cell, 0, st, L, H);
+    qkt_trainer_step(t, &ss);
+    row(b, cell, 0, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
+    row(b, cell, 0, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);
+    row(b, cell, 0, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
+}
+
+/* The muP coordinate check: per layer, rms(z1 - z0) and rms(z0) over the visible
+ * scaled logits of a fixed batch, before (z0) and after (z1) cell->steps Adam steps. */
+static void run_growth(qkt_trainer *t, const qkt_cell *cell, qkt_buf *b) {
+    const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head, T = t->T;
+    const size_t per = (size_t)t->cfg.batch_size * H * T * T, n = (size_t)L * per;
+    qkt_real *z0 = malloc(n * sizeof *z0), *z1 = malloc(n * sizeof *z1);
+    QKT_CHECK(z0 && z1, "out of memory");
+    qkt_step_stats ss;
+    logit_capture(t, z0);
+    for (int s = 0; s < cell->steps; s++) qkt_trainer_step(t, &ss);
+    logit_capture(t, z1);
+    for (int l = 0; l < L; l++) {
+        double d2 = 0, z2 = 0;
+        int64_t cnt = 0;
+        for (size_t i = (size_t)l * per; i < (size_t)(l + 1) * per; i++) {
+            double a = z0[i], bb = z1[i];
+            if (!isfinite(a) || !isfinite(bb)) continue; /* blocked entries are -inf */
+            d2 += (bb - a) * (bb - a), z2 += a * a, cnt++;
+        }
+        row(b, cell, cell->steps, QKT_METRIC_LOGIT_DELTA_RMS, l, -1, sqrt(d2 / (double)cnt));
+        row(b, cell, 0, QKT_METRIC_LOGIT_RMS, l, -1, sqrt(z2 / (double)cnt));
+    }
+    free(z0);
+    free(z1);
+}
+
+/* Training (train and lr cells): evaluations every eval_every steps and after the last,
+ * per-step loss, lr and gradient norms; a non-finite step ends the run as a result. */
+static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer *t, const qkt_cell *cell,
+                      qkt_attn_stats *st, qkt_buf *b) {
+    const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head;
+    qkt_eval ev = {.heads = st};
+    qkt_step_stats ss;
+    long diverged = -1;
+    for (long s = 0; s <= cell->steps; s++) {
+        if (s % c->eval_every == 0 || s == cell->steps) {
+            qkt_trainer_eval(t, c->eval_batches, c->batch_size, &ev);
+            row(b, cell, s, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
+            row(b, cell, s, QKT_METRIC_VAL_ACC, -1, -1, ev.acc);
+            stats_rows(b, cell, s, st, L, H);
+        }
+        if (s == cell->steps) break;
+        qkt_trainer_step(t, &ss);
+        row(b, cell, s, QKT_METRIC_TRAIN_LOSS, -1, -1, ss.loss);
+        row(b, cell, s, QKT_METRIC_LR, -1, -1, ss.lr);
+        row(b, cell, s, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
+        row(b, cell, s, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
+        row(b, cell, s, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);
+        if (!ss.finite) { /* a result, not an error: record where it happened and stop */
+            diverged = s;
+            break;
+        }
+        if (s % 10 == 0) progress(run_dir, cell, s, cell->steps, ss.loss);
+    }
+    row(b, cell, diverged >= 0 ? diverged : cell->steps, QKT_METRIC_DIVERGED_STEP, -1, -1, (double)diverged);
+}
+
 int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err) {
     qkt_trainer t;
     if (cell_trainer(c, cell, &t, err) != 0) return -1;
-    const qkt_gpt_config *mc = &t.gpt.cfg;
-    int L = mc->n_layer, H = mc->n_head, T = t.T;
+    const int L = t.gpt.cfg.n_layer, H = t.gpt.cfg.n_head, T = t.T;
     qkt_buf b = {0};
     qkt_attn_stats *st = calloc((size_t)L * H, sizeof *st);
-    qkt_eval ev = {.heads = st};
-    qkt_step_stats ss;
+    QKT_CHECK(st, "out of memory");
+    int rc = 0;
     if (cell->kind == QKT_CELL_INIT) {
-        qkt_trainer_eval(&t, 2, INIT_BATCH, &ev);
-        row(&b, cell, 0, "val_loss", -1, -1, ev.loss);
-        stats_rows(&b, cell, 0, st, L, H);
-        qkt_trainer_step(&t, &ss); /* gradients at init (the update itself is not used) */
-        row(&b, cell, 0, "grad_norm_wq", -1, -1, ss.grad_norm_wq);
-        row(&b, cell, 0, "grad_norm_wk", -1, -1, ss.grad_norm_wk);
-        row(&b, cell, 0, "grad_norm", -1, -1, ss.grad_norm);
+        run_init(&t, cell, st, &b);
     } else if (cell->kind == QKT_CELL_GROWTH) {
-        size_t n = (size_t)L * t.cfg.batch_size * H * T * T;
-        qkt_real *z0 = malloc(n * sizeof *z0), *z1 = malloc(n * sizeof *z1);
-        QKT_CHECK(z0 && z1, "out of memory");
-        logit_capture(&t, z0);
-        for (int s = 0; s < cell->steps; s++) qkt_trainer_step(&t, &ss);
-        logit_capture(&t, z1);
-        for (int l = 0; l < L; l++) {
-            double d2 = 0, z2 = 0;
-            int64_t cnt = 0;
-            size_t off = (size_t)l * t.cfg.batch_size * H * T * T;
-            for (size_t i = 0; i < (size_t)t.cfg.batch_size * H * T * T; i++) {
-                double a = z0[off + i], bb = z1[off + i];
-                if (!isfinite(a) || !isfinite(bb)) continue;
-                d2 += (bb - a) * (bb - a), z2 += a * a, cnt++;
-            }
-            row(&b, cell, cell->steps, "logit_delta_rms", l, -1, sqrt(d2 / (double)cnt));
-            row(&b, cell, 0, "logit_rms", l, -1, sqrt(z2 / (double)cnt));
-        }
-        free(z0);
-        free(z1);
-    } else {
+        run_growth(&t, cell, &b);
+    } else if (!cell->maps) {
+        run_train(run_dir, c, &t, cell, st, &b);
+    } else { /* the same, with the attention maps before and after */
         size_t nm = (size_t)L * H * T * T;
-        qkt_real *map0 = cell->maps ? malloc(nm * sizeof *map0) : NULL, *map1 = cell->maps ? malloc(nm * sizeof *map1) : NULL;
-        if (cell->maps) qkt_trainer_attention_map(&t, map0);
-        long diverged = -1;
-        double last = NAN;
-        for (long s = 0; s <= cell->steps; s++) {
-            if (s % c->eval_every == 0 || s == cell->steps) {
-                qkt_trainer_eval(&t, c->eval_batches, c->batch_size, &ev);
-                row(&b, cell, s, "val_loss", -1, -1, ev.loss);
-                row(&b, cell, s, "val_acc", -1, -1, ev.acc);
-                stats_rows(&b, cell, s, st, L, H);
-            }
-            if (s == cell->steps) break;
-            qkt_trainer_step(&t, &ss);
-            row(&b, cell, s, "train_loss", -1, -1, ss.loss);
-            row(&b, cell, s, "lr", -1, -1, ss.lr);
-            row(&b, cell, s, "grad_norm", -1, -1, ss.grad_norm);
-            row(&b, cell, s, "grad_norm_wq", -1, -1, ss.grad_norm_wq);
-            row(&b, cell, s, "grad_norm_wk", -1, -1, ss.grad_norm_wk);
-            last = ss.loss;
-            if (!ss.finite) { /* a result, not an error: record where it happened and stop */
-                diverged = s;
-                break;
-            }
-            if (s % 10 == 0) progress(run_dir, cell, s, cell->steps, last);
-        }
-        row(&b, cell, diverged >= 0 ? diverged : cell->steps, "diverged_step", -1, -1, (double)diverged);
-        if (cell->maps) {
-            qkt_trainer_attention_map(&t, map1);
-            if (write_maps(run_dir, cell, map0, map1, L, H, T, err) != 0) {
-                free(map0), free(map1), free(st), qkt_buf_free(&b), qkt_trainer_free(&t);
-                return -1;
-            }
-        }
+        qkt_real *map0 = malloc(nm * sizeof *map0), *map1 = malloc(nm * sizeof *map1);
+        QKT_CHECK(map0 && map1, "out of memory");
+        qkt_trainer_attention_map(&t, map0);
+        run_train(run_dir, c, &t, cell, st, &b);
+        qkt_trainer_attention_map(&t, map1);
+        rc = write_maps(run_dir, cell, map0, map1, L, H, T, err);
         free(map0);
         free(map1);
     }
-    char path[1024];
-    qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
-    int rc = qkt_write_atomic(path, b.s ? b.s : "", b.n, err);
+    if (!rc) { /* the csv last: its existence marks the cell done */
+        char path[1024];
+        qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
+        rc = qkt_write_atomic(path, b.s ? b.s : "", b.n, err);
+    }
     free(st);
     qkt_buf_free(&b);
     qkt_trainer_free(&t);
@@ -246,24 +290,24 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
 }
 
 int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
-    qkt_init_opts o = {c->init_dks, c->n_init_dk, init_variants, 4, QKT_IID_BATCH, c->seq_len, c->n_head, c->seed};
-    qkt_init_row *rows = calloc((size_t)c->n_init_dk * 4, sizeof *rows);
+    qkt_init_opts o = {c->init_dks, c->n_init_dk, qkt_study_fixed_scales, QKT_STUDY_N_FIXED, QKT_IID_BATCH, c->seq_len,
+                       c->n_head, c->seed};
+    qkt_init_row *rows = calloc((size_t)c->n_init_dk * QKT_STUDY_N_FIXED, sizeof *rows);
     int n = qkt_init_study_iid(&o, rows);
     qkt_buf b = {0};
     for (int i = 0; i < n; i++) {
         qkt_init_row *r = &rows[i];
-        qkt_cell cell = {.kind = QKT_CELL_IID, .d_k = r->d_k, .seed = 0, .lr = 0};
-        snprintf(cell.variant, sizeof cell.variant, "%s", r->variant);
-        snprintf(cell.id, sizeof cell.id, "iid_%s_dk%d", r->variant, r->d_k);
-        row(&b, &cell, 0, "iid_raw_logit_std", -1, -1, r->raw_logit_std);
-        row(&b, &cell, 0, "iid_logit_std", -1, -1, r->logit_std);
-        row(&b, &cell, 0, "iid_entropy", -1, -1, r->entropy);
-        row(&b, &cell, 0, "iid_norm_entropy", -1, -1, r->norm_entropy);
-        row(&b, &cell, 0, "iid_max_weight", -1, -1, r->max_weight);
-        row(&b, &cell, 0, "iid_frac_peaked", -1, -1, r->frac_peaked);
-        row(&b, &cell, 0, "iid_jacobian", -1, -1, r->jacobian_norm);
-        row(&b, &cell, 0, "iid_grad_q_rms", -1, -1, r->grad_q_rms);
-        row(&b, &cell, 0, "iid_rank_changed", -1, -1, r->rank_changed);
+        qkt_cell cell = {.kind = QKT_CELL_IID, .variant = r->variant, .d_k = r->d_k, .seed = 0, .lr = 0};
+        snprintf(cell.id, sizeof cell.id, "iid_%s_dk%d", qkt_attn_scale_name(r->variant), r->d_k);
+        row(&b, &cell, 0, QKT_METRIC_IID_RAW_LOGIT_STD, -1, -1, r->raw_logit_std);
+        row(&b, &cell, 0, QKT_METRIC_IID_LOGIT_STD, -1, -1, r->logit_std);
+        row(&b, &cell, 0, QKT_METRIC_IID_ENTROPY, -1, -1, r->entropy);
+        row(&b, &cell, 0, QKT_METRIC_IID_NORM_ENTROPY, -1, -1, r->norm_entropy);
+        row(&b, &cell, 0, QKT_METRIC_IID_MAX_WEIGHT, -1, -1, r->max_weight);
+        row(&b, &cell, 0, QKT_METRIC_IID_FRAC_PEAKED, -1, -1, r->frac_peaked);
+        row(&b, &cell, 0, QKT_METRIC_IID_JACOBIAN, -1, -1, r->jacobian_norm);
+        row(&b, &cell, 0, QKT_METRIC_IID_GRAD_Q_RMS, -1, -1, r->grad_q_rms);
+        row(&b, &cell, 0, QKT_METRIC_IID_RANK_CHANGED, -1, -1, r->rank_changed);
     }
     char path[1024];
     snprintf(path, sizeof path, "%s/cells/init_iid.csv", run_dir);

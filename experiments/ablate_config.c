@@ -11,13 +11,14 @@
 #include "qkt_json.h"
 #include "qkt_study.h"
 
-static void set_list(char (*dst)[32], int *n, const char *const *src, int k) {
+static void set_variants(qkt_attn_scale *dst, int *n, const qkt_attn_scale *src, int k) {
     *n = k;
-    for (int i = 0; i < k; i++) snprintf(dst[i], 32, "%s", src[i]);
+    for (int i = 0; i < k; i++) dst[i] = src[i];
 }
 
 int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
-    static const char *const all[] = {"sqrt_dk", "none", "dk", "sqrt_dmodel", "learned", "qk_layernorm"};
+    qkt_attn_scale all[QKT_ATTN_SCALE_COUNT]; /* every variant, in the enum's order */
+    for (int i = 0; i < QKT_ATTN_SCALE_COUNT; i++) all[i] = (qkt_attn_scale)i;
     memset(c, 0, sizeof *c);
     snprintf(c->preset, sizeof c->preset, "%s", name);
     snprintf(c->name, sizeof c->name, "%s", name);
@@ -40,8 +41,8 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     c->init_std = 0.08;
     c->seed = 1;
     c->workers = 2;
-    set_list(c->variants, &c->n_variants, all, 6);
-    set_list(c->lr_variants, &c->n_lr_variants, all, 4); /* sqrt_dk, none, dk, sqrt_dmodel */
+    set_variants(c->variants, &c->n_variants, all, QKT_ATTN_SCALE_COUNT);
+    set_variants(c->lr_variants, &c->n_lr_variants, qkt_study_fixed_scales, QKT_STUDY_N_FIXED);
     c->growth_steps = 5;
     c->growth_lr = 1e-3;
     if (!strcmp(name, "quick")) {
@@ -66,7 +67,7 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
         const double lrs[] = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
         memcpy(c->lrs, lrs, sizeof lrs);
         c->lr_steps = 600, c->lr_dk = 64;
-        set_list(c->lr_variants, &c->n_lr_variants, all, 6);
+        set_variants(c->lr_variants, &c->n_lr_variants, all, QKT_ATTN_SCALE_COUNT);
         c->n_init_dk = 8;
         for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i;
         c->n_growth_dk = 6;
@@ -77,12 +78,18 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     return 0;
 }
 
-static int check_variants(const char *field, char (*v)[32], int n, qkt_err *err) {
+static int check_variants(const char *field, const qkt_attn_scale *v, int n, qkt_err *err) {
     if (n <= 0) return qkt_err_set(err, "%s: expected at least one variant", field);
-    for (int i = 0; i < n; i++)
-        if (isnan(qkt_study_scale(v[i], 16, 64)))
-            return qkt_err_set(err, "%s: unknown variant '%s' (expected sqrt_dk, none, dk, sqrt_dmodel, learned, qk_layernorm)", field, v[i]);
+    for (int i = 0; i < n; i++) /* names were checked when parsed: here a C caller's bad enum */
+        if ((unsigned)v[i] >= QKT_ATTN_SCALE_COUNT)
+            return qkt_err_set(err, "%s: value %d is not a qkt_attn_scale (0 .. %d)", field, (int)v[i], QKT_ATTN_SCALE_COUNT - 1);
     return 0;
+}
+
+int qkt_ablate_parse_variant(const char *field, const char *name, qkt_attn_scale *out, qkt_err *err) {
+    if (qkt_attn_scale_parse(name, out, NULL) == 0) return 0;
+    char list[256];
+    return qkt_err_set(err, "%s: unknown variant '%s' (expected %s)", field, name, qkt_study_variant_list(list, sizeof list));
 }
 
 static int check_ints(const char *field, const int *v, int n, int lo, int hi, qkt_err *err) {
@@ -113,8 +120,8 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (!(c->qk_init_mult > 0) || !isfinite(c->qk_init_mult)) return qkt_err_set(err, "qk_init_mult %g: expected a positive number", c->qk_init_mult);
     if (c->seeds < 1 || c->seeds > 100) return qkt_err_set(err, "seeds %d: expected 1 .. 100", c->seeds);
     if (c->workers < 1 || c->workers > 256) return qkt_err_set(err, "workers %d: expected 1 .. 256", c->workers);
-    if (check_variants("variants", (char(*)[32])c->variants, c->n_variants, err)) return -1;
-    if (check_variants("lr_variants", (char(*)[32])c->lr_variants, c->n_lr_variants, err)) return -1;
+    if (check_variants("variants", c->variants, c->n_variants, err)) return -1;
+    if (check_variants("lr_variants", c->lr_variants, c->n_lr_variants, err)) return -1;
     if (check_ints("d_k", c->dks, c->n_dk, 1, 1024, err)) return -1;
     if (check_ints("init_d_k", c->init_dks, c->n_init_dk, 1, 4096, err)) return -1;
     if (check_ints("growth_d_k", c->growth_dks, c->n_growth_dk, 1, 1024, err)) return -1;
@@ -127,9 +134,10 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
 }
 
 /* ---------------------------------------------------------------- config.json */
-static cJSON *str_array(char (*v)[32], int n) {
+/* The variants as their names: config.json holds strings, not enum values. */
+static cJSON *variant_array(const qkt_attn_scale *v, int n) {
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateString(qkt_attn_scale_name(v[i])));
     return a;
 }
 
@@ -147,8 +155,8 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed); /* as a string: exact for 64 bits */
     cJSON_AddStringToObject(j, "seed", seed);
-    cJSON_AddItemToObject(j, "variants", str_array((char(*)[32])c->variants, c->n_variants));
-    cJSON_AddItemToObject(j, "lr_variants", str_array((char(*)[32])c->lr_variants, c->n_lr_variants));
+    cJSON_AddItemToObject(j, "variants", variant_array(c->variants, c->n_variants));
+    cJSON_AddItemToObject(j, "lr_variants", variant_array(c->lr_variants, c->n_lr_variants));
     cJSON_AddItemToObject(j, "d_k", cJSON_CreateIntArray(c->dks, c->n_dk));
     cJSON_AddItemToObject(j, "init_d_k", cJSON_CreateIntArray(c->init_dks, c->n_init_dk));
     cJSON_AddItemToObject(j, "growth_d_k", cJSON_CreateIntArray(c->growth_dks, c->n_growth_dk));
@@ -210,6 +218,18 @@ static int get_list(const char *path, cJSON *j, const char *key, int *ints, doub
     return 0;
 }
 
+/* A list of variant names -> enums; an unknown name is refused like a bad flag. */
+static int get_variants(const char *path, cJSON *j, const char *key, qkt_attn_scale *out, int *n, qkt_err *err) {
+    char names[QKT_AB_MAX_LIST][32];
+    if (get_list(path, j, key, NULL, NULL, names, n, err)) return -1;
+    for (int i = 0; i < *n; i++)
+        if (qkt_ablate_parse_variant(key, names[i], &out[i], err)) {
+            qkt_err tmp = *err;
+            return qkt_err_set(err, "%s: %s", path, tmp.msg);
+        }
+    return 0;
+}
+
 int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err) {
     char path[1024];
     snprintf(path, sizeof path, "%s/config.json", run_dir);
@@ -242,8 +262,8 @@ int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ab
     INT(seeds), INT(lr_steps), INT(lr_dk), INT(growth_steps), DBL(growth_lr), INT(workers);
 #undef INT
 #undef DBL
-    rc = rc ? rc : get_list(path, j, "variants", NULL, NULL, c->variants, &c->n_variants, err);
-    rc = rc ? rc : get_list(path, j, "lr_variants", NULL, NULL, c->lr_variants, &c->n_lr_variants, err);
+    rc = rc ? rc : get_variants(path, j, "variants", c->variants, &c->n_variants, err);
+    rc = rc ? rc : get_variants(path, j, "lr_variants", c->lr_variants, &c->n_lr_variants, err);
     rc = rc ? rc : get_list(path, j, "d_k", c->dks, NULL, NULL, &c->n_dk, err);
     rc = rc ? rc : get_list(path, j, "init_d_k", c->init_dks, NULL, NULL, &c->n_init_dk, err);
     rc = rc ? rc : get_list(path, j, "growth_d_k", c->growth_dks, NULL, NULL, &c->n_growth_dk, err);

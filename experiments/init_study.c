@@ -9,9 +9,16 @@
 #include "qkt_nn.h"
 #include "qkt_study.h"
 
-double qkt_study_scale(const char *variant, int d_k, int n_embd) {
-    qkt_attn_scale kind;
-    return qkt_attn_scale_parse(variant, &kind, NULL) == 0 ? qkt_attn_scale_at_init(kind, n_embd, d_k) : NAN;
+const qkt_attn_scale qkt_study_fixed_scales[QKT_STUDY_N_FIXED] = {QKT_ATTN_SQRT_DK, QKT_ATTN_NONE, QKT_ATTN_DK,
+                                                                 QKT_ATTN_SQRT_DMODEL};
+const qkt_attn_scale qkt_study_growth_scales[QKT_STUDY_N_GROWTH] = {QKT_ATTN_SQRT_DK, QKT_ATTN_DK};
+
+const char *qkt_study_variant_list(char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < QKT_ATTN_SCALE_COUNT && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", qkt_attn_scale_name((qkt_attn_scale)i));
+    return buf;
 }
 
 /* Fraction of rows whose order of keys differs between raw and scaled logits. */
@@ -35,7 +42,7 @@ int qkt_init_study_iid(const qkt_init_opts *o, qkt_init_row *out) {
     for (int vi = 0; vi < o->n_variants; vi++)
         for (int di = 0; di < o->n_dk; di++) {
             int d = o->dks[di], C = d; /* one head of width d_k; sqrt_dmodel uses n_embd = n_head_ref * d_k */
-            double s = qkt_study_scale(o->variants[vi], d, o->n_head_ref * d);
+            double s = qkt_attn_scale_at_init(o->variants[vi], o->n_head_ref * d, d);
             qkt_params p;
             qkt_params_init(&p);
             qkt_tensor *q = qkt_params_add(&p, "q", 3, (int[]){B, T, C}, 0);
@@ -65,7 +72,7 @@ int qkt_init_study_iid(const qkt_init_opts *o, qkt_init_row *out) {
             for (size_t i = 0; i < tt; i++) logits[i] = isfinite(logits[i]) ? (qkt_real)(logits[i] / s) : logits[i];
             qkt_init_row *row = &out[n++];
             memset(row, 0, sizeof *row);
-            snprintf(row->variant, sizeof row->variant, "%s", o->variants[vi]);
+            row->variant = o->variants[vi];
             row->d_k = d;
             row->scale = s;
             row->logit_std = st.logit_std;

@@ -5,9 +5,15 @@
 #ifndef QKT_ABLATE_H
 #define QKT_ABLATE_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qkt_autograd.h"
+#include "qkt_nn.h" /* qkt_attn_scale: the variants */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define QKT_AB_MAX_LIST 16
 /* Sequences of iid q, k per d_k in part 1: 64 x T queries, enough for the std to within ~1 %. */
@@ -25,7 +31,7 @@ typedef struct qkt_ablate_cfg {
     double lr, min_lr_frac, weight_decay, grad_clip, beta2;
     double attn_temp, qk_init_mult, init_std;
     int n_variants;
-    char variants[QKT_AB_MAX_LIST][32];
+    qkt_attn_scale variants[QKT_AB_MAX_LIST]; /* config.json: their names */
     int n_dk;
     int dks[QKT_AB_MAX_LIST];
     int seeds;                /* seeds 0 .. seeds-1 (offset by `seed`) */
@@ -35,7 +41,7 @@ typedef struct qkt_ablate_cfg {
     double lrs[QKT_AB_MAX_LIST];
     int lr_steps, lr_dk;
     int n_lr_variants;
-    char lr_variants[QKT_AB_MAX_LIST][32];
+    qkt_attn_scale lr_variants[QKT_AB_MAX_LIST];
     /* part 1: init */
     int n_init_dk;
     int init_dks[QKT_AB_MAX_LIST];
@@ -50,6 +56,9 @@ typedef struct qkt_ablate_cfg {
 
 /* Presets: "quick" (the default, minutes on 2 cores) and "full". -1 if unknown. */
 int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err);
+/* A variant's name -> enum; an unknown name is -1 with "<field>: unknown variant 'x'
+ * (expected sqrt_dk, none, ...)" (field: a flag or a config.json key). */
+int qkt_ablate_parse_variant(const char *field, const char *name, qkt_attn_scale *out, qkt_err *err);
 /* Checks every field (names the field on error). */
 int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err);
 /* config.json <-> cfg; the JSON text (malloc'd) is what config.json holds. */
@@ -65,7 +74,7 @@ typedef enum { QKT_CELL_INIT = 0, QKT_CELL_TRAIN, QKT_CELL_LR, QKT_CELL_GROWTH, 
 typedef struct qkt_cell {
     qkt_cell_kind kind;
     char id[96];
-    char variant[32];
+    qkt_attn_scale variant;
     int d_k, seed;
     double lr;
     int steps;
@@ -74,14 +83,42 @@ typedef struct qkt_cell {
 /* The plan, derived deterministically from the config. Returns the count; *out is malloc'd. */
 int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out);
 const char *qkt_cell_kind_name(qkt_cell_kind k);
+/* A train cell with maps = true also writes its attention maps (one fixed validation
+ * sequence, probabilities) to cells/<id>.attn.safetensors: two F32 tensors of shape
+ * (n_layer, n_head, T, T), QKT_MAPS_INIT before the first step and QKT_MAPS_FINAL after
+ * the last, read back by the report with io/qkt_safetensors.h. */
+#define QKT_MAPS_INIT "attn.init"
+#define QKT_MAPS_FINAL "attn.final"
+void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t n);
+/* Runs made before the maps were safetensors files have cells/<id>.maps instead: such a
+ * cell's cells/<id>.csv is removed so that resuming the run recomputes it (same config
+ * and seed, so the same metrics). Returns the number of cells to rerun, -1 on error. */
+int qkt_ablate_forget_old_maps(const char *run_dir, const qkt_cell *plan, int n, qkt_err *err);
 /* Runs one cell in this process and writes cells/<id>.csv atomically. */
 int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err);
 /* Part 1 with iid q and k (no model), written as rows of metrics.csv to cells/init_iid.csv. */
 int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
+
+/* ---------------------------------------------------------------- running a study */
+/* Before any work in run_dir: *resuming = whether it holds a run already; that run must
+ * be the same study (its config.json equal to c's up to workers and the command), else
+ * -1 with "<dir> holds a run with a different configuration; ...". */
+int qkt_ablate_check_resume(const char *run_dir, const qkt_ablate_cfg *c, bool *resuming, qkt_err *err);
+/* Makes run_dir and writes its config.json. */
+int qkt_ablate_start(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
+/* Relative cost of a cell, ~ steps x (width^2 + T x width): the sweep's ETA weights. */
+double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell);
+/* Runs the study saved in run_dir/config.json (cells/ made here): part 1 in this process, then every
+ * unfinished cell as `exe _cell --run DIR --cell ID` (qkt_sweep_run), skipping those
+ * whose cells/<id>.csv exists. verbose: progress on stderr. -1 if any cell failed. */
+int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, qkt_err *err);
 
 /* ---------------------------------------------------------------- report */
 /* Gathers the cells' CSV files into metrics.csv, then writes summary.csv, the plots and
  * report.md from metrics.csv (and the attention maps). `qkt plot` calls this. */
 int qkt_ablate_report(const char *run_dir, qkt_err *err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

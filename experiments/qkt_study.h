@@ -1,22 +1,42 @@
-/* The sqrt(d_k) study: the init-time measurements, training cells, the sweep
- * runner and the report. Used by `qkt ablate` and `qkt plot`. */
+/* The sqrt(d_k) study's variant sets and its measurements without a model (part 1:
+ * attention at init with iid q and k). The cells, the sweep and the report are in
+ * qkt_ablate.h and qkt_sweep.h. */
 #ifndef QKT_STUDY_H
 #define QKT_STUDY_H
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <stddef.h>
+
 #include "qkt_autograd.h"
 #include "qkt_metrics.h"
+#include "qkt_nn.h"
 
-/* s for a variant at key width d_k in a model of width n_embd (learned: its init;
- * qk_layernorm: the scale applied after the q/k LayerNorm). NaN for an unknown name. */
-double qkt_study_scale(const char *variant, int d_k, int n_embd);
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- variants
+ * Every variant is a qkt_attn_scale (nn/qkt_nn.h): its name comes from
+ * qkt_attn_scale_name, the list of all of them from QKT_ATTN_SCALE_COUNT. The study
+ * uses two subsets of that table: */
+/* the fixed scales (sqrt_dk, none, dk, sqrt_dmodel): part 1 measures them at init
+ * (learned and qk_layernorm start at 1/sqrt(d_k), so they would repeat sqrt_dk) and
+ * the quick preset sweeps their learning rates; */
+#define QKT_STUDY_N_FIXED 4
+extern const qkt_attn_scale qkt_study_fixed_scales[QKT_STUDY_N_FIXED];
+/* the pair the muP coordinate check (part 4) compares: 1/sqrt(d_k) and 1/d_k. */
+#define QKT_STUDY_N_GROWTH 2
+extern const qkt_attn_scale qkt_study_growth_scales[QKT_STUDY_N_GROWTH];
+/* "sqrt_dk, none, dk, sqrt_dmodel, learned, qk_layernorm": every name, for help texts
+ * and "expected one of" messages. Returns buf. */
+const char *qkt_study_variant_list(char *buf, size_t n);
 
 /* ---------------------------------------------------------------- part 1: at init, iid q and k */
 typedef struct {
     const int *dks;
     int n_dk;
-    const char *const *variants;
+    const qkt_attn_scale *variants;
     int n_variants;
     int batch, seq_len; /* rows measured: batch x seq_len queries, causal */
     int n_head_ref;     /* sqrt_dmodel uses n_embd = n_head_ref * d_k */
@@ -24,7 +44,7 @@ typedef struct {
 } qkt_init_opts;
 
 typedef struct {
-    char variant[32];
+    qkt_attn_scale variant;
     int d_k;
     double scale;
     double raw_logit_std;  /* std of q.k, expected sqrt(d_k) */
@@ -37,4 +57,7 @@ typedef struct {
 /* Fills out[n_variants * n_dk]; returns the number of rows. */
 int qkt_init_study_iid(const qkt_init_opts *o, qkt_init_row *out);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -6,6 +6,10 @@
 
 #include "qkt_autograd.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     const char *exe;        /* the qkt program: cells run as `qkt _cell --run DIR --cell ID` */
     const char *run_dir;
@@ -24,4 +28,7 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err);
 /* Paths of a cell's result (csv), log and progress files; any may be NULL. */
 void qkt_cell_paths(const char *run_dir, const char *id, char *csv, char *log, char *progress, size_t n);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -10,6 +10,24 @@
 #include "qkt_io.h"
 #include "qkt_report.h"
 
+/* ---------------------------------------------------------------- the study's metric names */
+#define QKT_METRIC_NAME_(id, name, aggregate, what) [QKT_METRIC_##id] = name,
+static const char *const metric_names[QKT_METRIC_COUNT] = {QKT_STUDY_METRICS(QKT_METRIC_NAME_)};
+#undef QKT_METRIC_NAME_
+#define QKT_METRIC_MAX_(id, name, aggregate, what) [QKT_METRIC_##id] = QKT_METRIC_IS_##aggregate,
+enum { QKT_METRIC_IS_MEAN = 0, QKT_METRIC_IS_MAX = 1 };
+static const bool metric_takes_max[QKT_METRIC_COUNT] = {QKT_STUDY_METRICS(QKT_METRIC_MAX_)};
+#undef QKT_METRIC_MAX_
+
+const char *qkt_metric_name(qkt_metric m) { return (unsigned)m < QKT_METRIC_COUNT ? metric_names[m] : "?"; }
+
+qkt_metric qkt_metric_parse(const char *name) {
+    for (int i = 0; i < QKT_METRIC_COUNT; i++)
+        if (!strcmp(name, metric_names[i])) return (qkt_metric)i;
+    return QKT_METRIC_COUNT;
+}
+
+/* ---------------------------------------------------------------- the table */
 /* The metric's index, interning a new name; -1 when the table is full. */
 static int intern_metric(qkt_table *t, const char *m) {
     for (int i = 0; i < t->n_metrics; i++)
@@ -158,7 +176,8 @@ double qkt_table_value(const qkt_table *t, int run, const char *metric, int step
     const qkt_run *r = &t->runs[run];
     double s = 0;
     int n = 0;
-    bool want_max = !strcmp(metric, "logit_max");
+    const qkt_metric known = qkt_metric_parse(metric);
+    const bool want_max = known < QKT_METRIC_COUNT && metric_takes_max[known];
     for (int i = r->first; i < r->first + r->count; i++) {
         const qkt_row *x = &t->rows[i];
         if (x->metric != m || x->step != step) continue;

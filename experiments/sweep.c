@@ -70,70 +70,112 @@ static bool read_progress(const qkt_sweep *s, const char *id, long *step, long *
     return ok;
 }
 
+/* The sweep in progress: per cell its pid (> 0 while running), whether it still has to
+ * run and its weight; done_w sums the weights of finished (or skipped) cells. */
+typedef struct {
+    const qkt_sweep *s;
+    qkt_sweep_result *res;
+    pid_t *pids;
+    bool *todo;
+    double *weight;
+    double total_w, done_w, w_at_start, t0;
+    int finished;
+    bool tty;
+} sweep_state;
+
+/* Which cells still have to run (no cells/<id>.csv yet) and their weights. */
+static void sweep_plan(sweep_state *st) {
+    const qkt_sweep *s = st->s;
+    char path[1024];
+    for (int i = 0; i < s->n_cells; i++) {
+        qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
+        st->weight[i] = s->cell_weights ? s->cell_weights[i] : 1;
+        st->total_w += st->weight[i];
+        if (qkt_file_exists(path)) {
+            st->res->skipped++;
+            st->done_w += st->weight[i];
+        } else {
+            st->todo[i] = true;
+        }
+    }
+}
+
+/* One progress line on the terminal: finished cells plus the done fraction of the
+ * running ones (from their progress files), weighted, and the ETA from that rate. */
+static void print_progress(const sweep_state *st, double t) {
+    const qkt_sweep *s = st->s;
+    double partial = 0, shown_loss = NAN;
+    const char *shown = NULL;
+    for (int i = 0; i < s->n_cells; i++) {
+        long step, tot;
+        double loss;
+        if (st->pids[i] > 0 && read_progress(s, s->cell_ids[i], &step, &tot, &loss) && tot > 0) {
+            partial += st->weight[i] * (double)step / tot;
+            if (!shown) shown = s->cell_ids[i], shown_loss = loss;
+        }
+    }
+    double frac = (st->done_w + partial - st->w_at_start) / (st->total_w - st->w_at_start);
+    double eta = frac > 0.01 ? (t - st->t0) * (1 - frac) / frac : NAN;
+    fprintf(stderr, "\r\033[K[%d/%d cells] %s loss %.3f | %.0f s elapsed, ETA %s%.0f s", st->finished, s->n_cells,
+            shown ? shown : "-", shown_loss, t - st->t0, isfinite(eta) ? "" : "~", isfinite(eta) ? eta : 0.0);
+}
+
+/* Cell i's process ended with wait status ws: done if it exited 0 and wrote its csv. */
+static void reap(sweep_state *st, int i, int ws) {
+    const qkt_sweep *s = st->s;
+    char path[1024];
+    st->pids[i] = 0;
+    st->finished++;
+    st->done_w += st->weight[i];
+    qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
+    bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && qkt_file_exists(path);
+    if (ok) {
+        st->res->ran++;
+    } else {
+        st->res->failed++;
+        char log[1024];
+        qkt_cell_paths(s->run_dir, s->cell_ids[i], NULL, log, NULL, sizeof log);
+        fprintf(stderr, "%sqkt: cell %s failed (%s %d); see %s\n", st->tty ? "\r\033[K" : "", s->cell_ids[i],
+                WIFEXITED(ws) ? "exit status" : "signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log);
+    }
+    if (s->verbose && !st->tty)
+        fprintf(stderr, "[%d/%d cells] %s %s (%.0f s elapsed)\n", st->finished, s->n_cells, s->cell_ids[i],
+                ok ? "done" : "FAILED", now_s() - st->t0);
+}
+
 int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
-    char dir[1024], path[1024];
+    char dir[1024];
     snprintf(dir, sizeof dir, "%s/cells", s->run_dir);
     if (qkt_mkdirs(dir, err) != 0) return -1;
     memset(res, 0, sizeof *res);
-    int n = s->n_cells, workers = s->workers > 0 ? s->workers : 1;
-    pid_t *pids = calloc((size_t)n, sizeof *pids);
-    bool *todo = calloc((size_t)n, sizeof *todo);
-    double *weight = calloc((size_t)n, sizeof *weight);
-    double total_w = 0, done_w = 0;
-    for (int i = 0; i < n; i++) {
-        qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
-        weight[i] = s->cell_weights ? s->cell_weights[i] : 1;
-        total_w += weight[i];
-        if (qkt_file_exists(path)) {
-            res->skipped++;
-            done_w += weight[i];
-        } else {
-            todo[i] = true;
-        }
-    }
+    const int n = s->n_cells, workers = s->workers > 0 ? s->workers : 1;
+    sweep_state st = {.s = s, .res = res, .pids = calloc((size_t)n + 1, sizeof(pid_t)),
+                      .todo = calloc((size_t)n + 1, sizeof(bool)), .weight = calloc((size_t)n + 1, sizeof(double)),
+                      .tty = isatty(2)};
+    QKT_CHECK(st.pids && st.todo && st.weight, "out of memory (%d cells)", n);
+    sweep_plan(&st);
     if (s->verbose)
         fprintf(stderr, "qkt: %d cells (%d already done, kept), %d at a time, one thread each\n", n, res->skipped, workers);
-    double t0 = now_s(), w_at_start = done_w, last_print = 0;
-    int next = 0, running = 0, finished = res->skipped;
-    bool tty = isatty(2);
+    st.t0 = now_s(), st.w_at_start = st.done_w, st.finished = res->skipped;
+    double last_print = 0;
+    int next = 0, running = 0;
     for (;;) {
-        while (running < workers && next < n) {
-            if (!todo[next]) {
-                next++;
-                continue;
-            }
-            pids[next] = spawn_cell(s, s->cell_ids[next]);
-            if (pids[next] < 0) {
+        for (; running < workers && next < n; next++) {
+            if (!st.todo[next]) continue;
+            st.pids[next] = spawn_cell(s, s->cell_ids[next]);
+            if (st.pids[next] > 0) {
+                running++;
+            } else {
                 res->failed++;
                 fprintf(stderr, "\nqkt: cannot start cell %s: %s\n", s->cell_ids[next], strerror(errno));
-            } else {
-                running++;
             }
-            next++;
         }
         if (running == 0) break;
-        int st;
-        pid_t pid = waitpid(-1, &st, WNOHANG);
-        if (pid == 0) {
-            double t = now_s();
-            if (tty && s->verbose && t - last_print > 0.5) {
-                /* Progress: finished cells plus the fraction of running ones. */
-                double partial = 0, shown_loss = NAN;
-                const char *shown = NULL;
-                for (int i = 0; i < n; i++) {
-                    long step, tot;
-                    double loss;
-                    if (pids[i] > 0 && read_progress(s, s->cell_ids[i], &step, &tot, &loss) && tot > 0) {
-                        partial += weight[i] * (double)step / tot;
-                        if (!shown) shown = s->cell_ids[i], shown_loss = loss;
-                    }
-                }
-                double frac = (done_w + partial - w_at_start) / (total_w - w_at_start);
-                double eta = frac > 0.01 ? (t - t0) * (1 - frac) / frac : NAN;
-                fprintf(stderr, "\r\033[K[%d/%d cells] %s loss %.3f | %.0f s elapsed, ETA %s%.0f s", finished, n,
-                        shown ? shown : "-", shown_loss, t - t0, isfinite(eta) ? "" : "~", isfinite(eta) ? eta : 0.0);
-                last_print = t;
-            }
+        int ws;
+        pid_t pid = waitpid(-1, &ws, WNOHANG);
+        if (pid == 0) { /* all still running: show progress, poll again */
+            const double t = now_s();
+            if (st.tty && s->verbose && t - last_print > 0.5) print_progress(&st, t), last_print = t;
             usleep(100000);
             continue;
         }
@@ -141,31 +183,12 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
             if (errno == EINTR) continue;
             break;
         }
-        for (int i = 0; i < n; i++) {
-            if (pids[i] != pid) continue;
-            pids[i] = 0;
-            running--;
-            finished++;
-            done_w += weight[i];
-            qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
-            bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && qkt_file_exists(path);
-            if (ok) {
-                res->ran++;
-            } else {
-                res->failed++;
-                char log[1024];
-                qkt_cell_paths(s->run_dir, s->cell_ids[i], NULL, log, NULL, sizeof log);
-                fprintf(stderr, "%sqkt: cell %s failed (%s %d); see %s\n", tty ? "\r\033[K" : "", s->cell_ids[i],
-                        WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), log);
-            }
-            if (s->verbose && !tty)
-                fprintf(stderr, "[%d/%d cells] %s %s (%.0f s elapsed)\n", finished, n, s->cell_ids[i], ok ? "done" : "FAILED",
-                        now_s() - t0);
-        }
+        for (int i = 0; i < n; i++)
+            if (st.pids[i] == pid) reap(&st, i, ws), running--;
     }
-    if (s->verbose && tty) fprintf(stderr, "\r\033[K[%d/%d cells] finished in %.0f s\n", finished, n, now_s() - t0);
-    free(pids);
-    free(todo);
-    free(weight);
+    if (s->verbose && st.tty) fprintf(stderr, "\r\033[K[%d/%d cells] finished in %.0f s\n", st.finished, n, now_s() - st.t0);
+    free(st.pids);
+    free(st.todo);
+    free(st.weight);
     return res->failed ? qkt_err_set(err, "%d of %d cells failed (logs in %s/cells)", res->failed, n, s->run_dir) : 0;
 }

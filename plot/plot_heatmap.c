@@ -7,7 +7,7 @@
 
 #include "plot_internal.h"
 
-static const plot_font F_TITLE = {2, 1}, F_LABEL = {2, 0}, F_TICK = {2, 0};
+static const qkt__plot_font F_TITLE = {2, 1}, F_LABEL = {2, 0}, F_TICK = {2, 0};
 enum { TICK_LEN = 5, PAD = 14, GAP = 8, BAR_W = 18, BAR_GAP = 20 };
 
 static void check_matrix(const qkt_heatmap *h, const char *what) {
@@ -33,7 +33,7 @@ static void value_range(const qkt_heatmap *panels, int n, double vmin, double vm
 
 /* Fill the pixel box [x0, x1) x [y0, y1) with the matrix: pixel (i, j) shows the
  * cell under its centre, so every cell centre has exactly viridis(its value). */
-static void draw_matrix(plot_img *im, const qkt_heatmap *h, int x0, int y0, int x1, int y1, double lo,
+static void draw_matrix(qkt__plot_img *im, const qkt_heatmap *h, int x0, int y0, int x1, int y1, double lo,
                         double hi) {
     for (int j = y0; j < y1; j++) {
         int r = (int)((j + 0.5 - y0) * h->rows / (y1 - y0));
@@ -42,45 +42,45 @@ static void draw_matrix(plot_img *im, const qkt_heatmap *h, int x0, int y0, int 
             int c = (int)((i + 0.5 - x0) * h->cols / (x1 - x0));
             if (c >= h->cols) c = h->cols - 1;
             const double v = h->v[(long)r * h->cols + c];
-            plot_blend(im, i, j, isfinite(v) ? qkt_viridis((v - lo) / (hi - lo)) : PLOT_MISSING, 1);
+            qkt__plot_blend(im, i, j, isfinite(v) ? qkt_viridis((v - lo) / (hi - lo)) : QKT_PLOT_MISSING, 1);
         }
     }
-    plot_fill(im, x0 - 1, y0 - 1, x1 + 1, y0, PLOT_FRAME, 1);
-    plot_fill(im, x0 - 1, y1, x1 + 1, y1 + 1, PLOT_FRAME, 1);
-    plot_fill(im, x0 - 1, y0 - 1, x0, y1 + 1, PLOT_FRAME, 1);
-    plot_fill(im, x1, y0 - 1, x1 + 1, y1 + 1, PLOT_FRAME, 1);
+    qkt__plot_fill(im, x0 - 1, y0 - 1, x1 + 1, y0, QKT_PLOT_FRAME, 1);
+    qkt__plot_fill(im, x0 - 1, y1, x1 + 1, y1 + 1, QKT_PLOT_FRAME, 1);
+    qkt__plot_fill(im, x0 - 1, y0 - 1, x0, y1 + 1, QKT_PLOT_FRAME, 1);
+    qkt__plot_fill(im, x1, y0 - 1, x1 + 1, y1 + 1, QKT_PLOT_FRAME, 1);
 }
 
 /* Width the colour bar needs right of the matrix: gap, bar, ticks, labels, bar label. */
-static int bar_extent(double lo, double hi, int bar_h, const char *label, plot_ticks *t) {
-    plot_ticks_make(t, lo, hi, 0, bar_h / 50 > 2 ? bar_h / 50 : 2);
-    return BAR_GAP + BAR_W + TICK_LEN + GAP + (int)ceil(plot_ticks_max_width(t, F_TICK)) +
-           (label && *label ? 14 + (int)plot_text_height(F_LABEL) : 0);
+static int bar_extent(double lo, double hi, int bar_h, const char *label, qkt__plot_ticks *t) {
+    qkt__plot_ticks_make(t, lo, hi, 0, bar_h / 50 > 2 ? bar_h / 50 : 2);
+    return BAR_GAP + BAR_W + TICK_LEN + GAP + (int)ceil(qkt__plot_ticks_max_width(t, F_TICK)) +
+           (label && *label ? 14 + (int)qkt__plot_text_height(F_LABEL) : 0);
 }
 
 /* Vertical colour bar in [bx, bx + BAR_W) x [y0, y1): row j shows
  * viridis(1 - (j + 0.5 - y0) / (y1 - y0)), vmax at the top. */
-static void draw_bar(plot_img *im, int bx, int y0, int y1, double lo, double hi, const plot_ticks *t,
-                     const char *label) {
+static void draw_bar(qkt__plot_img *im, int bx, int y0, int y1, double lo, double hi,
+                     const qkt__plot_ticks *t, const char *label) {
     for (int j = y0; j < y1; j++)
-        plot_fill(im, bx, j, bx + BAR_W, j + 1, qkt_viridis(1 - (j + 0.5 - y0) / (y1 - y0)), 1);
-    plot_fill(im, bx - 1, y0 - 1, bx + BAR_W + 1, y0, PLOT_FRAME, 1);
-    plot_fill(im, bx - 1, y1, bx + BAR_W + 1, y1 + 1, PLOT_FRAME, 1);
-    plot_fill(im, bx - 1, y0 - 1, bx, y1 + 1, PLOT_FRAME, 1);
-    plot_fill(im, bx + BAR_W, y0 - 1, bx + BAR_W + 1, y1 + 1, PLOT_FRAME, 1);
+        qkt__plot_fill(im, bx, j, bx + BAR_W, j + 1, qkt_viridis(1 - (j + 0.5 - y0) / (y1 - y0)), 1);
+    qkt__plot_fill(im, bx - 1, y0 - 1, bx + BAR_W + 1, y0, QKT_PLOT_FRAME, 1);
+    qkt__plot_fill(im, bx - 1, y1, bx + BAR_W + 1, y1 + 1, QKT_PLOT_FRAME, 1);
+    qkt__plot_fill(im, bx - 1, y0 - 1, bx, y1 + 1, QKT_PLOT_FRAME, 1);
+    qkt__plot_fill(im, bx + BAR_W, y0 - 1, bx + BAR_W + 1, y1 + 1, QKT_PLOT_FRAME, 1);
     double wmax = 0;
     for (int i = 0; i < t->n; i++) {
         const double p = y1 - (t->v[i] - lo) / (hi - lo) * (y1 - y0);
         int py = (int)floor(p);
         if (py >= y1) py = y1 - 1;
-        plot_fill(im, bx + BAR_W + 1, py, bx + BAR_W + 1 + TICK_LEN, py + 1, PLOT_FRAME, 1);
-        plot_text(im, bx + BAR_W + 1 + TICK_LEN + GAP, py + 0.5, t->label[i], F_TICK, PLOT_INK, PLOT_LEFT,
-                  PLOT_MIDDLE, 0);
-        wmax = fmax(wmax, plot_text_width(t->label[i], F_TICK));
+        qkt__plot_fill(im, bx + BAR_W + 1, py, bx + BAR_W + 1 + TICK_LEN, py + 1, QKT_PLOT_FRAME, 1);
+        qkt__plot_text(im, bx + BAR_W + 1 + TICK_LEN + GAP, py + 0.5, t->label[i], F_TICK, QKT_PLOT_INK,
+                       QKT_PLOT_LEFT, QKT_PLOT_MIDDLE, 0);
+        wmax = fmax(wmax, qkt__plot_text_width(t->label[i], F_TICK));
     }
     if (label && *label)
-        plot_text(im, bx + BAR_W + 1 + TICK_LEN + GAP + wmax + 14, (y0 + y1) / 2.0, label, F_LABEL,
-                  PLOT_INK, PLOT_CENTER, PLOT_TOP, 1);
+        qkt__plot_text(im, bx + BAR_W + 1 + TICK_LEN + GAP + wmax + 14, (y0 + y1) / 2.0, label, F_LABEL,
+                       QKT_PLOT_INK, QKT_PLOT_CENTER, QKT_PLOT_TOP, 1);
 }
 
 /* Index ticks at cell centres: every step-th index, step in 1-2-5 x 10^k so that
@@ -111,14 +111,14 @@ int qkt_plot_heatmap(const char *path, const qkt_heatmap *h, qkt_plot_frame *out
     double lo, hi;
     value_range(h, 1, h->vmin, h->vmax, &lo, &hi);
 
-    const double th = plot_text_height(F_TICK), lh = plot_text_height(F_LABEL);
-    const int top = PAD + (h->title && *h->title ? (int)plot_text_height(F_TITLE) + 16 : 6);
+    const double th = qkt__plot_text_height(F_TICK), lh = qkt__plot_text_height(F_LABEL);
+    const int top = PAD + (h->title && *h->title ? (int)qkt__plot_text_height(F_TITLE) + 16 : 6);
     const int bottom = TICK_LEN + GAP + (int)th + (h->xlabel && *h->xlabel ? 14 + (int)lh : 0) + PAD;
     char buf[24];
     snprintf(buf, sizeof buf, "%d", h->rows - 1);
     const int left = PAD + (h->ylabel && *h->ylabel ? (int)lh + 14 : 0) +
-                     (int)ceil(plot_text_width(buf, F_TICK)) + GAP + TICK_LEN;
-    plot_ticks bt;
+                     (int)ceil(qkt__plot_text_width(buf, F_TICK)) + GAP + TICK_LEN;
+    qkt__plot_ticks bt;
     const int right = bar_extent(lo, hi, H - top - bottom, h->bar_label, &bt) + PAD;
     const int aw = W - left - right, ah = H - top - bottom;
     if (aw < 10 || ah < 10)
@@ -127,44 +127,45 @@ int qkt_plot_heatmap(const char *path, const qkt_heatmap *h, qkt_plot_frame *out
     const double cell = fmin((double)aw / h->cols, (double)ah / h->rows);
     const int mw = (int)fmax(1, round(cell * h->cols)), mh = (int)fmax(1, round(cell * h->rows));
     const int x0 = left + (aw - mw) / 2, y0 = top + (ah - mh) / 2, x1 = x0 + mw, y1 = y0 + mh;
-    plot_ticks_make(&bt, lo, hi, 0, mh / 50 > 2 ? mh / 50 : 2); /* for the bar's real height */
+    qkt__plot_ticks_make(&bt, lo, hi, 0, mh / 50 > 2 ? mh / 50 : 2); /* for the bar's real height */
 
-    plot_img im;
-    if (plot_img_init(&im, W, H, err)) return -1;
+    qkt__plot_img im;
+    if (qkt__plot_img_init(&im, W, H, err)) return -1;
     draw_matrix(&im, h, x0, y0, x1, y1, lo, hi);
     const int bx = x1 + BAR_GAP;
     draw_bar(&im, bx, y0, y1, lo, hi, &bt, h->bar_label);
 
     /* Index ticks at cell centres. */
     snprintf(buf, sizeof buf, "%d", h->cols - 1);
-    const int sx = index_step(h->cols, (double)mw / h->cols, plot_text_width(buf, F_TICK) + 20);
+    const int sx = index_step(h->cols, (double)mw / h->cols, qkt__plot_text_width(buf, F_TICK) + 20);
     for (int c = 0; c < h->cols; c += sx) {
         const double p = x0 + (c + 0.5) * mw / h->cols;
-        plot_fill(&im, (int)floor(p), y1 + 1, (int)floor(p) + 1, y1 + 1 + TICK_LEN, PLOT_FRAME, 1);
+        qkt__plot_fill(&im, (int)floor(p), y1 + 1, (int)floor(p) + 1, y1 + 1 + TICK_LEN, QKT_PLOT_FRAME, 1);
         snprintf(buf, sizeof buf, "%d", c);
-        plot_text(&im, p, y1 + 1 + TICK_LEN + GAP, buf, F_TICK, PLOT_INK, PLOT_CENTER, PLOT_TOP, 0);
+        qkt__plot_text(&im, p, y1 + 1 + TICK_LEN + GAP, buf, F_TICK, QKT_PLOT_INK, QKT_PLOT_CENTER,
+                       QKT_PLOT_TOP, 0);
     }
     const int sy = index_step(h->rows, (double)mh / h->rows, th + 10);
     for (int r = 0; r < h->rows; r += sy) {
         const double p = y0 + (r + 0.5) * mh / h->rows;
-        plot_fill(&im, x0 - 1 - TICK_LEN, (int)floor(p), x0 - 1, (int)floor(p) + 1, PLOT_FRAME, 1);
+        qkt__plot_fill(&im, x0 - 1 - TICK_LEN, (int)floor(p), x0 - 1, (int)floor(p) + 1, QKT_PLOT_FRAME, 1);
         snprintf(buf, sizeof buf, "%d", r);
-        plot_text(&im, x0 - 1 - TICK_LEN - GAP, floor(p) + 0.5, buf, F_TICK, PLOT_INK, PLOT_RIGHT,
-                  PLOT_MIDDLE, 0);
+        qkt__plot_text(&im, x0 - 1 - TICK_LEN - GAP, floor(p) + 0.5, buf, F_TICK, QKT_PLOT_INK,
+                       QKT_PLOT_RIGHT, QKT_PLOT_MIDDLE, 0);
     }
     if (h->title && *h->title)
-        plot_text(&im, W / 2.0, PAD, h->title, plot_fit(h->title, F_TITLE, W - 8), PLOT_INK, PLOT_CENTER,
-                  PLOT_TOP, 0);
+        qkt__plot_text(&im, W / 2.0, PAD, h->title, qkt__plot_fit(h->title, F_TITLE, W - 8), QKT_PLOT_INK,
+                       QKT_PLOT_CENTER, QKT_PLOT_TOP, 0);
     if (h->xlabel && *h->xlabel)
-        plot_text(&im, (x0 + x1) / 2.0, H - PAD, h->xlabel, plot_fit(h->xlabel, F_LABEL, W - 8), PLOT_INK,
-                  PLOT_CENTER, PLOT_BASELINE, 0);
+        qkt__plot_text(&im, (x0 + x1) / 2.0, H - PAD, h->xlabel, qkt__plot_fit(h->xlabel, F_LABEL, W - 8),
+                       QKT_PLOT_INK, QKT_PLOT_CENTER, QKT_PLOT_BASELINE, 0);
     if (h->ylabel && *h->ylabel)
-        plot_text(&im, PAD, (y0 + y1) / 2.0, h->ylabel, plot_fit(h->ylabel, F_LABEL, H - 8), PLOT_INK,
-                  PLOT_CENTER, PLOT_TOP, 1);
+        qkt__plot_text(&im, PAD, (y0 + y1) / 2.0, h->ylabel, qkt__plot_fit(h->ylabel, F_LABEL, H - 8),
+                       QKT_PLOT_INK, QKT_PLOT_CENTER, QKT_PLOT_TOP, 1);
 
     if (out) fill_frame(out, W, H, h, x0, y0, x1, y1, bx, y0, y1, lo, hi);
-    const int rc = plot_png_write(&im, path, err);
-    plot_img_free(&im);
+    const int rc = qkt__plot_png_write(&im, path, err);
+    qkt__plot_img_free(&im);
     return rc;
 }
 
@@ -181,21 +182,21 @@ int qkt_plot_heatmap_grid(const char *path, const qkt_heatmap_grid *g, qkt_plot_
     double lo, hi;
     value_range(g->panels, n, g->vmin, g->vmax, &lo, &hi);
 
-    const double th = plot_text_height(F_TICK), lh = plot_text_height(F_LABEL);
+    const double th = qkt__plot_text_height(F_TICK), lh = qkt__plot_text_height(F_LABEL);
     const int cap = (int)th + 8; /* caption band above each panel */
-    const int top = PAD + (g->title && *g->title ? (int)plot_text_height(F_TITLE) + 16 : 0);
+    const int top = PAD + (g->title && *g->title ? (int)qkt__plot_text_height(F_TITLE) + 16 : 0);
     const int left = PAD + (g->ylabel && *g->ylabel ? (int)lh + 14 : 0) + 4;
     const int grid_w = gc * P + (gc - 1) * gap, grid_h = gr * (cap + P) + (gr - 1) * gap;
-    plot_ticks bt;
+    qkt__plot_ticks bt;
     const int right = bar_extent(lo, hi, grid_h - cap, g->bar_label, &bt) + PAD;
     const int bottom = PAD + (g->xlabel && *g->xlabel ? (int)lh + 12 : 0) + 4;
     int W = left + grid_w + right, H = top + grid_h + bottom;
-    const double title_w = g->title ? plot_text_width(g->title, F_TITLE) + 2 * PAD : 0;
+    const double title_w = g->title ? qkt__plot_text_width(g->title, F_TITLE) + 2 * PAD : 0;
     const int extra = title_w > W ? (int)ceil(title_w) - W : 0; /* widen for a long title */
     W += extra;
 
-    plot_img im;
-    if (plot_img_init(&im, W, H, err)) return -1;
+    qkt__plot_img im;
+    if (qkt__plot_img_init(&im, W, H, err)) return -1;
     const int gx = left + extra / 2;
     for (int p = 0; p < n; p++) {
         const qkt_heatmap *h = &g->panels[p];
@@ -205,7 +206,8 @@ int qkt_plot_heatmap_grid(const char *path, const qkt_heatmap_grid *g, qkt_plot_
         const int x0 = bx0 + (P - mw) / 2, y0 = by0 + (P - mh) / 2;
         draw_matrix(&im, h, x0, y0, x0 + mw, y0 + mh, lo, hi);
         if (h->title && *h->title)
-            plot_text(&im, bx0 + P / 2.0, y0 - 7, h->title, F_TICK, PLOT_INK, PLOT_CENTER, PLOT_BASELINE, 0);
+            qkt__plot_text(&im, bx0 + P / 2.0, y0 - 7, h->title, F_TICK, QKT_PLOT_INK, QKT_PLOT_CENTER,
+                           QKT_PLOT_BASELINE, 0);
         if (out) fill_frame(&out[p], W, H, h, x0, y0, x0 + mw, y0 + mh, 0, 0, 0, lo, hi);
     }
     const int bx = gx + grid_w + BAR_GAP, bar_y0 = top + cap, bar_y1 = top + grid_h;
@@ -215,13 +217,15 @@ int qkt_plot_heatmap_grid(const char *path, const qkt_heatmap_grid *g, qkt_plot_
             out[p].bar_x0 = bx, out[p].bar_x1 = bx + BAR_W, out[p].bar_y0 = bar_y0, out[p].bar_y1 = bar_y1;
         }
     if (g->title && *g->title)
-        plot_text(&im, W / 2.0, PAD, g->title, F_TITLE, PLOT_INK, PLOT_CENTER, PLOT_TOP, 0);
+        qkt__plot_text(&im, W / 2.0, PAD, g->title, F_TITLE, QKT_PLOT_INK, QKT_PLOT_CENTER, QKT_PLOT_TOP, 0);
     if (g->xlabel && *g->xlabel)
-        plot_text(&im, gx + grid_w / 2.0, H - PAD, g->xlabel, F_LABEL, PLOT_INK, PLOT_CENTER, PLOT_BASELINE, 0);
+        qkt__plot_text(&im, gx + grid_w / 2.0, H - PAD, g->xlabel, F_LABEL, QKT_PLOT_INK, QKT_PLOT_CENTER,
+                       QKT_PLOT_BASELINE, 0);
     if (g->ylabel && *g->ylabel)
-        plot_text(&im, PAD, top + grid_h / 2.0, g->ylabel, F_LABEL, PLOT_INK, PLOT_CENTER, PLOT_TOP, 1);
+        qkt__plot_text(&im, PAD, top + grid_h / 2.0, g->ylabel, F_LABEL, QKT_PLOT_INK, QKT_PLOT_CENTER,
+                       QKT_PLOT_TOP, 1);
 
-    const int rc = plot_png_write(&im, path, err);
-    plot_img_free(&im);
+    const int rc = qkt__plot_png_write(&im, path, err);
+    qkt__plot_img_free(&im);
     return rc;
 }

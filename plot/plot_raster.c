@@ -35,7 +35,7 @@ uint32_t qkt_viridis(double t) {
         {68, 1, 84},    {72, 36, 117},  {65, 68, 135},  {53, 95, 141},  {42, 120, 142}, {33, 145, 140},
         {34, 168, 132}, {68, 191, 112}, {122, 209, 81}, {189, 223, 38}, {253, 231, 37},
     };
-    if (isnan(t)) return PLOT_MISSING;
+    if (isnan(t)) return QKT_PLOT_MISSING;
     if (t < 0) t = 0;
     if (t > 1) t = 1;
     double u = t * 10;
@@ -49,7 +49,7 @@ uint32_t qkt_viridis(double t) {
 
 /* ---------------------------------------------------------------- image */
 
-int plot_img_init(plot_img *im, int w, int h, qkt_err *err) {
+int qkt__plot_img_init(qkt__plot_img *im, int w, int h, qkt_err *err) {
     QKT_CHECK(w > 0 && h > 0 && w <= 16384 && h <= 16384, "image size %d x %d", w, h);
     im->w = w;
     im->h = h;
@@ -59,12 +59,12 @@ int plot_img_init(plot_img *im, int w, int h, qkt_err *err) {
     return 0;
 }
 
-void plot_img_free(plot_img *im) {
+void qkt__plot_img_free(qkt__plot_img *im) {
     free(im->px);
     im->px = NULL;
 }
 
-void plot_blend(plot_img *im, int x, int y, uint32_t c, double a) {
+void qkt__plot_blend(qkt__plot_img *im, int x, int y, uint32_t c, double a) {
     if (x < 0 || y < 0 || x >= im->w || y >= im->h || !(a > 0)) return;
     if (a > 1) a = 1;
     uint8_t *p = im->px + ((size_t)y * im->w + x) * 3;
@@ -72,19 +72,19 @@ void plot_blend(plot_img *im, int x, int y, uint32_t c, double a) {
     for (int i = 0; i < 3; i++) p[i] = (uint8_t)lround(p[i] * (1 - a) + rgb[i] * a);
 }
 
-uint32_t plot_get(const plot_img *im, int x, int y) {
+uint32_t qkt__plot_get(const qkt__plot_img *im, int x, int y) {
     if (x < 0 || y < 0 || x >= im->w || y >= im->h) return 0;
     const uint8_t *p = im->px + ((size_t)y * im->w + x) * 3;
     return QKT_RGB(p[0], p[1], p[2]);
 }
 
-void plot_fill(plot_img *im, int x0, int y0, int x1, int y1, uint32_t c, double a) {
+void qkt__plot_fill(qkt__plot_img *im, int x0, int y0, int x1, int y1, uint32_t c, double a) {
     if (x0 < 0) x0 = 0;
     if (y0 < 0) y0 = 0;
     if (x1 > im->w) x1 = im->w;
     if (y1 > im->h) y1 = im->h;
     for (int y = y0; y < y1; y++)
-        for (int x = x0; x < x1; x++) plot_blend(im, x, y, c, a);
+        for (int x = x0; x < x1; x++) qkt__plot_blend(im, x, y, c, a);
 }
 
 typedef struct png_sink {
@@ -97,7 +97,7 @@ static void png_write_cb(void *ctx, void *data, int size) {
     if (fwrite(data, 1, (size_t)size, s->f) != (size_t)size) s->failed = errno ? errno : EIO;
 }
 
-int plot_png_write(const plot_img *im, const char *path, qkt_err *err) {
+int qkt__plot_png_write(const qkt__plot_img *im, const char *path, qkt_err *err) {
     /* Our own FILE so a failure can name the path and the reason (stb only says 0). */
     FILE *f = fopen(path, "wb");
     if (!f) return qkt_err_set(err, "cannot write PNG '%s': %s", path, strerror(errno));
@@ -115,7 +115,7 @@ int plot_png_write(const plot_img *im, const char *path, qkt_err *err) {
 
 /* ---------------------------------------------------------------- masks */
 
-int plot_mask_init(plot_mask *m, int x0, int y0, int x1, int y1, qkt_err *err) {
+int qkt__plot_mask_init(qkt__plot_mask *m, int x0, int y0, int x1, int y1, qkt_err *err) {
     m->x0 = x0;
     m->y0 = y0;
     m->w = x1 > x0 ? x1 - x0 : 0;
@@ -125,14 +125,14 @@ int plot_mask_init(plot_mask *m, int x0, int y0, int x1, int y1, qkt_err *err) {
     return 0;
 }
 
-void plot_mask_free(plot_mask *m) {
+void qkt__plot_mask_free(qkt__plot_mask *m) {
     free(m->a);
     m->a = NULL;
 }
 
-void plot_mask_clear(plot_mask *m) { memset(m->a, 0, ((size_t)m->w * m->h + 1) * sizeof(float)); }
+void qkt__plot_mask_clear(qkt__plot_mask *m) { memset(m->a, 0, ((size_t)m->w * m->h + 1) * sizeof(float)); }
 
-static inline void mask_max(plot_mask *m, int x, int y, double c) {
+static inline void mask_max(qkt__plot_mask *m, int x, int y, double c) {
     float *p = &m->a[(size_t)(y - m->y0) * m->w + (x - m->x0)];
     if (c > *p) *p = (float)(c > 1 ? 1 : c);
 }
@@ -162,8 +162,8 @@ static int clip_segment(double ax, double ay, double bx, double by, double xmin,
     return 1;
 }
 
-double plot_mask_segment(plot_mask *m, double ax, double ay, double bx, double by, double hw,
-                         double dash_on, double dash_off, double s0) {
+double qkt__plot_mask_segment(qkt__plot_mask *m, double ax, double ay, double bx, double by, double hw,
+                              double dash_on, double dash_off, double s0) {
     const double full = hypot(bx - ax, by - ay);
     const double pad = hw + 1;
     double t0, t1;
@@ -197,7 +197,7 @@ double plot_mask_segment(plot_mask *m, double ax, double ay, double bx, double b
     return full;
 }
 
-void plot_mask_disc(plot_mask *m, double cx, double cy, double r) {
+void qkt__plot_mask_disc(qkt__plot_mask *m, double cx, double cy, double r) {
     int i0 = (int)floor(cx - r - 1), i1 = (int)ceil(cx + r + 1);
     int j0 = (int)floor(cy - r - 1), j1 = (int)ceil(cy + r + 1);
     if (i0 < m->x0) i0 = m->x0;
@@ -211,8 +211,8 @@ void plot_mask_disc(plot_mask *m, double cx, double cy, double r) {
         }
 }
 
-void plot_mask_band(plot_mask *m, double xa, double ya0, double ya1, double xb, double yb0,
-                    double yb1) {
+void qkt__plot_mask_band(qkt__plot_mask *m, double xa, double ya0, double ya1, double xb, double yb0,
+                         double yb1) {
     if (xb < xa) { /* order the edge left to right */
         double t;
         t = xa, xa = xb, xb = t;
@@ -242,11 +242,11 @@ void plot_mask_band(plot_mask *m, double xa, double ya0, double ya1, double xb, 
     }
 }
 
-void plot_mask_composite(const plot_mask *m, plot_img *im, uint32_t c, double alpha) {
+void qkt__plot_mask_composite(const qkt__plot_mask *m, qkt__plot_img *im, uint32_t c, double alpha) {
     for (int j = 0; j < m->h; j++)
         for (int i = 0; i < m->w; i++) {
             const float a = m->a[(size_t)j * m->w + i];
-            if (a > 0) plot_blend(im, m->x0 + i, m->y0 + j, c, alpha * a);
+            if (a > 0) qkt__plot_blend(im, m->x0 + i, m->y0 + j, c, alpha * a);
         }
 }
 
@@ -258,7 +258,7 @@ static char font_char(char ch) { return (ch >= 32 && ch < 127) ? ch : '?'; }
 
 static int font_advance(char ch) { return stb_easy_font_charinfo[font_char(ch) - 32].advance & 15; }
 
-double plot_text_width(const char *s, plot_font f) {
+double qkt__plot_text_width(const char *s, qkt__plot_font f) {
     if (!s || !*s) return 0;
     int units = 0;
     for (const char *p = s; *p; p++) units += font_advance(*p);
@@ -266,17 +266,17 @@ double plot_text_width(const char *s, plot_font f) {
     return (units - 2) * f.scale + (f.bold ? 1 : 0);
 }
 
-double plot_text_height(plot_font f) { return 7 * f.scale; }
+double qkt__plot_text_height(qkt__plot_font f) { return 7 * f.scale; }
 
-plot_font plot_fit(const char *s, plot_font f, double max_w) {
-    if (f.scale > 1 && plot_text_width(s, f) > max_w) f.scale = 1;
+qkt__plot_font qkt__plot_fit(const char *s, qkt__plot_font f, double max_w) {
+    if (f.scale > 1 && qkt__plot_text_width(s, f) > max_w) f.scale = 1;
     return f;
 }
 
 /* Fill the font-space rectangle [qx0, qx1) x [qy0, qy1), mapped to the screen with
  * scale s from origin (ox, oy), with area coverage so fractional scales stay smooth. */
-static void text_quad(plot_img *im, double ox, double oy, double s, int rotated, double qx0,
-                      double qy0, double qx1, double qy1, uint32_t c) {
+static void text_quad(qkt__plot_img *im, double ox, double oy, double s, int rotated, double qx0, double qy0,
+                      double qx1, double qy1, uint32_t c) {
     double x0, x1, y0, y1;
     if (!rotated) {
         x0 = ox + qx0 * s, x1 = ox + qx1 * s, y0 = oy + qy0 * s, y1 = oy + qy1 * s;
@@ -287,18 +287,18 @@ static void text_quad(plot_img *im, double ox, double oy, double s, int rotated,
         const double cy = fmin(j + 1, y1) - fmax(j, y0);
         for (int i = (int)floor(x0); i < (int)ceil(x1); i++) {
             const double cx = fmin(i + 1, x1) - fmax(i, x0);
-            if (cx > 0 && cy > 0) plot_blend(im, i, j, c, cx * cy);
+            if (cx > 0 && cy > 0) qkt__plot_blend(im, i, j, c, cx * cy);
         }
     }
 }
 
-void plot_text(plot_img *im, double x, double y, const char *s, plot_font f, uint32_t c, int halign,
-               int valign, int rotated) {
+void qkt__plot_text(qkt__plot_img *im, double x, double y, const char *s, qkt__plot_font f, uint32_t c,
+                    int halign, int valign, int rotated) {
     if (!s || !*s) return;
-    const double w = plot_text_width(s, f), h = plot_text_height(f);
+    const double w = qkt__plot_text_width(s, f), h = qkt__plot_text_height(f);
     /* Offsets along the text direction (a) and down the glyph (b), in px. */
-    double a = halign == PLOT_CENTER ? -w / 2 : (halign == PLOT_RIGHT ? -w : 0);
-    double b = valign == PLOT_MIDDLE ? -h / 2 : (valign == PLOT_BASELINE ? -h : 0);
+    double a = halign == QKT_PLOT_CENTER ? -w / 2 : (halign == QKT_PLOT_RIGHT ? -w : 0);
+    double b = valign == QKT_PLOT_MIDDLE ? -h / 2 : (valign == QKT_PLOT_BASELINE ? -h : 0);
     double ox, oy;
     if (!rotated) {
         ox = x + a, oy = y + b;
@@ -327,42 +327,4 @@ void plot_text(plot_img *im, double x, double y, const char *s, plot_font f, uin
         }
         pen += font_advance(*p);
     }
-}
-
-void plot_title_layout(plot_title *t, const char *s, plot_font f, double max_w) {
-    memset(t, 0, sizeof *t);
-    t->f = f;
-    if (!s || !*s) return;
-    snprintf(t->line[0], sizeof t->line[0], "%s", s);
-    t->n = 1;
-    if (plot_text_width(t->line[0], f) <= max_w) return;
-    /* Two lines: the split at a space closest to the middle whose halves both fit. */
-    const int len = (int)strlen(t->line[0]);
-    int best = -1;
-    for (int i = 1; i + 1 < len; i++) {
-        if (t->line[0][i] != ' ') continue;
-        char a[256], b[256];
-        snprintf(a, sizeof a, "%.*s", i, t->line[0]);
-        snprintf(b, sizeof b, "%s", t->line[0] + i + 1);
-        if (plot_text_width(a, f) <= max_w && plot_text_width(b, f) <= max_w &&
-            (best < 0 || abs(2 * i - len) < abs(2 * best - len)))
-            best = i;
-    }
-    if (best > 0) {
-        snprintf(t->line[1], sizeof t->line[1], "%s", t->line[0] + best + 1);
-        t->line[0][best] = 0;
-        t->n = 2;
-    } else {
-        t->f.scale = 1;
-    }
-}
-
-double plot_title_height(const plot_title *t) {
-    return t->n ? t->n * plot_text_height(t->f) + (t->n - 1) * 4 * t->f.scale : 0;
-}
-
-void plot_title_draw(plot_img *im, const plot_title *t, double cx, double y) {
-    for (int i = 0; i < t->n; i++)
-        plot_text(im, cx, y + i * (plot_text_height(t->f) + 4 * t->f.scale), t->line[i], t->f, PLOT_INK,
-                  PLOT_CENTER, PLOT_TOP, 0);
 }

@@ -5,7 +5,7 @@
 
 #include "plot_internal.h"
 
-void plot_axis_range(const qkt_axis *ax, double dlo, double dhi, double *lo, double *hi) {
+void qkt__plot_axis_range(const qkt_axis *ax, double dlo, double dhi, double *lo, double *hi) {
     const int lg = ax->log;
     /* Work in the axis' own coordinate: value or log10(value). */
     double fl = NAN, fh = NAN; /* fixed ends, if any */
@@ -44,7 +44,9 @@ void plot_axis_range(const qkt_axis *ax, double dlo, double dhi, double *lo, dou
     *hi = lg ? pow(10, h) : h;
 }
 
-int plot_ticks_linear(double lo, double hi, int target, double *t, int max, double *step) {
+/* Linear ticks: 1-2-5 steps with at most `target` intervals over [lo, hi]; returns
+ * the count written to t (<= max) and the step. */
+static int ticks_linear(double lo, double hi, int target, double *t, int max, double *step) {
     if (target < 1) target = 1;
     const double range = hi - lo;
     if (!(range > 0) || !isfinite(range)) {
@@ -85,7 +87,8 @@ static void tidy_exponent(char *buf) {
     memmove(q, p, strlen(p) + 1);
 }
 
-void plot_label_linear(double v, double step, char *buf, int len) {
+/* Label for a linear tick at value v with spacing step ("0.25", "1e-5", "300"). */
+static void label_linear(double v, double step, char *buf, int len) {
     const double amax = fmax(fabs(v), step);
     if (amax >= 1e6 || step < 1e-4) {
         if (v == 0) {
@@ -114,7 +117,9 @@ void plot_label_linear(double v, double step, char *buf, int len) {
     }
 }
 
-void plot_label_log(double v, int sci, char *buf, int len) {
+/* Label of a log-axis tick: plain "1", "10", "0.01", "500", or with sci = 1
+ * "1e-3", "2e5", "1e0" (one style per axis, chosen by qkt__plot_ticks_make). */
+static void label_log(double v, int sci, char *buf, int len) {
     const int k = (int)floor(log10(v) + 1e-9);
     const double m = v / pow(10, k); /* mantissa in [1, 10) */
     const int mi = (int)lround(m);
@@ -127,8 +132,12 @@ void plot_label_log(double v, int sci, char *buf, int len) {
     }
 }
 
-int plot_ticks_log(double lo, double hi, int target, double *t, int max, double *minor,
-                   int max_minor, int *n_minor, double *lin_step) {
+/* log10 ticks over [lo, hi] (values > 0): decades (every k-th when many), else
+ * 1-2-5 multiples, else (a narrow range) linear ticks, then *lin_step is their
+ * step and the labels are label_linear's; otherwise *lin_step = 0. Majors in t,
+ * minor ticks (unlabelled) in minor. Returns the major count. */
+static int ticks_log(double lo, double hi, int target, double *t, int max, double *minor, int max_minor,
+                     int *n_minor, double *lin_step) {
     *n_minor = 0;
     *lin_step = 0;
     if (!(lo > 0) || !(hi > lo) || !isfinite(hi)) return 0;
@@ -162,23 +171,23 @@ int plot_ticks_log(double lo, double hi, int target, double *t, int max, double 
                 if (v >= lo * (1 - eps) && v <= hi * (1 + eps)) t[n++] = v;
             }
         if (n < 3) { /* a narrow range: plain linear ticks on the log axis */
-            n = plot_ticks_linear(lo, hi, target < 5 ? target : 5, t, max, lin_step);
+            n = ticks_linear(lo, hi, target < 5 ? target : 5, t, max, lin_step);
         }
     }
     *n_minor = nm;
     return n;
 }
 
-void plot_ticks_make(plot_ticks *t, double lo, double hi, int log, int target) {
+void qkt__plot_ticks_make(qkt__plot_ticks *t, double lo, double hi, int log, int target) {
     double step = 0;
     t->n_minor = 0;
     if (log) {
-        t->n = plot_ticks_log(lo, hi, target, t->v, PLOT_MAX_TICKS, t->minor, 4 * PLOT_MAX_TICKS,
-                              &t->n_minor, &step);
+        t->n = ticks_log(lo, hi, target, t->v, QKT_PLOT_MAX_TICKS, t->minor, 4 * QKT_PLOT_MAX_TICKS,
+                         &t->n_minor, &step);
     } else {
         /* At least two labelled ticks, so the scale can be read off. */
         for (int k = target; k <= target + 8; k++) {
-            t->n = plot_ticks_linear(lo, hi, k, t->v, PLOT_MAX_TICKS, &step);
+            t->n = ticks_linear(lo, hi, k, t->v, QKT_PLOT_MAX_TICKS, &step);
             if (t->n >= 2) break;
         }
     }
@@ -190,14 +199,14 @@ void plot_ticks_make(plot_ticks *t, double lo, double hi, int log, int target) {
     }
     for (int i = 0; i < t->n; i++) {
         if (log && step == 0)
-            plot_label_log(t->v[i], sci, t->label[i], (int)sizeof t->label[i]);
+            label_log(t->v[i], sci, t->label[i], (int)sizeof t->label[i]);
         else
-            plot_label_linear(t->v[i], step, t->label[i], (int)sizeof t->label[i]);
+            label_linear(t->v[i], step, t->label[i], (int)sizeof t->label[i]);
     }
 }
 
-double plot_ticks_max_width(const plot_ticks *t, plot_font f) {
+double qkt__plot_ticks_max_width(const qkt__plot_ticks *t, qkt__plot_font f) {
     double w = 0;
-    for (int i = 0; i < t->n; i++) w = fmax(w, plot_text_width(t->label[i], f));
+    for (int i = 0; i < t->n; i++) w = fmax(w, qkt__plot_text_width(t->label[i], f));
     return w;
 }

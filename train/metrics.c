@@ -1,6 +1,5 @@
 /* Attention metrics: entropy, softmax Jacobian norm, peakedness and logit spread. */
 #include <math.h>
-#include <string.h>
 
 #include "qkt_metrics.h"
 
@@ -67,19 +66,4 @@ void qkt_attn_stats_compute(const qkt_real *probs, const qkt_real *logits, int B
             s->logit_max = s->logit_std = NAN;
         }
     }
-}
-
-qkt_attn_stats qkt_attn_stats_mean(const qkt_attn_stats *s, int H) {
-    qkt_attn_stats m;
-    memset(&m, 0, sizeof m);
-    for (int h = 0; h < H; h++) {
-        m.entropy += s[h].entropy / H;
-        m.norm_entropy += s[h].norm_entropy / H;
-        m.max_weight += s[h].max_weight / H;
-        m.frac_peaked += s[h].frac_peaked / H;
-        m.jacobian_norm += s[h].jacobian_norm / H;
-        m.logit_std += s[h].logit_std / H;
-        m.logit_max = h == 0 || s[h].logit_max > m.logit_max ? s[h].logit_max : m.logit_max;
-    }
-    return m;
 }

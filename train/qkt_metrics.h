@@ -6,6 +6,10 @@
 
 #include "qkt_autograd.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* H = -sum_j a_j ln a_j over the n entries (0 ln 0 = 0). */
 double qkt_entropy(const qkt_real *a, int n);
 /* Frobenius norm of the softmax Jacobian J = diag(p) - p p^T:
@@ -25,7 +29,8 @@ typedef struct qkt_attn_stats {
 } qkt_attn_stats;
 /* Fills stats[H]. logits may be NULL (logit fields become NaN). */
 void qkt_attn_stats_compute(const qkt_real *probs, const qkt_real *logits, int B, int H, int T, qkt_attn_stats *stats);
-/* Mean of stats over heads. */
-qkt_attn_stats qkt_attn_stats_mean(const qkt_attn_stats *s, int H);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

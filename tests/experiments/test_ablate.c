@@ -1,14 +1,54 @@
 /* qkt ablate end to end on a tiny configuration: the files it writes, the tidy CSV
  * schema, resume (finished cells are not rerun), qkt plot, and bad flags. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "qkt_ablate.h"
 #include "qkt_io.h"
 #include "qkt_report.h"
+#include "qkt_safetensors.h"
 #include "qkt_test.h"
 
 static char out[1 << 16];
+
+/* A train cell's attention maps file: QKT_MAPS_INIT and QKT_MAPS_FINAL, F32 (L, H, T, T),
+ * each row a causal probability distribution (zero right of the diagonal, sum 1). */
+static void check_maps(const char *run, const char *id, int L, int H, int T) {
+    char path[1024];
+    qkt_cell_maps_path(run, id, path, sizeof path);
+    qkt_safetensors st;
+    qkt_err err;
+    EXPECT(qkt_safetensors_read(path, &st, &err) == 0, "%s", err.msg);
+    if (!st.t) return;
+    EXPECT(st.n == 2 && qkt_safetensors_meta(&st, "cell") && !strcmp(qkt_safetensors_meta(&st, "cell"), id), "%s: %d tensors",
+           path, st.n);
+    const char *names[2] = {QKT_MAPS_INIT, QKT_MAPS_FINAL};
+    for (int k = 0; k < 2; k++) {
+        const qkt_st_tensor *a = qkt_safetensors_find(&st, names[k]);
+        EXPECT(a && a->dtype == QKT_ST_F32 && a->ndim == 4 && a->shape[0] == L && a->shape[1] == H && a->shape[2] == T &&
+                   a->shape[3] == T, "%s: tensor %s missing or not F32 (%d, %d, %d, %d)", path, names[k], L, H, T, T);
+        if (!a || a->numel != (int64_t)L * H * T * T) continue;
+        qkt_real *p = malloc((size_t)a->numel * sizeof *p);
+        EXPECT(qkt_st_tensor_to_real(a, p, a->numel, path, &err) == 0, "%s", err.msg);
+        int bad = 0;
+        for (int r = 0; r < L * H * T; r++) {
+            const qkt_real *row = p + (size_t)r * T;
+            const int i = r % T;
+            double sum = 0;
+            for (int j = 0; j < T; j++) {
+                if (j > i && row[j] != 0) bad++;
+                if (!(row[j] >= 0 && row[j] <= 1)) bad++;
+                sum += row[j];
+            }
+            if (fabs(sum - 1) > 1e-4) bad++;
+        }
+        EXPECT(bad == 0, "%s: %s has %d entries that are not causal probabilities", path, names[k], bad);
+        free(p);
+    }
+    qkt_safetensors_free(&st);
+}
 
 int main(void) {
     const char *tmp = qkt_test_tmpdir("ablate");
@@ -37,6 +77,13 @@ int main(void) {
         for (int k = 0; k < t.n_runs; k++) found |= !strcmp(t.runs[k].id, runs[i]);
         EXPECT(found, "run %s missing from metrics.csv", runs[i]);
     }
+    /* Every metric name in metrics.csv is one of the study's table, and the table round-trips. */
+    for (int m = 0; m < t.n_metrics; m++)
+        EXPECT(qkt_metric_parse(t.metrics[m]) < QKT_METRIC_COUNT, "metric '%s' is not in QKT_STUDY_METRICS", t.metrics[m]);
+    for (int m = 0; m < QKT_METRIC_COUNT; m++)
+        EXPECT(qkt_metric_parse(qkt_metric_name((qkt_metric)m)) == (qkt_metric)m, "metric %d: name '%s' is not unique", m,
+               qkt_metric_name((qkt_metric)m));
+    EXPECT(t.n_metrics == QKT_METRIC_COUNT, "metrics.csv has %d metric names, the table %d", t.n_metrics, QKT_METRIC_COUNT);
     int r0 = qkt_table_find_run(&t, "train", "sqrt_dk", 8, 0, 0);
     EXPECT(r0 >= 0, "train run not found");
     EXPECT(qkt_table_last_step(&t, r0, "train_loss") == 11, "train_loss should be logged at steps 0..11");
@@ -48,6 +95,14 @@ int main(void) {
     EXPECT(rep && strstr(rep, "## 1. At initialisation") && strstr(rep, "## 4. Logit growth") && strstr(rep, "What the numbers say"),
            "report sections missing");
     free(rep);
+
+    /* Attention maps: the seed-0 train cells of the largest d_k, and no others. */
+    snprintf(path, sizeof path, "%s/t", tmp);
+    check_maps(path, "train_sqrt_dk_dk8_s0", 2, 2, 32);
+    check_maps(path, "train_none_dk8_s0", 2, 2, 32);
+    char maps[1024];
+    qkt_cell_maps_path(path, "train_none_dk8_s1", maps, sizeof maps);
+    EXPECT(!qkt_file_exists(maps), "%s: only seed 0 keeps maps", maps);
 
     /* Resume: remove one finished cell; a rerun recomputes only it. */
     snprintf(path, sizeof path, "%s/t/cells/train_none_dk8_s1.csv", tmp);
@@ -68,6 +123,20 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "%s plot %s/t", qkt_test_bin(), tmp);
     rc = qkt_test_run(cmd, out, sizeof out);
     EXPECT(rc == 0 && qkt_file_exists(path), "qkt plot (%d): %s", rc, out);
+
+    /* A run of an older qkt kept cells/<id>.maps: qkt plot says so, qkt ablate reruns the cell. */
+    char run[1024], maps_new[1024], maps_old[1100];
+    snprintf(run, sizeof run, "%s/t", tmp);
+    qkt_cell_maps_path(run, "train_none_dk8_s0", maps_new, sizeof maps_new);
+    snprintf(maps_old, sizeof maps_old, "%s/cells/train_none_dk8_s0.maps", run);
+    EXPECT(rename(maps_new, maps_old) == 0, "cannot rename %s", maps_new);
+    snprintf(cmd, sizeof cmd, "%s plot %s", qkt_test_bin(), run);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0 && strstr(out, "train_none_dk8_s0.maps") && strstr(out, "rerun"), "qkt plot on old maps (%d): %s", rc, out);
+    snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s", qkt_test_bin(), tmp, tiny);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0 && strstr(out, "1 cells kept attention maps in the old .maps format"), "rerun of old maps (%d): %s", rc, out);
+    check_maps(run, "train_none_dk8_s0", 2, 2, 32);
 
     /* Bad flags: one line, exit 2. */
     const char *bad[] = {"--variants sqrt_dk,bogus", "--d-k 0", "--seeds -1", "--lr -3", "--lr-grid 1e-3,x", "--preset huge",

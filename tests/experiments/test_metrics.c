@@ -54,7 +54,7 @@ int main(void) {
 
     /* iid study: raw std within 5 % of sqrt(d_k), scaled std within 5 % of 1. */
     static const int dks[] = {4, 64, 128};
-    static const char *const vars[] = {"sqrt_dk", "none"};
+    static const qkt_attn_scale vars[] = {QKT_ATTN_SQRT_DK, QKT_ATTN_NONE};
     qkt_init_opts o = {dks, 3, vars, 2, 16, 64, 4, 1};
     qkt_init_row rows[6];
     int n = qkt_init_study_iid(&o, rows);
@@ -62,10 +62,10 @@ int main(void) {
     for (int i = 0; i < n; i++) {
         qkt_init_row *r = &rows[i];
         printf("%-8s d_k=%-4d raw std %.3f (sqrt %.3f) scaled std %.3f entropy %.3f jac %.4f grad_q %.4g rank changed %.3f\n",
-               r->variant, r->d_k, r->raw_logit_std, sqrt(r->d_k), r->logit_std, r->entropy, r->jacobian_norm, r->grad_q_rms,
+               qkt_attn_scale_name(r->variant), r->d_k, r->raw_logit_std, sqrt(r->d_k), r->logit_std, r->entropy, r->jacobian_norm, r->grad_q_rms,
                r->rank_changed);
         EXPECT(fabs(r->raw_logit_std / sqrt(r->d_k) - 1) < 0.05, "raw std %.3f vs sqrt(%d)", r->raw_logit_std, r->d_k);
-        if (!strcmp(r->variant, "sqrt_dk")) EXPECT(fabs(r->logit_std - 1) < 0.05, "scaled std %.3f", r->logit_std);
+        if (r->variant == QKT_ATTN_SQRT_DK) EXPECT(fabs(r->logit_std - 1) < 0.05, "scaled std %.3f", r->logit_std);
         EXPECT(r->rank_changed == 0, "scaling changed a ranking");
     }
     /* d_k = 64: unscaled is far more peaked (lower entropy, smaller Jacobian) than scaled */

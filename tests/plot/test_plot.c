@@ -51,10 +51,10 @@ static const char *path_in(const char *dir, const char *name) {
 static void check_frame(const png *p, const qkt_plot_frame *f) {
     const int cx = (f->x0 + f->x1) / 2, cy = (f->y0 + f->y1) / 2 + 17;
     int l = cx, r = cx, t = cy, b = cy;
-    while (l > 0 && at(p, l, cy) != PLOT_FRAME) l--;
-    while (r < p->w - 1 && at(p, r, cy) != PLOT_FRAME) r++;
-    while (t > 0 && at(p, cx + 3, t) != PLOT_FRAME) t--;
-    while (b < p->h - 1 && at(p, cx + 3, b) != PLOT_FRAME) b++;
+    while (l > 0 && at(p, l, cy) != QKT_PLOT_FRAME) l--;
+    while (r < p->w - 1 && at(p, r, cy) != QKT_PLOT_FRAME) r++;
+    while (t > 0 && at(p, cx + 3, t) != QKT_PLOT_FRAME) t--;
+    while (b < p->h - 1 && at(p, cx + 3, b) != QKT_PLOT_FRAME) b++;
     EXPECT(l == f->x0 - 1 && r == f->x1 && t == f->y0 - 1 && b == f->y1,
            "frame found at x %d..%d y %d..%d, reported data area [%d,%d) x [%d,%d)", l, r, t, b, f->x0, f->x1,
            f->y0, f->y1);
@@ -152,7 +152,7 @@ static void test_loglog_line(const char *dir) {
     /* Decade ticks below the frame at the decades' pixels. */
     for (int k = 0; k <= 3; k++) {
         const int px = (int)floor(f.x0 + k / 3.0 * (f.x1 - f.x0));
-        EXPECT(at(&p, px, f.y1 + 3) == PLOT_FRAME, "no tick mark at 1e%d (column %d)", k, px);
+        EXPECT(at(&p, px, f.y1 + 3) == QKT_PLOT_FRAME, "no tick mark at 1e%d (column %d)", k, px);
     }
     stbi_image_free(p.px);
 }
@@ -306,7 +306,7 @@ static void test_heatmap(const char *dir) {
             const int px = (int)floor(f.x0 + (c + 0.5) * (f.x1 - f.x0) / C);
             const int py = (int)floor(f.y0 + (r + 0.5) * (f.y1 - f.y0) / R);
             const double x = v[r * C + c];
-            const uint32_t want = isnan(x) ? PLOT_MISSING : qkt_viridis((x - 3) / 2);
+            const uint32_t want = isnan(x) ? QKT_PLOT_MISSING : qkt_viridis((x - 3) / 2);
             if (at(&p, px, py) != want) {
                 bad++;
                 EXPECT(0, "cell (%d, %d) = %06x, want %06x", r, c, at(&p, px, py) & 0xffffff, want & 0xffffff);
@@ -417,32 +417,32 @@ static void test_colours_and_ticks(void) {
         for (int j = 0; j < i; j++) EXPECT(qkt_palette(i) != qkt_palette(j), "palette %d == %d", i, j);
     EXPECT(qkt_palette(8) == qkt_palette(0) && qkt_palette(0) != 0, "palette cycles");
 
-    plot_ticks t;
-    plot_ticks_make(&t, 0, 1, 0, 5);
+    qkt__plot_ticks t;
+    qkt__plot_ticks_make(&t, 0, 1, 0, 5);
     EXPECT(t.n == 6 && t.v[1] == 0.2 && !strcmp(t.label[0], "0.0") && !strcmp(t.label[5], "1.0"),
            "0..1: n %d, %s .. %s", t.n, t.label[0], t.label[t.n - 1]);
-    plot_ticks_make(&t, -3.7, 2105, 0, 6);
+    qkt__plot_ticks_make(&t, -3.7, 2105, 0, 6);
     EXPECT(t.n == 5 && t.v[0] == 0 && t.v[4] == 2000 && !strcmp(t.label[1], "500"), "0..2105: n %d, %s", t.n,
            t.label[1]);
-    plot_ticks_make(&t, -0.031, 0.012, 0, 5);
+    qkt__plot_ticks_make(&t, -0.031, 0.012, 0, 5);
     EXPECT(t.n == 5 && !strcmp(t.label[0], "-0.03") && !strcmp(t.label[3], "0.00"), "small: %s %s", t.label[0],
            t.label[3]);
-    plot_ticks_make(&t, 0, 4e-5, 0, 4);
+    qkt__plot_ticks_make(&t, 0, 4e-5, 0, 4);
     EXPECT(t.n == 5 && !strcmp(t.label[1], "1e-5"), "tiny: %s", t.label[1]);
-    plot_ticks_make(&t, 0.8e-3, 2e3, 1, 8);
+    qkt__plot_ticks_make(&t, 0.8e-3, 2e3, 1, 8);
     /* One label style per axis: 1e-3 forces 1eK on all of them. */
     EXPECT(t.n == 7 && !strcmp(t.label[0], "1e-3") && !strcmp(t.label[1], "1e-2") && !strcmp(t.label[3], "1e0") &&
                !strcmp(t.label[6], "1e3") && t.n_minor > 40,
            "log decades: n %d %s %s %s %s", t.n, t.label[0], t.label[1], t.label[3], t.label[t.n - 1]);
-    plot_ticks_make(&t, 0.008, 2e3, 1, 8);
+    qkt__plot_ticks_make(&t, 0.008, 2e3, 1, 8);
     EXPECT(t.n == 6 && !strcmp(t.label[0], "0.01") && !strcmp(t.label[2], "1") && !strcmp(t.label[5], "1000"),
            "plain decades: n %d %s %s %s", t.n, t.label[0], t.label[2], t.label[t.n - 1]);
-    plot_ticks_make(&t, 1e-9, 1e9, 1, 6);
+    qkt__plot_ticks_make(&t, 1e-9, 1e9, 1, 6);
     EXPECT(t.n >= 4 && t.n <= 7 && t.n_minor == 0, "18 decades: n %d", t.n);
-    plot_ticks_make(&t, 3, 40, 1, 8);
+    qkt__plot_ticks_make(&t, 3, 40, 1, 8);
     EXPECT(t.n == 3 && !strcmp(t.label[0], "5") && !strcmp(t.label[2], "20"), "1-2-5 on log: n %d %s", t.n,
            t.label[0]);
-    plot_ticks_make(&t, 0.9, 1.1, 1, 8);
+    qkt__plot_ticks_make(&t, 0.9, 1.1, 1, 8);
     EXPECT(t.n >= 2 && !strcmp(t.label[0], "0.90"), "narrow log range falls back to linear: %s", t.label[0]);
 }
 

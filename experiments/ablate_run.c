@@ -1,0 +1,81 @@
+/* Running a study in a run directory: the resume check, the cost model behind the ETA,
+ * and the sweep of part 1 and the cells. `qkt ablate` only parses flags around these. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_ablate.h"
+#include "qkt_io.h"
+#include "qkt_study.h"
+#include "qkt_sweep.h"
+
+int qkt_ablate_check_resume(const char *run_dir, const qkt_ablate_cfg *c, bool *resuming, qkt_err *err) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/config.json", run_dir);
+    *resuming = qkt_file_exists(path);
+    if (!*resuming) return 0;
+    /* The same study means the same config.json text once the settings that do not
+     * change results (workers: a machine setting; the command as typed) are equal. */
+    qkt_ablate_cfg old;
+    if (qkt_ablate_load_config(run_dir, &old, err) != 0) return -1;
+    old.workers = c->workers;
+    memcpy(old.command, c->command, sizeof c->command);
+    char *a = qkt_ablate_config_json(&old), *b = qkt_ablate_config_json(c);
+    bool same = !strcmp(a, b);
+    free(a), free(b);
+    if (!same) return qkt_err_set(err, "%s holds a run with a different configuration; use --name NEW or remove it", run_dir);
+    return 0;
+}
+
+int qkt_ablate_start(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
+    if (qkt_mkdirs(run_dir, err) != 0) return -1;
+    return qkt_ablate_save_config(run_dir, c, err);
+}
+
+double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell) {
+    /* A step costs about width^2 (the projections and MLP) + T x width (attention) per
+     * token; the constant 64 and the two extra evaluations only shape the ETA. */
+    double width = (double)c->n_head * cell->d_k;
+    return (cell->steps + 2.0) * (width * width + 64.0 * c->seq_len * width) / 1e6;
+}
+
+/* The sweep of every planned cell, as separate `qkt _cell` processes. */
+static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *exe, bool verbose, qkt_err *err) {
+    qkt_cell *plan;
+    int n = qkt_ablate_plan(c, &plan);
+    int stale = qkt_ablate_forget_old_maps(run_dir, plan, n, err);
+    if (stale < 0) return free(plan), -1;
+    if (stale && verbose)
+        fprintf(stderr, "qkt ablate: %d cells kept attention maps in the old .maps format: rerunning them\n", stale);
+    const char **ids = malloc((size_t)n * sizeof *ids);
+    double *w = malloc((size_t)n * sizeof *w);
+    QKT_CHECK(ids && w, "out of memory (%d cells)", n);
+    for (int i = 0; i < n; i++) ids[i] = plan[i].id, w[i] = qkt_ablate_cell_cost(c, &plan[i]);
+    if (verbose)
+        fprintf(stderr, "qkt ablate: parts 1-4, %d cells (init %d d_k x %d variants, train %d variants x %d d_k x %d seeds, "
+                        "lr %d x %d, growth %d x %d), %d side by side with one thread each\n",
+                n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->n_lr_variants, c->n_lr, c->n_growth_dk,
+                QKT_STUDY_N_GROWTH, c->workers);
+    qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose};
+    qkt_sweep_result res;
+    int rc = qkt_sweep_run(&s, &res, err);
+    if (rc) {
+        qkt_err tmp = *err;
+        qkt_err_set(err, "%s; rerun the same command to retry them", tmp.msg);
+    }
+    free(ids);
+    free(w);
+    free(plan);
+    return rc;
+}
+
+int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, qkt_err *err) {
+    qkt_ablate_cfg c;
+    char cells[1100];
+    snprintf(cells, sizeof cells, "%s/cells", run_dir);
+    if (qkt_ablate_load_config(run_dir, &c, err) != 0) return -1; /* what the cells will see */
+    if (qkt_mkdirs(cells, err) != 0) return -1;
+    if (verbose) fprintf(stderr, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)\n", c.n_init_dk);
+    if (qkt_ablate_init_iid(run_dir, &c, err) != 0) return -1;
+    return run_cells(run_dir, &c, exe, verbose, err);
+}

@@ -1,0 +1,45 @@
+/* The report's part 3: learning-rate sensitivity (final loss per LR, Wortsman et al.'s
+ * measure, loss against LR). */
+#include <math.h>
+#include <stdio.h>
+
+#include "qkt_plot.h"
+#include "report_internal.h"
+
+void qkt__report_part_lr(qkt__report *r) {
+    const qkt_ablate_cfg *c = r->c;
+    const qkt_table *t = r->t;
+    qkt_buf *md = &r->md;
+    qkt_buf_printf(md, "## 3. Learning-rate sensitivity\n\nd_k = %d, %d steps per run, seed 0, otherwise as above. Final validation loss "
+                       "per learning rate (`div` = diverged), and the LR sensitivity of Wortsman et al. (2023): "
+                       "E_lr[min(loss, loss at init) - best loss] (lower = less sensitive).\n\n| variant |",
+                   c->lr_dk, c->lr_steps);
+    for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
+    qkt_buf_printf(md, " best lr | LR sensitivity |\n|---|");
+    for (int i = 0; i < c->n_lr + 2; i++) qkt_buf_printf(md, "---:|");
+    qkt_buf_printf(md, "\n");
+    static double X[QKT_AB_MAX_LIST][QKT_AB_MAX_LIST], Y[QKT_AB_MAX_LIST][QKT_AB_MAX_LIST];
+    qkt_series s[QKT_AB_MAX_LIST];
+    for (int v = 0; v < c->n_lr_variants; v++) {
+        const char *name = qkt_attn_scale_name(c->lr_variants[v]);
+        qkt_buf_printf(md, "| %s |", name);
+        for (int i = 0; i < c->n_lr; i++) {
+            int run = qkt_table_find_run(t, QKT_KIND(LR), name, c->lr_dk, 0, c->lrs[i]);
+            double l = run < 0 ? NAN : qkt__report_final_val(t, run, QKT_M(VAL_LOSS));
+            X[v][i] = c->lrs[i], Y[v][i] = l;
+            if (run >= 0 && qkt__report_diverged(t, run, NULL)) qkt_buf_printf(md, " div |"), Y[v][i] = NAN;
+            else qkt_buf_printf(md, " %.3f |", l);
+        }
+        double best_lr = NAN, sens = qkt__report_lr_sensitivity(t, c, name, &best_lr);
+        qkt_buf_printf(md, " %g | %.3f |\n", best_lr, sens);
+        s[v] = (qkt_series){.name = name, .x = X[v], .y = Y[v], .n = c->n_lr, .marker = QKT_MARK_CIRCLE};
+    }
+    char path[1200];
+    snprintf(path, sizeof path, "%s/lr_sensitivity.png", r->dir);
+    char title[128];
+    snprintf(title, sizeof title, "Final validation loss vs learning rate (d_k = %d)", c->lr_dk);
+    qkt_line_chart ch = {.title = title, .x = {.label = "learning rate", .log = 1}, .y = {.label = "final validation loss"},
+                         .series = s, .n_series = c->n_lr_variants};
+    qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
+    qkt_buf_printf(md, "\n![lr](lr_sensitivity.png)\n\n");
+}

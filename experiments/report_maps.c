@@ -1,0 +1,94 @@
+/* The report's attention maps (part 2): layer x head heatmaps at init and after
+ * training, from the cells/<id>.attn.safetensors files of the train cells with maps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_plot.h"
+#include "qkt_safetensors.h"
+#include "report_internal.h"
+
+/* The maps of one cell: vals = init then final, each (L, H, T, T). 0, or -1 when the
+ * file is absent (no message) or not a maps file (message, skipped). */
+static int read_maps(const char *run_dir, const char *id, double **vals, int *L, int *H, int *T) {
+    char path[1200], old[1200];
+    qkt_cell_maps_path(run_dir, id, path, sizeof path);
+    if (!qkt_file_exists(path)) {
+        snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, id);
+        if (qkt_file_exists(old))
+            fprintf(stderr, "qkt: %s: attention maps of an older qkt; rerun the run's qkt ablate command to recompute the cell\n", old);
+        return -1;
+    }
+    qkt_safetensors st;
+    qkt_err e;
+    if (qkt_safetensors_read(path, &st, &e) != 0) return fprintf(stderr, "qkt: %s, skipped\n", e.msg), -1;
+    const qkt_st_tensor *a = qkt_safetensors_find(&st, QKT_MAPS_INIT), *b = qkt_safetensors_find(&st, QKT_MAPS_FINAL);
+    bool ok = a && b && a->ndim == 4 && b->ndim == 4 && !memcmp(a->shape, b->shape, 4 * sizeof a->shape[0]);
+    for (int i = 0; ok && i < 4; i++) ok = a->shape[i] > 0 && a->shape[i] <= (i < 2 ? 1024 : 65536);
+    if (!ok) {
+        fprintf(stderr, "qkt: %s: expected tensors %s and %s of one shape (L, H, T, T), skipped\n", path, QKT_MAPS_INIT, QKT_MAPS_FINAL);
+        qkt_safetensors_free(&st);
+        return -1;
+    }
+    *L = (int)a->shape[0], *H = (int)a->shape[1], *T = (int)a->shape[2];
+    int64_t per = a->numel;
+    qkt_real *f = malloc(2 * (size_t)per * sizeof *f);
+    QKT_CHECK(f, "out of memory");
+    int rc = qkt_st_tensor_to_real(a, f, per, path, &e);
+    if (!rc) rc = qkt_st_tensor_to_real(b, f + per, per, path, &e);
+    if (rc) fprintf(stderr, "qkt: %s, skipped\n", e.msg);
+    else {
+        *vals = malloc(2 * (size_t)per * sizeof **vals);
+        QKT_CHECK(*vals, "out of memory");
+        for (int64_t i = 0; i < 2 * per; i++) (*vals)[i] = f[i];
+    }
+    free(f);
+    qkt_safetensors_free(&st);
+    return rc;
+}
+
+/* One grid per variant: the top row at init, the bottom row after training. */
+static void draw_maps(qkt__report *r, const char *name, int d, const double *vals, int L, int H, int T) {
+    size_t per = (size_t)L * H * T * T;
+    qkt_heatmap *panels = calloc((size_t)2 * L * H, sizeof *panels);
+    char(*caps)[32] = calloc((size_t)2 * L * H, sizeof *caps);
+    QKT_CHECK(panels && caps, "out of memory");
+    for (int k = 0; k < 2; k++)
+        for (int l = 0; l < L; l++)
+            for (int h = 0; h < H; h++) {
+                int p = (k * L + l) * H + h;
+                snprintf(caps[p], 32, "%s L%d H%d", k ? "end" : "init", l, h);
+                panels[p] = (qkt_heatmap){.title = caps[p], .v = vals + (size_t)k * per + ((size_t)l * H + h) * T * T, .rows = T, .cols = T};
+            }
+    char out[1200], title[128];
+    snprintf(out, sizeof out, "%s/attn_%s.png", r->dir, name);
+    snprintf(title, sizeof title, "Attention, %s, d_k = %d: init (top) and trained (bottom)", name, d);
+    qkt_heatmap_grid g = {.title = title, .xlabel = "key", .ylabel = "query", .panels = panels, .n_panels = 2 * L * H,
+                          .grid_cols = L * H, .vmin = 0, .vmax = 1, .bar_label = "probability"};
+    qkt__report_plot_done(r, qkt_plot_heatmap_grid(out, &g, NULL, r->err), out);
+    qkt_buf_printf(&r->md, "![%s](attn_%s.png)\n", name, name);
+    free(panels);
+    free(caps);
+}
+
+void qkt__report_part_maps(qkt__report *r) {
+    const qkt_ablate_cfg *c = r->c;
+    int d = c->dks[c->n_dk - 1];
+    qkt_buf_printf(&r->md, "### Attention maps\n\nLayer x head maps for one fixed validation sequence, d_k = %d, seed 0: top row at "
+                           "initialisation, bottom row after training.\n\n", d);
+    qkt_cell *plan;
+    int n = qkt_ablate_plan(c, &plan);
+    for (int v = 0; v < c->n_variants; v++)
+        for (int i = 0; i < n; i++) { /* the plan says which cell of this variant keeps maps */
+            if (!plan[i].maps || plan[i].variant != c->variants[v]) continue;
+            double *vals = NULL;
+            int L, H, T;
+            if (read_maps(r->dir, plan[i].id, &vals, &L, &H, &T) == 0)
+                draw_maps(r, qkt_attn_scale_name(c->variants[v]), plan[i].d_k, vals, L, H, T);
+            free(vals);
+            break;
+        }
+    free(plan);
+    qkt_buf_printf(&r->md, "\n");
+}

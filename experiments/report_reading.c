@@ -1,0 +1,135 @@
+/* "What the numbers say": the report's summary of parts 1-4 in sentences, each claim
+ * computed from the same metrics the parts print. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+/* Index of the value in v[0..n) closest to want. */
+static int nearest(const int *v, int n, int want) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (abs(v[i] - want) < abs(v[best] - want)) best = i;
+    return best;
+}
+
+/* Part 1 at the init d_k closest to 64: iid q, k, then the fresh GPT. */
+static void reading_init(qkt__report *r) {
+    const qkt_ablate_cfg *c = r->c;
+    const qkt_table *t = r->t;
+    qkt_buf *md = &r->md;
+    int d = c->init_dks[nearest(c->init_dks, c->n_init_dk, 64)];
+    const char *sqrt_dk = qkt_attn_scale_name(QKT_ATTN_SQRT_DK), *none = qkt_attn_scale_name(QKT_ATTN_NONE);
+    char id[2][96];
+    snprintf(id[0], 96, "iid_%s_dk%d", sqrt_dk, d);
+    snprintf(id[1], 96, "iid_%s_dk%d", none, d);
+    int run[2] = {qkt__report_run_by_id(t, id[0]), qkt__report_run_by_id(t, id[1])};
+    double e_s = qkt_table_value(t, run[0], QKT_M(IID_NORM_ENTROPY), 0, -1), e_n = qkt_table_value(t, run[1], QKT_M(IID_NORM_ENTROPY), 0, -1);
+    double j_s = qkt_table_value(t, run[0], QKT_M(IID_JACOBIAN), 0, -1), j_n = qkt_table_value(t, run[1], QKT_M(IID_JACOBIAN), 0, -1);
+    double p_n = qkt_table_value(t, run[1], QKT_M(IID_MAX_WEIGHT), 0, -1), p_s = qkt_table_value(t, run[0], QKT_M(IID_MAX_WEIGHT), 0, -1);
+    qkt_buf_printf(md, "- **At init, unit-variance q and k.** At d_k = %d the unscaled logits have std %.1f; attention starts %s: "
+                       "normalised entropy %.2f unscaled vs %.2f scaled, mean max weight %.2f vs %.2f, softmax Jacobian norm %.3f vs %.3f "
+                       "(%.1fx %s).\n",
+                   d, qkt_table_value(t, run[1], QKT_M(IID_LOGIT_STD), 0, -1), e_n < e_s ? "far more peaked unscaled" : "no more peaked unscaled",
+                   e_n, e_s, p_n, p_s, j_n, j_s, j_n > 0 ? j_s / j_n : NAN, j_n < j_s ? "smaller unscaled" : "larger unscaled");
+    int ri = qkt_table_find_run(t, QKT_KIND(INIT), none, d, -1, 0), rs = qkt_table_find_run(t, QKT_KIND(INIT), sqrt_dk, d, -1, 0);
+    if (ri >= 0 && rs >= 0) {
+        double sn = qkt_table_value(t, ri, QKT_M(LOGIT_STD), 0, -1), ss = qkt_table_value(t, rs, QKT_M(LOGIT_STD), 0, -1);
+        qkt_buf_printf(md, "- **At init, a real GPT.** With N(0, %g) weights (W_q, W_k x %g) the logits at d_k = %d have std %.3f "
+                           "unscaled and %.3f scaled: %s\n",
+                       c->init_std, c->qk_init_mult, d, sn, ss,
+                       sn < 1 ? "small either way, so a freshly initialised model attends almost uniformly whatever the scale; the "
+                                "difference between variants builds up as W_q and W_k grow in training."
+                              : "large enough unscaled to make attention peaked from the first step.");
+    }
+}
+
+/* Unscaled vs 1/sqrt(d_k) at one d_k, judged against the spread over seeds. */
+static void reading_none_vs_sqrt(qkt__report *r, const qkt__cell_sum *cs) {
+    const qkt_ablate_cfg *c = r->c;
+    qkt_buf *md = &r->md;
+    int vs = -1, vn = -1;
+    for (int v = 0; v < c->n_variants; v++) {
+        if (c->variants[v] == QKT_ATTN_SQRT_DK) vs = v;
+        if (c->variants[v] == QKT_ATTN_NONE) vn = v;
+    }
+    if (vs < 0 || vn < 0 || !cs[vs].n_runs || !cs[vn].n_runs) return;
+    double diff = cs[vn].loss_m - cs[vs].loss_m, noise = 2 * fmax(cs[vn].loss_sd, cs[vs].loss_sd);
+    qkt_buf_printf(md, " Unscaled vs 1/sqrt(d_k): %.3f vs %.3f; ", cs[vn].loss_m, cs[vs].loss_m);
+    if (c->seeds < 2) qkt_buf_printf(md, "one seed only, so no claim about the difference.");
+    else if (fabs(diff) <= noise) qkt_buf_printf(md, "the difference (%.3f) is within two seed standard deviations (%.3f): no clear effect at this size.", diff, noise);
+    else if (diff > 0) qkt_buf_printf(md, "unscaled is worse by %.3f (more than two seed standard deviations), as expected.", diff);
+    else qkt_buf_printf(md, "unscaled is *better* by %.3f, unlike the textbook expectation; at this size and init the logits stay small (see part 1).", -diff);
+}
+
+/* Part 2 at one d_k: the best variant, who reached 90 %, sqrt_dk vs none, divergences. */
+static void reading_train(qkt__report *r, int dk) {
+    const qkt_ablate_cfg *c = r->c;
+    qkt_buf *md = &r->md;
+    int best = -1;
+    double best_l = INFINITY;
+    qkt__cell_sum cs[QKT_AB_MAX_LIST];
+    for (int v = 0; v < c->n_variants; v++) {
+        cs[v] = qkt__report_summarize(r->t, QKT_KIND(TRAIN), qkt_attn_scale_name(c->variants[v]), dk, c->seeds, 0);
+        if (cs[v].n_runs && cs[v].loss_m < best_l) best_l = cs[v].loss_m, best = v;
+    }
+    if (best < 0) return;
+    qkt_buf_printf(md, "- **Training, d_k = %d.** Lowest final validation loss: `%s` (%.3f +- %.3f). Runs reaching 90 %% "
+                       "validation accuracy:", dk, qkt_attn_scale_name(c->variants[best]), cs[best].loss_m, cs[best].loss_sd);
+    for (int v = 0; v < c->n_variants; v++)
+        if (cs[v].n_runs) qkt_buf_printf(md, "%s `%s` %d/%d", v ? "," : "", qkt_attn_scale_name(c->variants[v]), cs[v].n_s90, cs[v].n_runs);
+    qkt_buf_printf(md, ".");
+    reading_none_vs_sqrt(r, cs);
+    int ndiv = 0;
+    for (int v = 0; v < c->n_variants; v++) ndiv += cs[v].n_div;
+    if (ndiv) {
+        qkt_buf_printf(md, " Diverged:");
+        for (int v = 0; v < c->n_variants; v++)
+            if (cs[v].n_div) qkt_buf_printf(md, " `%s` %d/%d (first at step %d)", qkt_attn_scale_name(c->variants[v]), cs[v].n_div, cs[v].n_runs, cs[v].first_div);
+        qkt_buf_printf(md, ".");
+    }
+    qkt_buf_printf(md, "\n");
+}
+
+/* Part 3: the least and most LR-sensitive variants, with each one's best loss. */
+static void reading_lr(qkt__report *r) {
+    const qkt_ablate_cfg *c = r->c;
+    const qkt_table *t = r->t;
+    qkt_buf *md = &r->md;
+    double best_sens = INFINITY, worst_sens = -INFINITY;
+    int bi = -1, wi = -1;
+    for (int v = 0; v < c->n_lr_variants; v++) {
+        double blr, sv = qkt__report_lr_sensitivity(t, c, qkt_attn_scale_name(c->lr_variants[v]), &blr);
+        if (sv < best_sens) best_sens = sv, bi = v;
+        if (sv > worst_sens) worst_sens = sv, wi = v;
+    }
+    if (bi < 0 || wi < 0) return;
+    qkt_buf_printf(md, "- **Learning rate.** Least LR-sensitive: `%s` (%.3f); most: `%s` (%.3f). The measure is relative to each "
+                       "variant's own best final loss (best:", qkt_attn_scale_name(c->lr_variants[bi]), best_sens, qkt_attn_scale_name(c->lr_variants[wi]), worst_sens);
+    for (int v = 0; v < c->n_lr_variants; v++) {
+        double blr = NAN, bl = INFINITY;
+        qkt__report_lr_sensitivity(t, c, qkt_attn_scale_name(c->lr_variants[v]), &blr);
+        for (int i = 0; i < c->n_lr; i++) {
+            int run = qkt_table_find_run(t, QKT_KIND(LR), qkt_attn_scale_name(c->lr_variants[v]), c->lr_dk, 0, c->lrs[i]);
+            double l = run < 0 ? NAN : qkt__report_final_val(t, run, QKT_M(VAL_LOSS));
+            if (isfinite(l) && l < bl) bl = l;
+        }
+        qkt_buf_printf(md, "%s `%s` %.3f at lr %g", v ? "," : "", qkt_attn_scale_name(c->lr_variants[v]), bl, blr);
+    }
+    qkt_buf_printf(md, "), so a variant that reaches a much lower loss at one learning rate scores as more sensitive. Wortsman "
+                       "et al. expect unscaled or under-scaled logits to be the most sensitive at high LR and qk-LayerNorm the least.\n");
+}
+
+void qkt__report_reading(qkt__report *r, double slope_sqrt, double slope_dk) {
+    qkt_buf_printf(&r->md, "## What the numbers say\n\n");
+    reading_init(r);
+    for (int di = 0; di < r->c->n_dk; di++) reading_train(r, r->c->dks[di]);
+    reading_lr(r);
+    qkt_buf_printf(&r->md, "- **Logit growth.** Slope of the logit change against d_k: %.2f with 1/sqrt(d_k), %.2f with 1/d_k. muP predicts "
+                           "growth with width under 1/sqrt(d_k) and a flat line under 1/d_k; %s\n\n",
+                   slope_sqrt, slope_dk,
+                   slope_sqrt > slope_dk + 0.2 ? "the measurement agrees in direction."
+                                               : "the measurement does not show the predicted gap at these sizes and step counts.");
+}
