@@ -1,6 +1,7 @@
 /* Model config: defaults, attention-scale names, validation. */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "qkt_nn.h"
@@ -21,8 +22,12 @@ int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err) {
             *out = (qkt_attn_scale)i;
             return 0;
         }
-    return qkt_err_set(err, "attn_scale '%s' is not one of sqrt_dk, none, dk, sqrt_dmodel, learned, qk_layernorm",
-                       name ? name : "(null)");
+    char names[256] = "";
+    for (int i = 0; i < QKT_ATTN_SCALE_COUNT; i++) {
+        size_t k = strlen(names);
+        snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", scale_names[i]);
+    }
+    return qkt_err_set(err, "attn_scale '%s' is not one of %s", name ? name : "(null)", names);
 }
 
 qkt_gpt_config qkt_gpt_config_default(void) {
