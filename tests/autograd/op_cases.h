@@ -7,20 +7,20 @@
 #define QKT_OP_CASES_H
 #include <math.h>
 
-#include "gradcheck.h"
+#include "qkt_gradcheck.h"
 
 #define TOL 1e-6
 
-static qkt_tensor *f_matmul(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_matmul(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     return qkt_matmul(ctx, x[0], x[1], c->flags & 1, c->flags & 2);
 }
-static qkt_tensor *f_affine(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_affine(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     return qkt_affine(ctx, x[0], x[1], c->flags ? NULL : x[2]);
 }
 /* A chain whose intermediate grads are all new when first written (the ops store
  * instead of accumulating into unzeroed buffers): affine, GELU, LayerNorm, mul, add,
  * attention on a packed qkv, each on a computed input. x0 (2, 5, 6), W (18, 6), b (18). */
-static qkt_tensor *f_fresh_chain(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_fresh_chain(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     (void)c;
     qkt_tensor *h = qkt_scale(ctx, x[0], 1.3);
     qkt_tensor *qkv = qkt_affine(ctx, qkt_layernorm(ctx, h, NULL, NULL, 1e-5), x[1], x[2]); /* (2, 5, 18) */
@@ -28,45 +28,45 @@ static qkt_tensor *f_fresh_chain(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c)
     qkt_tensor *z = qkt_layernorm(ctx, qkt_add(ctx, y, h), NULL, NULL, 1e-5);
     return qkt_mul(ctx, z, qkt_scale(ctx, h, 0.7));
 }
-static qkt_tensor *f_add(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_add(ctx, x[0], x[1]); }
-static qkt_tensor *f_sub(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_sub(ctx, x[0], x[1]); }
-static qkt_tensor *f_mul(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_mul(ctx, x[0], x[1]); }
-static qkt_tensor *f_scale(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_scale(ctx, x[0], -1.7); }
-static qkt_tensor *f_sum(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_sum(ctx, qkt_mul(ctx, x[0], x[0])); }
-static qkt_tensor *f_mean(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_mean(ctx, qkt_mul(ctx, x[0], x[0])); }
+static qkt_tensor *f_add(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_add(ctx, x[0], x[1]); }
+static qkt_tensor *f_sub(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_sub(ctx, x[0], x[1]); }
+static qkt_tensor *f_mul(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_mul(ctx, x[0], x[1]); }
+static qkt_tensor *f_scale(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_scale(ctx, x[0], -1.7); }
+static qkt_tensor *f_sum(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_sum(ctx, qkt_mul(ctx, x[0], x[0])); }
+static qkt_tensor *f_mean(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_mean(ctx, qkt_mul(ctx, x[0], x[0])); }
 /* reshape then a broadcast op that depends on the new shape */
-static qkt_tensor *f_reshape(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_reshape(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     (void)c;
     return qkt_mul(ctx, qkt_reshape(ctx, x[0], 2, (int[]){7, 6}), x[1]);
 }
-static qkt_tensor *f_permute(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_permute(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     static const int perms[3][4] = {{0, 2, 1, 3}, {3, 1, 0, 2}, {2, 0, 1, 3}};
     return qkt_mul(ctx, qkt_permute(ctx, x[0], perms[c->flags]), qkt_permute(ctx, x[0], perms[c->flags]));
 }
-static qkt_tensor *f_transpose(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_transpose(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     (void)c;
     return qkt_matmul(ctx, qkt_transpose(ctx, x[0], 0, 1), x[1], false, false);
 }
 /* split into 3 parts, recombine as p2 * p0 + p1 (each part used, unequal widths) */
-static qkt_tensor *f_split(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_split(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     (void)c;
     qkt_tensor *p[3];
     qkt_split(ctx, x[0], 3, (int[]){11, 11, 11}, p);
     return qkt_concat(ctx, 2, (qkt_tensor *[]){qkt_add(ctx, qkt_mul(ctx, p[2], p[0]), p[1]), p[1]});
 }
-static qkt_tensor *f_concat(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_concat(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     (void)c;
     return qkt_concat(ctx, 3, (qkt_tensor *[]){x[0], x[1], x[2]});
 }
 static const int32_t emb_idx[12] = {0, 6, 3, 3, 1, 6, 6, 2, 0, 5, 4, 3}; /* repeats: scatter-add */
-static qkt_tensor *f_embedding(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_embedding(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     (void)c;
     return qkt_embedding(ctx, x[0], emb_idx, 2, (int[]){3, 4});
 }
-static qkt_tensor *f_gelu(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_gelu(ctx, qkt_scale(ctx, x[0], 2.0)); }
-static qkt_tensor *f_relu(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_relu(ctx, x[0]); }
-static qkt_tensor *f_dropout(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_dropout(ctx, x[0], 0.3); }
-static qkt_tensor *f_softmax(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_gelu(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_gelu(ctx, qkt_scale(ctx, x[0], 2.0)); }
+static qkt_tensor *f_relu(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_relu(ctx, x[0]); }
+static qkt_tensor *f_dropout(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_dropout(ctx, x[0], 0.3); }
+static qkt_tensor *f_softmax(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     if (c->flags == QKT_MASK_ADDITIVE) {
         /* mask (5, 7): some -inf, some finite, and row 3 fully blocked */
         qkt_tensor *m = qkt_tensor_2d(ctx, 5, 7);
@@ -76,13 +76,13 @@ static qkt_tensor *f_softmax(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
     }
     return qkt_softmax(ctx, x[0], c->flags == QKT_MASK_CAUSAL ? 1.3 : 0.7, c->flags, NULL);
 }
-static qkt_tensor *f_log_softmax(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) { (void)c; return qkt_log_softmax(ctx, x[0]); }
+static qkt_tensor *f_log_softmax(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_log_softmax(ctx, x[0]); }
 static const int32_t ce_targets[12] = {3, -1, 0, 6, 6, -1, 1, 2, -1, 5, 4, 0};
-static qkt_tensor *f_cross_entropy(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_cross_entropy(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     (void)c;
     return qkt_cross_entropy(ctx, x[0], ce_targets, NULL);
 }
-static qkt_tensor *f_layernorm(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_layernorm(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     if (c->flags) return qkt_layernorm(ctx, x[0], NULL, NULL, 1e-5);
     return qkt_layernorm(ctx, x[0], x[1], x[2], 1e-5);
 }
@@ -98,7 +98,7 @@ static const uint8_t *attn_pad_tiled(int T) {
 }
 /* flags: 1 learned scale (x[3], or x[1] when packed), 2 key padding, 4 dropout 0.3 on P,
  * 8 packed qkv (x[0] is (B, T, 3C)), bits 4.. the head count (0: 3 heads) */
-static qkt_tensor *f_attention(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_attention(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     int H = (c->flags >> 4) ? c->flags >> 4 : 3, T = x[0]->shape[1];
     bool packed = c->flags & 8;
     const uint8_t *pad = NULL;
@@ -108,7 +108,7 @@ static qkt_tensor *f_attention(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
     return packed ? qkt_attention_qkv(ctx, x[0], H, &o) : qkt_attention(ctx, x[0], x[1], x[2], H, &o);
 }
 /* an input used twice in one graph: y = x W + x * x (broadcast-free) */
-static qkt_tensor *f_twice(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_twice(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     (void)c;
     return qkt_add(ctx, qkt_matmul(ctx, x[0], x[1], false, false), qkt_mul(ctx, x[0], x[0]));
 }
@@ -116,7 +116,7 @@ static qkt_tensor *f_twice(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
 #define S1(a) 1, {{a}}
 #define CASE(nm, f, tol_, fl, nin, ...) {.name = nm, .fn = f, .tol = tol_, .flags = fl, .n_inputs = nin, __VA_ARGS__}
 
-static const gc_case op_cases[] = {
+static const qkt_gc_case op_cases[] = {
     CASE("matmul 2d", f_matmul, TOL, 0, 2, .ndim = {2, 2}, .shape = {{3, 7}, {7, 5}}),
     CASE("matmul 2d ta", f_matmul, TOL, 1, 2, .ndim = {2, 2}, .shape = {{7, 3}, {7, 5}}),
     CASE("matmul 2d tb", f_matmul, TOL, 2, 2, .ndim = {2, 2}, .shape = {{3, 7}, {5, 7}}),

@@ -19,7 +19,7 @@ int main(void) {
             EXPECT(0, "%s: truncated reference file", path);
             break;
         }
-        int64_t m = gc_forward(&op_cases[i], 1000 + (uint64_t)i, got, 1 << 14);
+        int64_t m = qkt_gc_forward(&op_cases[i], 1000 + (uint64_t)i, got, 1 << 14);
         EXPECT(m == n, "%s: %lld outputs in float32, %lld in float64", op_cases[i].name, (long long)m, (long long)n);
         /* Inputs are rounded to float32 (rel 6e-8) and every op adds rounding: relative
          * to the output's scale, 1e-5 is float precision with room for a few ops. */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gradcheck.h"
+#include "qkt_gradcheck.h"
 #include "qkt_nn.h"
 #include "qkt_test.h"
 
@@ -163,21 +163,21 @@ static void layer_case(nn_case *c, const char *name, nn_fn fn, qkt_gpt_config cf
 }
 
 /* ---------------------------------------------------------------- LayerNorm (shared harness) */
-static qkt_tensor *f_ln(qkt_ctx *ctx, qkt_tensor **x, const gc_case *c) {
+static qkt_tensor *f_ln(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     qkt_ln ln = {.weight = x[1], .bias = c->n_inputs > 2 ? x[2] : NULL, .eps = 1e-5};
     return qkt_ln_forward(ctx, &ln, x[0]);
 }
 
 static void test_layernorm(void) {
-    gc_case cases[] = {
+    qkt_gc_case cases[] = {
         {.name = "nn LayerNorm (B,T,C) affine", .n_inputs = 3, .ndim = {3, 1, 1}, .shape = {{2, 5, 12}, {12}, {12}},
          .tol = TOL, .fn = f_ln},
         {.name = "nn LayerNorm (B,T,H,d) no bias", .n_inputs = 2, .ndim = {4, 1}, .shape = {{2, 5, 3, 4}, {4}},
          .tol = TOL, .fn = f_ln},
     };
     for (int i = 0; i < 2; i++) {
-        gc_result r;
-        bool ok = gc_check(&cases[i], 100 + (uint64_t)i, &r);
+        qkt_gc_result r;
+        bool ok = qkt_gradcheck(&cases[i], 100 + (uint64_t)i, &r);
         printf("%-44s err %.2e %s\n", cases[i].name, r.worst, ok ? "ok" : "FAIL");
         EXPECT(ok, "%s: err %g", cases[i].name, r.worst);
     }
