@@ -70,10 +70,12 @@ static void free_blocks(qkt_arena_block *b) {
 }
 
 void qkt_arena_reset(qkt_arena *a) {
+    free_blocks(a->retired);
+    a->retired = NULL;
     if (a->head && a->head->prev) {
         /* More than one block: replace them by one that holds the peak. */
         size_t total = a->peak > a->capacity ? a->peak : a->capacity;
-        free_blocks(a->head);
+        a->retired = a->head;
         a->capacity = 0;
         a->head = block_new(a, total);
     }
@@ -83,5 +85,6 @@ void qkt_arena_reset(qkt_arena *a) {
 
 void qkt_arena_free(qkt_arena *a) {
     free_blocks(a->head);
+    free_blocks(a->retired);
     memset(a, 0, sizeof *a);
 }

@@ -270,6 +270,7 @@ static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt
 }
 
 qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head, const qkt_attn_opts *o) {
+    QKT_LIVE(ctx, "attention", q, k, v);
     QKT_CHECK_SHAPES(q->ndim == 3 && k->ndim == 3 && v->ndim == 3, "attention (q, k)", q, k);
     for (int d = 0; d < 3; d++) {
         QKT_CHECK_SHAPES(q->shape[d] == k->shape[d], "attention (q, k)", q, k);
@@ -285,6 +286,7 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
 }
 
 qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const qkt_attn_opts *o) {
+    QKT_LIVE(ctx, "attention", qkv);
     QKT_CHECK(qkv->ndim == 3 && qkv->shape[2] % 3 == 0, "attention_qkv: qkv must be (B, T, 3C), got %d dims, last %d",
               qkv->ndim, qkv->shape[qkv->ndim - 1]);
     int C = qkv->shape[2] / 3;

@@ -15,6 +15,7 @@ static int64_t bcast_check(const char *op, const qkt_tensor *a, const qkt_tensor
 #define QKT_COL_CHUNK 4096
 
 static qkt_tensor *binary(qkt_ctx *ctx, qkt_op op, const char *name, qkt_tensor *a, qkt_tensor *b) {
+    QKT_LIVE(ctx, name, a, b);
     int64_t nb = bcast_check(name, a, b), na = a->size;
     qkt_tensor *y = qkt_op_output(ctx, a->ndim, a->shape);
     const qkt_real *A = a->data, *B = b->data;
@@ -115,6 +116,7 @@ void qkt__mul_backward(qkt_ctx *ctx, qkt_node *n) { binary_backward(ctx, n); }
 
 /* ---------------------------------------------------------------- scale */
 qkt_tensor *qkt_scale(qkt_ctx *ctx, qkt_tensor *x, double c) {
+    QKT_LIVE(ctx, "scale", x);
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
     qkt_real cc = (qkt_real)c;
 #pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
@@ -137,6 +139,7 @@ void qkt__scale_backward(qkt_ctx *ctx, qkt_node *n) {
 #define GELU_C 0.044715
 
 qkt_tensor *qkt_gelu(qkt_ctx *ctx, qkt_tensor *x) {
+    QKT_LIVE(ctx, "gelu", x);
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
     const qkt_real *X = x->data;
     qkt_real *Y = y->data;
@@ -170,24 +173,27 @@ void qkt__gelu_backward(qkt_ctx *ctx, qkt_node *n) {
 
 /* ---------------------------------------------------------------- ReLU */
 qkt_tensor *qkt_relu(qkt_ctx *ctx, qkt_tensor *x) {
+    QKT_LIVE(ctx, "relu", x);
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
 #pragma omp parallel for if (x->size > QKT_PAR_MIN)
-    for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] > 0 ? x->data[i] : 0;
+    for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] > 0 || isnan(x->data[i]) ? x->data[i] : 0; /* NaN passes */
     qkt_op_record(ctx, QKT_OP_RELU, y, 1, &x);
     qkt_op_done(ctx, QKT_OP_RELU, y);
     return y;
 }
-/* dx += dy * [x > 0] */
+/* dx += dy * [x > 0]; a NaN x passes NaN on (as the forward does) */
 void qkt__relu_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_tensor *x = n->in[0];
     qkt_real *dX = qkt_grad(ctx, x);
     const qkt_real *dY = n->out->grad;
     for (int64_t i = 0; i < x->size; i++)
         if (x->data[i] > 0) dX[i] += dY[i];
+        else if (isnan(x->data[i])) dX[i] = x->data[i];
 }
 
 /* ---------------------------------------------------------------- dropout */
 qkt_tensor *qkt_dropout(qkt_ctx *ctx, qkt_tensor *x, double p) {
+    QKT_LIVE(ctx, "dropout", x);
     QKT_CHECK(p >= 0 && p < 1, "dropout probability %g not in [0, 1)", p);
     if (!ctx->training || p == 0) return x; /* identity: no node, no copy */
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);

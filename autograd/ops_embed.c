@@ -6,6 +6,7 @@
 #endif
 
 qkt_tensor *qkt_embedding(qkt_ctx *ctx, qkt_tensor *w, const int32_t *idx, int ndim, const int *shape) {
+    QKT_LIVE(ctx, "embedding", w);
     QKT_CHECK(w->ndim == 2, "embedding: weight must be (V, C), got %d dims", w->ndim);
     QKT_CHECK(ndim >= 1 && ndim < QKT_MAX_DIMS, "embedding: index tensor has %d dims (1 to %d)", ndim, QKT_MAX_DIMS - 1);
     int V = w->shape[0], C = w->shape[1], oshape[QKT_MAX_DIMS];

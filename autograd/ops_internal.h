@@ -51,4 +51,14 @@ static inline bool qkt__needs_grad(const qkt_tensor *t) { return t && t->require
 /* Rows/cols view of the last axis: rows = size / last dim. */
 static inline int qkt__last(const qkt_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
 
+/* Inputs must be of this step (or parameters): checked first, before an output is
+ * allocated where a stale input's header may lie (tape.c). */
+void qkt__check_live(const qkt_ctx *ctx, const char *op, const qkt_tensor *t, int k);
+#define QKT_LIVE(ctx, op, ...)                                                        \
+    do {                                                                              \
+        const qkt_tensor *live_[] = {__VA_ARGS__};                                    \
+        for (int k_ = 0; k_ < (int)(sizeof live_ / sizeof live_[0]); k_++)            \
+            qkt__check_live((ctx), (op), live_[k_], k_);                               \
+    } while (0)
+
 #endif

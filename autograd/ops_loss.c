@@ -10,6 +10,7 @@ typedef struct {
 } ce_saved;
 
 qkt_tensor *qkt_cross_entropy(qkt_ctx *ctx, qkt_tensor *logits, const int32_t *targets, int *n_counted) {
+    QKT_LIVE(ctx, "cross_entropy", logits);
     QKT_CHECK(logits->ndim >= 1, "cross_entropy of a scalar");
     int V = qkt__last(logits);
     int64_t rows = logits->size / V;

@@ -27,6 +27,7 @@ static void mm_run(int batch, int M, int N, int K, bool ta, bool tb, bool b_shar
 }
 
 qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool tb) {
+    QKT_LIVE(ctx, "matmul", a, b);
     QKT_CHECK_SHAPES(a->ndim >= 2 && b->ndim >= 2, "matmul", a, b);
     int M = ta ? a->shape[a->ndim - 1] : a->shape[a->ndim - 2];
     int K = ta ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
@@ -105,6 +106,7 @@ void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
  * it (beta = 1), so no separate (rows, out) tensor exists for x W^T, and backward
  * takes db from dy directly. */
 qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
+    QKT_LIVE(ctx, "affine", x, w, b);
     QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "affine (x, W)", x, w);
     int in = w->shape[1], out = w->shape[0];
     if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, "affine (W, b)", w, b);

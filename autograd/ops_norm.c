@@ -6,6 +6,7 @@ typedef struct {
 } ln_saved;
 
 qkt_tensor *qkt_layernorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b, double eps) {
+    QKT_LIVE(ctx, "layernorm", x, w, b);
     QKT_CHECK(x->ndim >= 1, "layernorm of a scalar");
     int C = qkt__last(x);
     if (w) QKT_CHECK_SHAPES(w->size == C && w->ndim == 1, "layernorm weight", x, w);

@@ -2,6 +2,7 @@
 #include "ops_internal.h"
 
 static qkt_tensor *reduce(qkt_ctx *ctx, qkt_op op, qkt_tensor *x) {
+    QKT_LIVE(ctx, qkt_op_name(op), x);
     qkt_tensor *y = qkt_op_output(ctx, 0, NULL);
     double acc = 0;
 #pragma omp parallel for reduction(+ : acc) if (x->size > QKT_PAR_MIN)

@@ -3,12 +3,14 @@
 
 /* ---------------------------------------------------------------- reshape */
 qkt_tensor *qkt_reshape(qkt_ctx *ctx, qkt_tensor *x, int ndim, const int *shape) {
+    QKT_LIVE(ctx, "reshape", x);
     int64_t n = qkt_shape_size(ndim, shape);
     qkt_tensor tmp = {.ndim = ndim};
     for (int i = 0; i < ndim && i < QKT_MAX_DIMS; i++) tmp.shape[i] = shape[i];
     QKT_CHECK_SHAPES(n == x->size && ndim <= QKT_MAX_DIMS, "reshape", x, &tmp);
     qkt_tensor *y = qkt_arena_alloc(&ctx->arena, sizeof *y);
     memset(y, 0, sizeof *y);
+    y->gen = ctx->gen;
     y->ndim = ndim;
     for (int i = 0; i < QKT_MAX_DIMS; i++) y->shape[i] = i < ndim ? shape[i] : 1;
     y->size = n;
@@ -55,6 +57,7 @@ static void permute_copy(const qkt_tensor *x, const int *perm, const qkt_real *s
 }
 
 qkt_tensor *qkt_permute(qkt_ctx *ctx, qkt_tensor *x, const int *perm) {
+    QKT_LIVE(ctx, "permute", x);
     int seen = 0, shape[QKT_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) {
         QKT_CHECK(perm[d] >= 0 && perm[d] < x->ndim && !(seen & (1 << perm[d])), "permute: perm is not a permutation of %d dims", x->ndim);
@@ -85,6 +88,7 @@ qkt_tensor *qkt_transpose(qkt_ctx *ctx, qkt_tensor *x, int d0, int d1) {
 /* ---------------------------------------------------------------- split / concat */
 /* One node per part: p.i[0] = column offset into x's last axis, p.i[1] = width. */
 void qkt_split(qkt_ctx *ctx, qkt_tensor *x, int n, const int *sizes, qkt_tensor **outs) {
+    QKT_LIVE(ctx, "split", x);
     int C = qkt__last(x), total = 0;
     for (int k = 0; k < n; k++) total += sizes[k];
     QKT_CHECK(total == C && x->ndim >= 1, "split: sizes sum to %d but the last axis has %d", total, C);
@@ -119,6 +123,7 @@ void qkt__split_backward(qkt_ctx *ctx, qkt_node *n) {
 }
 
 qkt_tensor *qkt_concat(qkt_ctx *ctx, int n, qkt_tensor **xs) {
+    for (int i = 0; i < n; i++) qkt__check_live(ctx, "concat", xs[i], i);
     QKT_CHECK(n >= 1 && n <= QKT_MAX_IN, "concat of %d tensors (1 to %d)", n, QKT_MAX_IN);
     int C = 0;
     for (int k = 0; k < n; k++) {

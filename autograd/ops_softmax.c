@@ -52,6 +52,7 @@ static void softmax_rows(const sm_geom *g, qkt_real scale, const qkt_real *x, qk
 }
 
 qkt_tensor *qkt_softmax(qkt_ctx *ctx, qkt_tensor *x, double scale, qkt_mask_kind kind, qkt_tensor *mask) {
+    QKT_LIVE(ctx, "softmax", x, mask);
     QKT_CHECK(x->ndim >= 1, "softmax of a scalar");
     sm_geom g = {.N = qkt__last(x), .Tq = 1, .kind = kind};
     if (kind == QKT_MASK_CAUSAL) {
@@ -93,6 +94,7 @@ void qkt__softmax_backward(qkt_ctx *ctx, qkt_node *n) {
 
 /* ---------------------------------------------------------------- log-softmax */
 qkt_tensor *qkt_log_softmax(qkt_ctx *ctx, qkt_tensor *x) {
+    QKT_LIVE(ctx, "log_softmax", x);
     QKT_CHECK(x->ndim >= 1, "log_softmax of a scalar");
     int N = qkt__last(x);
     int64_t rows = x->size / N;

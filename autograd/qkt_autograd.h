@@ -133,6 +133,8 @@ void qkt_rng_seed_stream(qkt_rng *r, uint64_t seed, qkt_rng_stream stream);
 typedef struct qkt_arena_block qkt_arena_block;
 typedef struct qkt_arena {
     qkt_arena_block *head;     /* current block (newest) */
+    qkt_arena_block *retired;  /* blocks merged away at the last reset, freed at the next: a tensor
+                                  kept across a reset still reads its own (stale) stamp, not freed memory */
     size_t used_total;         /* bytes handed out since reset */
     size_t peak;               /* max used_total over the arena's life */
     size_t capacity;           /* sum of block sizes */
@@ -169,6 +171,8 @@ typedef struct qkt_tensor {
     bool requires_grad;
     bool is_param;
     const char *name; /* params: checkpoint name; activations: NULL */
+    uint32_t gen;     /* the step (ctx->gen) that made it; 0 for parameters. Ops and backward
+                         refuse a tensor of another step: it died at qkt_ctx_reset. */
 } qkt_tensor;
 
 /* ---------------------------------------------------------------- params */
@@ -214,6 +218,7 @@ typedef struct qkt_node {
     } p;              /* op parameters (scale, eps, axis sizes, ...) */
     void *saved;      /* op-specific saved forward state, in the arena */
     const char *scope; /* ctx->scope when recorded (layer name, for errors) */
+    bool backward_ran; /* its backward ran: reaching it again would add its grads twice */
     /* QKT_OP_CUSTOM only: an op defined outside autograd (nn's fused layers). */
     void (*custom_backward)(struct qkt_ctx *ctx, struct qkt_node *n);
     const char *custom_name;
@@ -228,6 +233,8 @@ typedef struct qkt_ctx {
     bool no_grad;        /* record nothing (eval, sampling) */
     bool training;       /* dropout active */
     bool detect_anomaly; /* check every op output, and every grad a backward wrote, for NaN/Inf */
+    bool retain_graph;   /* allow a qkt_backward through nodes a backward already ran (grads add up again) */
+    uint32_t gen;        /* this step's stamp: unique per context, changed by every reset */
     const char *scope;   /* set by layers, copied into nodes */
     qkt_rng rng;         /* dropout draws */
     /* Set by qkt_ctx_redirect_param_grads: parameters' grads go to pg_to, not pg_home. */

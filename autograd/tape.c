@@ -17,8 +17,17 @@ static const struct {
 
 const char *qkt_op_name(qkt_op op) { return op >= 0 && op < QKT_OP_COUNT ? op_table[op].name : "?"; }
 
+/* A context's first stamp: distinct per context (a tensor of another context is refused
+ * too), never 0 (the parameters' stamp). */
+static uint32_t first_gen(void) {
+    static uint32_t n_ctx;
+    uint32_t k = __atomic_fetch_add(&n_ctx, 1, __ATOMIC_RELAXED);
+    return (k * 0x9E3779B1u) | 1u; /* odd: a reset adds 2, so it never reaches 0 */
+}
+
 void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed) {
     memset(ctx, 0, sizeof *ctx);
+    ctx->gen = first_gen();
     qkt_arena_init(&ctx->arena, arena_bytes, 0);
     ctx->cap_nodes = 256;
     ctx->tape = qkt_malloc((size_t)ctx->cap_nodes * sizeof *ctx->tape);
@@ -35,6 +44,7 @@ int qkt_ctx_set_mode(qkt_ctx *ctx, int mode) {
 
 void qkt_ctx_reset(qkt_ctx *ctx) {
     ctx->n_nodes = 0;
+    ctx->gen += 2;
     qkt_arena_reset(&ctx->arena);
     qkt__grad_pool_reset(ctx);
 }
@@ -55,8 +65,18 @@ void qkt_ctx_redirect_param_grads(qkt_ctx *ctx, const qkt_params *p, qkt_real *g
 
 qkt_tensor *qkt_op_output(qkt_ctx *ctx, int ndim, const int *shape) { return qkt_tensor_new(ctx, ndim, shape); }
 
+static void check_output(qkt_ctx *ctx, const char *name, const qkt_tensor *out);
+
+/* A tensor of this step, or a parameter / a tensor made outside any context (gen 0). */
+void qkt__check_live(const qkt_ctx *ctx, const char *what, const qkt_tensor *t, int k) {
+    QKT_CHECK(!t || t->gen == 0 || t->gen == ctx->gen,
+              "%s: input %d is a tensor of an earlier step (made before qkt_ctx_reset) or of another context; "
+              "its memory now belongs to this step", what, k);
+}
+
 qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_tensor **in) {
     QKT_CHECK(n_in <= QKT_MAX_IN, "%s: %d inputs (at most %d)", qkt_op_name(op), n_in, QKT_MAX_IN);
+    for (int i = 0; i < n_in; i++) qkt__check_live(ctx, qkt_op_name(op), in[i], i);
     bool any = false;
     for (int i = 0; i < n_in; i++) any |= qkt__needs_grad(in[i]);
     out->requires_grad = any && !ctx->no_grad;
@@ -77,18 +97,24 @@ qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_
 
 qkt_node *qkt_op_record_custom(qkt_ctx *ctx, const char *name, qkt_backward_fn backward, qkt_tensor *out,
                                int n_in, qkt_tensor **in) {
+    for (int i = 0; i < n_in; i++) qkt__check_live(ctx, name, in[i], i);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_CUSTOM, out, n_in, in);
     if (n) n->custom_backward = backward, n->custom_name = name;
+    check_output(ctx, name, out); /* the output is computed before it is recorded */
     return n;
 }
 
 void qkt__custom_backward(qkt_ctx *ctx, qkt_node *n) { n->custom_backward(ctx, n); }
 
 void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out) {
+    if (op != QKT_OP_CUSTOM) check_output(ctx, qkt_op_name(op), out); /* custom: checked when recorded */
+}
+
+static void check_output(qkt_ctx *ctx, const char *name, const qkt_tensor *out) {
     if (!ctx->detect_anomaly) return;
     for (int64_t i = 0; i < out->size; i++) {
         if (!isfinite(out->data[i])) {
-            qkt_fatalf(QKT_FATAL_ANOMALY, "anomaly: op %s%s%s produced %s at element %lld of %lld", qkt_op_name(op),
+            qkt_fatalf(QKT_FATAL_ANOMALY, "anomaly: op %s%s%s produced %s at element %lld of %lld", name,
                     ctx->scope ? " in " : "", ctx->scope ? ctx->scope : "", isnan(out->data[i]) ? "NaN" : "Inf",
                     (long long)i, (long long)out->size);
         }
@@ -113,6 +139,9 @@ static void check_backward(const qkt_ctx *ctx, const qkt_node *n) {
 }
 
 void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed) {
+    QKT_CHECK(out->gen == 0 || out->gen == ctx->gen,
+              "qkt_backward: the output is a tensor of an earlier step (made before qkt_ctx_reset) or of another "
+              "context: run the forward again after the reset");
     QKT_CHECK(out->requires_grad, "qkt_backward: output does not require grad (no_grad mode, or no parameter in the graph)");
     qkt_real *g = qkt_grad(ctx, out);
     if (seed) {
@@ -124,6 +153,12 @@ void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed) {
     for (int i = ctx->n_nodes - 1; i >= 0; i--) {
         qkt_node *n = &ctx->tape[i];
         if (!n->out->grad) continue; /* nothing flowed into this node */
+        QKT_CHECK(!n->backward_ran || ctx->retain_graph,
+                  "qkt_backward reached op %s%s%s a second time: its grads would add up twice. Call "
+                  "qkt_ctx_reset and run the forward again, or set ctx->retain_graph to mean it",
+                  n->op == QKT_OP_CUSTOM && n->custom_name ? n->custom_name : qkt_op_name(n->op), n->scope ? " in " : "",
+                  n->scope ? n->scope : "");
+        n->backward_ran = true;
         op_table[n->op].backward(ctx, n);
         if (ctx->detect_anomaly) check_backward(ctx, n);
         if (!ctx->keep_grads) qkt__grad_release(ctx, n->out); /* every consumer has run */

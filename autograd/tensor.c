@@ -30,6 +30,7 @@ static void set_shape(qkt_tensor *t, int ndim, const int *shape) {
 qkt_tensor *qkt_tensor_new(qkt_ctx *ctx, int ndim, const int *shape) {
     qkt_tensor *t = qkt_arena_alloc(&ctx->arena, sizeof *t);
     memset(t, 0, sizeof *t);
+    t->gen = ctx->gen;
     set_shape(t, ndim, shape);
     t->data = qkt_arena_alloc(&ctx->arena, (size_t)t->size * sizeof(qkt_real));
     return t;
