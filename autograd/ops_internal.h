@@ -51,6 +51,9 @@ static inline bool qkt__needs_grad(const qkt_tensor *t) { return t && t->require
 /* Rows/cols view of the last axis: rows = size / last dim. */
 static inline int qkt__last(const qkt_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
 
+/* Applies QKT_THREADS and OpenBLAS's single thread once per process (core.c). */
+void qkt__threads_init(void);
+
 /* Inputs must be of this step (or parameters): checked first, before an output is
  * allocated where a stale input's header may lie (tape.c). */
 void qkt__check_live(const qkt_ctx *ctx, const char *op, const qkt_tensor *t, int k);

@@ -97,9 +97,18 @@ int qkt_err_set(qkt_err *err, const char *fmt, ...) __attribute__((format(printf
 
 /* ---------------------------------------------------------------- threads */
 /* One knob for every thread qkt uses: the OpenMP team, which also runs the blocks of
- * large gemms (OpenBLAS itself stays single-threaded). n <= 0 means "all cores". */
+ * large gemms (OpenBLAS itself stays single-threaded). n <= 0 means "all cores".
+ * Without a call, the first qkt_ctx_init applies the environment: QKT_THREADS=n if set
+ * (else OpenMP's default, OMP_NUM_THREADS), and OpenBLAS on one thread. */
 void qkt_set_threads(int n);
 int qkt_get_threads(void);
+/* Call first in main(argv): unless OMP_WAIT_POLICY (or GOMP_SPINCOUNT) and
+ * OPENBLAS_NUM_THREADS are set, sets GOMP_SPINCOUNT=1000 and OPENBLAS_NUM_THREADS=1 and
+ * re-executes the program once (both are read only when the libraries load). Idle OpenMP
+ * threads then sleep after ~26 us instead of spinning ~8 ms: on a machine shared with other
+ * work, a 2-thread step measured 2-8x faster (docs/library.md). Returns when there is
+ * nothing to do or the exec failed; argv must be main's, NULL-terminated. */
+void qkt_thread_env_reexec(char **argv);
 
 /* ---------------------------------------------------------------- RNG */
 /* xoshiro256** (Blackman & Vigna 2018), seeded through splitmix64. Every random

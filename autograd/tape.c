@@ -26,6 +26,7 @@ static uint32_t first_gen(void) {
 }
 
 void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed) {
+    qkt__threads_init();
     memset(ctx, 0, sizeof *ctx);
     ctx->gen = first_gen();
     qkt_arena_init(&ctx->arena, arena_bytes, 0);
