@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test demo clean
+.PHONY: all deps build test demo install clean
 
 all: build
 
@@ -22,6 +22,11 @@ test: build
 # The sqrt(d_k) study on its embedded synthetic task: runs/quick/report.md and plots.
 demo: build
 	@$(BUILD)/qkt ablate --preset quick
+
+# The library (libqkt, libqkt64), headers, pkg-config files, CMake package and the qkt program.
+PREFIX ?= /usr/local
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD)

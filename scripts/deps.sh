@@ -3,7 +3,7 @@
 # (apt-get update once, then apt-get install -y); otherwise prints the exact line.
 # Usage: scripts/deps.sh [--with-torch]
 set -e
-PKGS="cmake make gcc libopenblas-dev libcjson-dev libstb-dev pkg-config"
+PKGS="cmake make gcc g++ libopenblas-dev libcjson-dev libstb-dev pkg-config"
 if [ "$1" = "--with-torch" ]; then PKGS="$PKGS python3-torch python3-numpy"; fi
 missing=""
 for p in $PKGS; do
