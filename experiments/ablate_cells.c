@@ -23,8 +23,7 @@ const char *qkt_cell_kind_name(qkt_cell_kind k) {
 static qkt_cell *add(qkt_cell **v, int *n, int *cap) {
     if (*n == *cap) {
         *cap = *cap ? 2 * *cap : 64;
-        *v = realloc(*v, (size_t)*cap * sizeof **v);
-        QKT_CHECK(*v, "out of memory");
+        *v = qkt_realloc(*v, (size_t)*cap * sizeof **v);
     }
     qkt_cell *c = &(*v)[(*n)++];
     memset(c, 0, sizeof *c);
@@ -146,8 +145,7 @@ int qkt_ablate_forget_old_maps(const char *run_dir, const qkt_cell *plan, int n,
 static int write_maps(const char *run_dir, const qkt_cell *cell, const qkt_real *init, const qkt_real *fin, int L, int H,
                       int T, qkt_err *err) {
     size_t n = (size_t)L * H * T * T;
-    float *f = malloc(2 * n * sizeof *f);
-    QKT_CHECK(f, "out of memory");
+    float *f = qkt_malloc(2 * n * sizeof *f);
     for (size_t i = 0; i < n; i++) f[i] = (float)init[i], f[n + i] = (float)fin[i];
     qkt_st_write t[2] = {{QKT_MAPS_INIT, QKT_ST_F32, 4, {L, H, T, T}, f}, {QKT_MAPS_FINAL, QKT_ST_F32, 4, {L, H, T, T}, f + n}};
     qkt_st_meta meta[1] = {{"cell", cell->id}};
@@ -201,8 +199,7 @@ static void run_init(qkt_trainer *t, const qkt_cell *cell, qkt_attn_stats *st, q
 static void run_growth(qkt_trainer *t, const qkt_cell *cell, qkt_buf *b) {
     const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head, T = t->T;
     const size_t per = (size_t)t->cfg.batch_size * H * T * T, n = (size_t)L * per;
-    qkt_real *z0 = malloc(n * sizeof *z0), *z1 = malloc(n * sizeof *z1);
-    QKT_CHECK(z0 && z1, "out of memory");
+    qkt_real *z0 = qkt_malloc(n * sizeof *z0), *z1 = qkt_malloc(n * sizeof *z1);
     qkt_step_stats ss;
     logit_capture(t, z0);
     for (int s = 0; s < cell->steps; s++) qkt_trainer_step(t, &ss);
@@ -258,8 +255,7 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
     if (cell_trainer(c, cell, &t, err) != 0) return -1;
     const int L = t.gpt.cfg.n_layer, H = t.gpt.cfg.n_head, T = t.T;
     qkt_buf b = {0};
-    qkt_attn_stats *st = calloc((size_t)L * H, sizeof *st);
-    QKT_CHECK(st, "out of memory");
+    qkt_attn_stats *st = qkt_calloc((size_t)L * H, sizeof *st);
     int rc = 0;
     if (cell->kind == QKT_CELL_INIT) {
         run_init(&t, cell, st, &b);
@@ -269,8 +265,7 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
         run_train(run_dir, c, &t, cell, st, &b);
     } else { /* the same, with the attention maps before and after */
         size_t nm = (size_t)L * H * T * T;
-        qkt_real *map0 = malloc(nm * sizeof *map0), *map1 = malloc(nm * sizeof *map1);
-        QKT_CHECK(map0 && map1, "out of memory");
+        qkt_real *map0 = qkt_malloc(nm * sizeof *map0), *map1 = qkt_malloc(nm * sizeof *map1);
         qkt_trainer_attention_map(&t, map0);
         run_train(run_dir, c, &t, cell, st, &b);
         qkt_trainer_attention_map(&t, map1);
@@ -292,7 +287,7 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
 int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
     qkt_init_opts o = {c->init_dks, c->n_init_dk, qkt_study_fixed_scales, QKT_STUDY_N_FIXED, QKT_IID_BATCH, c->seq_len,
                        c->n_head, c->seed};
-    qkt_init_row *rows = calloc((size_t)c->n_init_dk * QKT_STUDY_N_FIXED, sizeof *rows);
+    qkt_init_row *rows = qkt_calloc((size_t)c->n_init_dk * QKT_STUDY_N_FIXED, sizeof *rows);
     int n = qkt_init_study_iid(&o, rows);
     qkt_buf b = {0};
     for (int i = 0; i < n; i++) {

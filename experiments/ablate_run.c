@@ -47,9 +47,8 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
     if (stale < 0) return free(plan), -1;
     if (stale && verbose)
         fprintf(stderr, "qkt ablate: %d cells kept attention maps in the old .maps format: rerunning them\n", stale);
-    const char **ids = malloc((size_t)n * sizeof *ids);
-    double *w = malloc((size_t)n * sizeof *w);
-    QKT_CHECK(ids && w, "out of memory (%d cells)", n);
+    const char **ids = qkt_malloc((size_t)n * sizeof *ids);
+    double *w = qkt_malloc((size_t)n * sizeof *w);
     for (int i = 0; i < n; i++) ids[i] = plan[i].id, w[i] = qkt_ablate_cell_cost(c, &plan[i]);
     if (verbose)
         fprintf(stderr, "qkt ablate: parts 1-4, %d cells (init %d d_k x %d variants, train %d variants x %d d_k x %d seeds, "

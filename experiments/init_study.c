@@ -55,12 +55,12 @@ int qkt_init_study_iid(const qkt_init_opts *o, qkt_init_row *out) {
             qkt_ctx ctx;
             qkt_ctx_init(&ctx, 1 << 22, o->seed);
             size_t tt = (size_t)B * T * T;
-            qkt_real *probs = malloc(tt * sizeof *probs), *logits = malloc(tt * sizeof *logits);
+            qkt_real *probs = qkt_malloc(tt * sizeof *probs), *logits = qkt_malloc(tt * sizeof *logits);
             qkt_attn_capture cap = {probs, logits};
             qkt_attn_opts ao = {.scale = s, .capture = &cap};
             qkt_tensor *y = qkt_attention(&ctx, q, k, v, 1, &ao);
             /* Gradient reaching q for a random upstream gradient of unit variance. */
-            qkt_real *seed = malloc((size_t)y->size * sizeof *seed);
+            qkt_real *seed = qkt_malloc((size_t)y->size * sizeof *seed);
             for (int64_t i = 0; i < y->size; i++) seed[i] = (qkt_real)qkt_rng_normal(&r);
             qkt_backward(&ctx, y, seed);
             double g2 = 0;

@@ -25,8 +25,8 @@ static int gather(const char *run_dir, qkt_err *err) {
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
         if (len < 5 || strcmp(e->d_name + len - 4, ".csv")) continue;
-        if (n == cap) cap = cap ? 2 * cap : 64, names = realloc(names, (size_t)cap * sizeof *names);
-        names[n++] = strdup(e->d_name);
+        if (n == cap) cap = cap ? 2 * cap : 64, names = qkt_realloc(names, (size_t)cap * sizeof *names);
+        names[n++] = qkt_strdup(e->d_name);
     }
     closedir(d);
     if (n) qsort(names, (size_t)n, sizeof *names, cmp_str); /* qsort(NULL, 0) is undefined */

@@ -86,8 +86,7 @@ static bool field_real(const char *s, double *out) {
 int qkt_table_parse(const char *src, size_t n, const char *path, qkt_table *t, qkt_err *err) {
     static const char *const names[11] = {"run", "experiment", "variant", "d_k", "seed", "lr", "step", "metric", "layer", "head", "value"};
     memset(t, 0, sizeof *t);
-    char *text = malloc(n + 1); /* split in place on a NUL-terminated copy */
-    QKT_CHECK(text, "out of memory (%zu bytes)", n);
+    char *text = qkt_malloc(n + 1); /* split in place on a NUL-terminated copy */
     memcpy(text, src, n);
     text[n] = 0;
     int lineno = 0, rc = 0;
@@ -123,8 +122,7 @@ int qkt_table_parse(const char *src, size_t n, const char *path, qkt_table *t, q
                 if (!strcmp(t->runs[i].id, f[0])) FAIL("%s: line %d: rows of run %s are not contiguous", path, lineno, f[0]);
             if (t->n_runs == t->cap_runs) {
                 t->cap_runs = t->cap_runs ? 2 * t->cap_runs : 64;
-                t->runs = realloc(t->runs, (size_t)t->cap_runs * sizeof *t->runs);
-                QKT_CHECK(t->runs, "out of memory (%d runs)", t->cap_runs);
+                t->runs = qkt_realloc(t->runs, (size_t)t->cap_runs * sizeof *t->runs);
             }
             qkt_run *r = &t->runs[t->n_runs++];
             memset(r, 0, sizeof *r);
@@ -138,8 +136,7 @@ int qkt_table_parse(const char *src, size_t n, const char *path, qkt_table *t, q
         if (m < 0) FAIL("%s: line %d: more than %d metric names", path, lineno, QKT_MAX_METRICS);
         if (t->n_rows == t->cap_rows) {
             t->cap_rows = t->cap_rows ? 2 * t->cap_rows : 4096;
-            t->rows = realloc(t->rows, (size_t)t->cap_rows * sizeof *t->rows);
-            QKT_CHECK(t->rows, "out of memory (%d rows)", t->cap_rows);
+            t->rows = qkt_realloc(t->rows, (size_t)t->cap_rows * sizeof *t->rows);
         }
         qkt_row *r = &t->rows[t->n_rows++];
         *r = (qkt_row){.run = t->n_runs - 1, .step = step, .metric = (short)m, .layer = (short)layer, .head = (short)head, .value = value};

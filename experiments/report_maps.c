@@ -33,14 +33,12 @@ static int read_maps(const char *run_dir, const char *id, double **vals, int *L,
     }
     *L = (int)a->shape[0], *H = (int)a->shape[1], *T = (int)a->shape[2];
     int64_t per = a->numel;
-    qkt_real *f = malloc(2 * (size_t)per * sizeof *f);
-    QKT_CHECK(f, "out of memory");
+    qkt_real *f = qkt_malloc(2 * (size_t)per * sizeof *f);
     int rc = qkt_st_tensor_to_real(a, f, per, path, &e);
     if (!rc) rc = qkt_st_tensor_to_real(b, f + per, per, path, &e);
     if (rc) fprintf(stderr, "qkt: %s, skipped\n", e.msg);
     else {
-        *vals = malloc(2 * (size_t)per * sizeof **vals);
-        QKT_CHECK(*vals, "out of memory");
+        *vals = qkt_malloc(2 * (size_t)per * sizeof **vals);
         for (int64_t i = 0; i < 2 * per; i++) (*vals)[i] = f[i];
     }
     free(f);
@@ -51,9 +49,8 @@ static int read_maps(const char *run_dir, const char *id, double **vals, int *L,
 /* One grid per variant: the top row at init, the bottom row after training. */
 static void draw_maps(qkt__report *r, const char *name, int d, const double *vals, int L, int H, int T) {
     size_t per = (size_t)L * H * T * T;
-    qkt_heatmap *panels = calloc((size_t)2 * L * H, sizeof *panels);
-    char(*caps)[32] = calloc((size_t)2 * L * H, sizeof *caps);
-    QKT_CHECK(panels && caps, "out of memory");
+    qkt_heatmap *panels = qkt_calloc((size_t)2 * L * H, sizeof *panels);
+    char(*caps)[32] = qkt_calloc((size_t)2 * L * H, sizeof *caps);
     for (int k = 0; k < 2; k++)
         for (int l = 0; l < L; l++)
             for (int h = 0; h < H; h++) {

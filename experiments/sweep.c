@@ -42,7 +42,7 @@ static pid_t spawn_cell(const qkt_sweep *s, const char *id) {
     /* One thread per cell: environment first so OpenMP and OpenBLAS read it at start. */
     int n_env = 0;
     while (environ[n_env]) n_env++;
-    char **env = calloc((size_t)n_env + 4, sizeof *env);
+    char **env = qkt_calloc((size_t)n_env + 4, sizeof *env);
     int k = 0;
     for (int i = 0; i < n_env; i++)
         if (strncmp(environ[i], "OMP_NUM_THREADS=", 16) && strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) &&
@@ -149,10 +149,9 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
     if (qkt_mkdirs(dir, err) != 0) return -1;
     memset(res, 0, sizeof *res);
     const int n = s->n_cells, workers = s->workers > 0 ? s->workers : 1;
-    sweep_state st = {.s = s, .res = res, .pids = calloc((size_t)n + 1, sizeof(pid_t)),
-                      .todo = calloc((size_t)n + 1, sizeof(bool)), .weight = calloc((size_t)n + 1, sizeof(double)),
+    sweep_state st = {.s = s, .res = res, .pids = qkt_calloc((size_t)n + 1, sizeof(pid_t)),
+                      .todo = qkt_calloc((size_t)n + 1, sizeof(bool)), .weight = qkt_calloc((size_t)n + 1, sizeof(double)),
                       .tty = isatty(2)};
-    QKT_CHECK(st.pids && st.todo && st.weight, "out of memory (%d cells)", n);
     sweep_plan(&st);
     if (s->verbose)
         fprintf(stderr, "qkt: %d cells (%d already done, kept), %d at a time, one thread each\n", n, res->skipped, workers);

@@ -53,7 +53,7 @@ int qkt__plot_img_init(qkt__plot_img *im, int w, int h, qkt_err *err) {
     QKT_CHECK(w > 0 && h > 0 && w <= 16384 && h <= 16384, "image size %d x %d", w, h);
     im->w = w;
     im->h = h;
-    im->px = malloc((size_t)w * h * 3);
+    im->px = malloc((size_t)w * h * 3); /* recoverable: a failed plot is reported, the report goes on */
     if (!im->px) return qkt_err_set(err, "plot: out of memory for a %d x %d image", w, h);
     memset(im->px, 255, (size_t)w * h * 3);
     return 0;
