@@ -41,6 +41,36 @@ typedef struct {
 void qkt_buf_printf(qkt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void qkt_buf_free(qkt_buf *b);
 
+/* "dir/name" (one '/' between), allocated (qkt_malloc; free it). */
+char *qkt_path_join(const char *dir, const char *name);
+/* A path to which up to `room` more bytes will be appended ("/ckpt.safetensors.tmp.PID.N")
+ * must stay below PATH_MAX: 0, or -1 with "path too long" (refuse it before any work). */
+int qkt_check_path_len(const char *path, size_t room, qkt_err *err);
+
+/* ---------------------------------------------------------------- one writer per directory
+ * qkt_dir_lock takes an exclusive flock(2) on DIR/.lock (created if missing) and writes
+ * our pid into it. The lock lives as long as the descriptor: qkt_dir_unlock (which
+ * also removes the file), or the process's end whatever the cause (the kernel drops
+ * it, even after SIGKILL: a .lock file left behind never blocks anyone). When another
+ * process holds it: -1 with "DIR is in use by another qkt process (pid N holds DIR/.lock)". */
+#define QKT_LOCK_NAME ".lock"
+typedef struct qkt_lock {
+    int fd;     /* -1: not held */
+    char *path;
+} qkt_lock;
+int qkt_dir_lock(qkt_lock *lk, const char *dir, qkt_err *err);
+void qkt_dir_unlock(qkt_lock *lk);
+/* Removes the temp files that qkt_write_atomic_fn left next to `path` when its process
+ * was killed mid-write ("<name>.tmp.<pid>.<n>" whose pid is no longer running; nothing
+ * else is touched). Call it only while holding the directory's lock. Returns how many
+ * were removed (their names appended to `removed`, comma-separated, if not NULL), or -1
+ * with err. */
+int qkt_remove_stale_temps(const char *path, qkt_buf *removed, qkt_err *err);
+
+/* CRC-32C (Castagnoli) of buf[0..n), continuing from `crc` (0 to start):
+ * qkt_crc32c(0, "123456789", 9) == 0xE3069283. */
+uint32_t qkt_crc32c(uint32_t crc, const void *buf, size_t n);
+
 #ifdef __cplusplus
 }
 #endif
