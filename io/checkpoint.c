@@ -106,7 +106,7 @@ static const char *shape64(int ndim, const int64_t *s, char *buf, size_t cap) {
  * convertible to `to`; `what` is "parameter" or "tensor". */
 static const qkt_st_tensor *check_one(const qkt_checkpoint *ck, const char *what, const char *name, int ndim,
                                       const int64_t *shape, qkt_st_dtype to, qkt_err *err) {
-    char want[160], got[160];
+    char want[256], got[256]; /* 8 dims of up to 20 digits fit */
     const qkt_st_tensor *t = qkt_safetensors_find(&ck->st, name);
     if (!t) {
         qkt_err_set(err, "checkpoint %s has no %s '%s' %s (saved for another model?)", ck->path, what, name,

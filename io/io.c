@@ -134,6 +134,11 @@ int qkt_check_replaceable(const char *path, qkt_err *err) {
     return 0;
 }
 
+bool qkt_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 bool qkt_file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;

@@ -24,6 +24,9 @@ int qkt_write_all(int fd, const void *buf, size_t n);
 /* mkdir -p; err names the first path that could not be made. */
 int qkt_mkdirs(const char *path, qkt_err *err);
 bool qkt_file_exists(const char *path);
+/* Do both paths name one existing file (same device and inode: through symlinks,
+ * hard links, relative paths)? An output that is an input must be refused up front. */
+bool qkt_same_file(const char *a, const char *b);
 /* A file an atomic write will replace must be absent or a regular file (not a
  * directory, FIFO, ...). 0, or -1 with err naming the path. */
 int qkt_check_replaceable(const char *path, qkt_err *err);

@@ -176,7 +176,7 @@ static int parse_entry(const cJSON *e, size_t data_len, const char *label, qkt_s
     }
     uint64_t nbytes = 0;
     overflow |= __builtin_mul_overflow(numel, (uint64_t)dtypes[dt].size, &nbytes);
-    char sb[160];
+    char sb[256];
     if (overflow || numel > INT64_MAX)
         return qkt_err_set(err, "%s: tensor '%s' shape %s is too large", label, nm, shape_str(nd, t->shape, sb, sizeof sb));
     t->numel = (int64_t)numel;
