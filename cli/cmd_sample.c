@@ -133,15 +133,16 @@ int qkt_cmd_sample(int argc, char **argv) {
     qkt_gpt_config cfg;
     /* an unusable checkpoint is refused like a bad flag: exit 2 */
     if (qkt_checkpoint_open(ckpt, &ck, &err)) return fprintf(stderr, CMD ": --ckpt: %s\n", err.msg), 2;
-    if (!ck.st.checksummed)
-        fprintf(stderr, CMD ": note: %s has no checksums (written by an older qkt or another tool): its tensors are not verified\n",
-                ckpt);
     rc = 2;
     if (qkt_gpt_config_from_checkpoint(&ck, &cfg, &err) || qkt_gpt_init(&g, &cfg, &err) || qkt_gpt_restore(&ck, &g, NULL, 0, &err) ||
         open_decoder(&ck, cfg.vocab_size, &d, &text, &err)) {
         fprintf(stderr, CMD ": --ckpt: %s\n", err.msg);
         goto done;
     }
+    /* (after every refusal: those are one line) */
+    if (!ck.st.checksummed)
+        fprintf(stderr, CMD ": note: %s has no checksums (written by an older qkt or another tool): its tensors are not verified\n",
+                ckpt);
     ids = malloc((strlen(prompt ? prompt : "\n") + 1 + (size_t)a.tokens) * sizeof *ids);
     QKT_CHECK(ids, "out of memory");
     int n_prompt;

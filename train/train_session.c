@@ -131,10 +131,6 @@ qkt_session_status qkt_session_open(qkt_session *s, const qkt_train_run *r, cons
     s->run.tc.model.vocab_size = s->t.gpt.cfg.vocab_size;
     /* The directory, before any training: unwritable paths fail here. */
     if (set_paths(s, dir, err)) return QKT_SESSION_ERR_DIR;
-    if (!resume && qkt_file_exists(s->p_json)) {
-        qkt_err_set(err, "%s already holds a run (train.json)", dir);
-        return QKT_SESSION_ERR_EXISTS;
-    }
     if (qkt_mkdirs(dir, err)) return QKT_SESSION_ERR_DIR;
     /* One writer: from here on nobody else works in dir (two starts race to the lock;
      * the loser sees the winner's train.json or is refused here). */
