@@ -409,6 +409,23 @@ static void test_signals(void) {
     int rc = finish(pid, fd);
     EXPECT(rc == 130 && strstr(out, "checkpoint saved") && qkt_file_exists(path(d, "ckpt.safetensors")), "SIGHUP: %d %s", rc, out);
 
+    /* a second signal while the first waits for a step (~0.5 s here) to end: exits at once */
+    d = path(tmp, "twice");
+    snprintf(args, sizeof args,
+             "train --data mqar --n-layer 2 --n-head 4 --n-embd 128 --block-size 128 --batch-size 16 --eval-batches 1 "
+             "--steps 1000 --threads 1 --log-every 1 --out %s", d);
+    pid = spawn(args, &fd);
+    EXPECT(wait_for(fd, "step 1/"), "never logged step 1");
+    struct timespec ms30 = {0, 30 * 1000000};
+    nanosleep(&ms30, NULL);
+    kill(pid, SIGINT);
+    nanosleep(&ms30, NULL);
+    kill(pid, SIGTERM);
+    rc = finish(pid, fd);
+    EXPECT(rc == 130 && strstr(out, "second signal: exiting at once"), "two signals: %d %s", rc, out);
+    rc = run("train --resume %s --pause-at 2", d);
+    EXPECT(rc == 0 && strstr(out, "paused after step 2"), "resume after two signals: (%d) %s", rc, out);
+
     /* stderr closed under the run (piped to `head`): the run goes on to the end */
     d = path(tmp, "pipe");
     int p[2];
