@@ -1,5 +1,6 @@
 /* File helpers for the layers above (train, experiments, the CLI): atomic writes,
- * directories, output checks, whole-file reads, a growable string buffer. */
+ * directories, output checks, whole-file reads, a growable string buffer, paths, the
+ * one-writer lock of a directory, the clean-up of killed writers' temp files, CRC-32C. */
 #ifndef QKT_IO_H
 #define QKT_IO_H
 #include <stdbool.h>
