@@ -110,8 +110,9 @@ int qkt_err_set(qkt_err *err, const char *fmt, ...) {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        if (n >= (int)sizeof err->msg) memcpy(err->msg + sizeof err->msg - 4, "...", 4); /* cut, and it says so */
         /* one line whatever it quotes (a spec, a JSON string, a file name): control
          * characters such as newlines become '?' */
         for (char *p = err->msg; *p; p++)

@@ -90,7 +90,7 @@ static inline qkt_real qkt__exp(qkt_real x) {
 #ifdef QKT_DOUBLE
     return exp(x);
 #else
-    float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+    float xc = x > -87.0f ? (x < 88.0f ? x : 88.0f) : -87.0f; /* NaN -> -87: never converted to int below */
     float nf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
     float r = xc - nf * 0.693145751953125f;
     r = r - nf * 1.428606765330187045e-06f;
@@ -106,7 +106,7 @@ static inline qkt_real qkt__exp(qkt_real x) {
         int32_t i;
     } u = {.f = p};
     u.i += (int32_t)nf * (1 << 23);
-    return x < -87.0f ? 0.0f : u.f;
+    return x >= -87.0f ? u.f : (x == x ? 0.0f : x); /* NaN in, NaN out */
 #endif
 }
 

@@ -138,9 +138,12 @@ static void strip_rows(const attn_saved *a, int b, int h, const qkt_real *Q, con
             mx = t > mx ? t : mx;
         }
         m[r] = mx;
-        if (mx == -INFINITY) { /* every key blocked: P row 0 */
-            memset(z, 0, (size_t)nc * sizeof *z);
-            l[r] = 0;
+        if (mx == -INFINITY) { /* every key blocked: P row 0; or every visible logit NaN (no max) */
+            bool nan = false;
+            for (int j = 0; j < jn && j < nc; j++) nan |= z[j] != z[j];
+            for (int j = 0; j < nc; j++) z[j] = nan ? NAN : 0; /* NaN in, NaN out, not a silent 0 */
+            if (nan) m[r] = NAN;
+            l[r] = nan ? NAN : 0;
             continue;
         }
 #pragma omp simd

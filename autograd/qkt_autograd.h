@@ -87,8 +87,9 @@ void *qkt__realloc(void *p, size_t n, const char *file, int line);
 char *qkt__strdup(const char *s, const char *file, int line);
 void *qkt__aligned_alloc(size_t align, size_t n, const char *file, int line);
 
-/* User error: one line, filled by the failing call, returned as status -1. */
-#define QKT_ERR_LEN 512
+/* User error: one line, filled by the failing call, returned as status -1. Room for two
+ * paths of PATH_MAX (4096) and the words around them; a longer message ends in "...". */
+#define QKT_ERR_LEN 10240
 typedef struct qkt_err {
     char msg[QKT_ERR_LEN];
 } qkt_err;

@@ -24,9 +24,11 @@ static void data_usage(FILE *f) {
             "  --split S        train (default) or val\n"
             "  --count N        number of sequences (default 1)\n"
             "\n");
-    char buf[4096];
-    qkt_data_help(buf, sizeof buf);
+    size_t n = 4096; /* the task table's help: grown until it fits */
+    char *buf = qkt_malloc(n);
+    for (int k; (k = qkt_data_help(buf, n)) >= 0 && (size_t)k >= n;) buf = qkt_realloc(buf, n = (size_t)k + 1);
     fputs(buf, f);
+    free(buf);
 }
 
 static int bad(const char *msg, const char *flag, const char *val) {

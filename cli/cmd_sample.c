@@ -139,6 +139,10 @@ int qkt_cmd_sample(int argc, char **argv) {
         fprintf(stderr, CMD ": --ckpt: %s\n", err.msg);
         goto done;
     }
+    /* (after every refusal: those are one line) */
+    if (!ck.st.checksummed)
+        fprintf(stderr, CMD ": note: %s has no checksums (written by an older qkt or another tool): its tensors are not verified\n",
+                ckpt);
     ids = malloc((strlen(prompt ? prompt : "\n") + 1 + (size_t)a.tokens) * sizeof *ids);
     QKT_CHECK(ids, "out of memory");
     int n_prompt;

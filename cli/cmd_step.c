@@ -137,6 +137,14 @@ int qkt_cmd_step(int argc, char **argv) {
     /* Outputs that cannot be written are refused before any work (exit 2). */
     if (qkt_check_output(a.out, &err)) return fprintf(stderr, "qkt step: --out: %s\n", err.msg), 2;
     if (a.params_out && qkt_check_output(a.params_out, &err)) return fprintf(stderr, "qkt step: --params-out: %s\n", err.msg), 2;
+    /* An output that is an input would replace it (and with --params-out --out the grads
+     * would be overwritten by the model): compared by device and inode. */
+    const struct { const char *flag, *path; } io[] = {{"ckpt", a.ckpt}, {"batch", a.batch}, {"out", a.out}, {"params-out", a.params_out}};
+    for (int i = 2; i < 4; i++)
+        for (int j = 0; j < i; j++)
+            if (io[i].path && io[j].path && (qkt_same_file(io[i].path, io[j].path) || !strcmp(io[i].path, io[j].path)))
+                return fprintf(stderr, "qkt step: --%s %s is the same file as --%s %s: pick another output\n", io[i].flag,
+                               io[i].path, io[j].flag, io[j].path), 2;
     qkt_gpt g;
     /* Unusable input files are refused like bad flags (exit 2); a failed write is exit 1. */
     if (qkt_gpt_open(a.ckpt, &g, &err)) return fprintf(stderr, "qkt step: --ckpt: %s\n", err.msg), 2;

@@ -1,8 +1,8 @@
 /* qkt train: train a GPT on a text file or a synthetic task, with nanoGPT's flag
  * names. Writes OUT/train.json, OUT/log.csv and OUT/ckpt.safetensors; --resume OUT
  * continues bit-identically. Faults: a non-finite loss or gradient norm stops the run
- * (exit 1) keeping the last good checkpoint; SIGINT/SIGTERM finish the step, save and
- * exit 130. The run itself is the library's qkt_session (train/qkt_train_run.h); this
+ * (exit 1) keeping the last good checkpoint; SIGINT/SIGTERM/SIGHUP finish the step, save
+ * and exit 130 (a second one exits at once). The run itself is the library's qkt_session (train/qkt_train_run.h); this
  * file parses the flags and prints. */
 #include <inttypes.h>
 #include <limits.h>
@@ -22,7 +22,18 @@
 #define CMD "qkt train"
 
 static volatile sig_atomic_t g_stop; /* the signal that asked us to stop, or 0 */
-static void on_signal(int sig) { g_stop = sig; }
+/* The first SIGINT/SIGTERM/SIGHUP asks for a checkpoint; a second (any of them) exits at
+ * once: the last checkpoint is intact and a temp file of a write in flight is removed by
+ * the next start in the directory. */
+static void on_signal(int sig) {
+    if (g_stop) {
+        static const char msg[] = "\n" CMD ": second signal: exiting at once; the last checkpoint is intact\n";
+        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)w;
+        _exit(130);
+    }
+    g_stop = sig;
+}
 
 /* Static: --detect-anomaly's atexit handler reads it after the command returned too. */
 static qkt_session g_session;
@@ -86,14 +97,31 @@ static int load_resumed(const qkt_flag *f, int nf, const char *resume, run_opts 
             return fprintf(stderr, CMD ": --%s cannot be combined with --resume (the run's settings are in %s/train.json)\n",
                            f[i].name, resume), 2;
     }
-    char path[4200];
     qkt_err err;
-    snprintf(path, sizeof path, "%s/train.json", resume);
+    if (qkt_check_path_len(resume, 64, &err)) return fprintf(stderr, CMD ": --resume %s\n", err.msg), 2;
+    char *path = qkt_path_join(resume, "train.json");
+    int rc = 0;
     if (!qkt_file_exists(path))
-        return fprintf(stderr, CMD ": --resume %s: no train.json there (not a qkt train run directory)\n", resume), 2;
-    if (qkt_train_run_load(path, &o->r, &err)) return fprintf(stderr, CMD ": --resume: %s\n", err.msg), 2;
+        rc = (fprintf(stderr, CMD ": --resume %s: no train.json there (not a qkt train run directory)\n", resume), 2);
+    else if (qkt_train_run_load(path, &o->r, &err))
+        rc = (fprintf(stderr, CMD ": --resume: %s\n", err.msg), 2);
+    free(path);
+    if (rc) return rc;
     o->out = resume, o->resuming = true;
     return 0;
+}
+
+/* `s` quoted for a POSIX shell when it needs it: 'it'\''s'. Allocated. */
+static char *shell_quote(const char *s) {
+    bool plain = *s != 0;
+    for (const char *p = s; *p && plain; p++) plain = strchr("/._-+,:=@%", *p) || (*p >= '0' && *p <= '9') ||
+                                                   ((*p | 32) >= 'a' && (*p | 32) <= 'z');
+    if (plain) return qkt_strdup(s);
+    qkt_buf b = {0};
+    qkt_buf_printf(&b, "'");
+    for (const char *p = s; *p; p++) qkt_buf_printf(&b, *p == '\'' ? "'\\''" : "%c", *p);
+    qkt_buf_printf(&b, "'");
+    return b.s;
 }
 
 /* A new run: the flags' strings into o->r, the auto fields resolved, the run validated. */
@@ -182,17 +210,21 @@ static int open_run(const run_opts *o, qkt_session *s) {
                        o->out, o->out), 2;
     case QKT_SESSION_ERR_DIR: return fprintf(stderr, CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
     case QKT_SESSION_ERR_CKPT: return fprintf(stderr, CMD ": --resume: %s\n", err.msg), 2;
+    case QKT_SESSION_ERR_LOCKED: return fprintf(stderr, CMD ": --%s %s\n", flag, err.msg), 2;
     }
     long long step = s->t.step, steps = s->run.tc.steps;
     if (s->last_ckpt >= 0) {
         if (o->pause_at && o->pause_at <= step)
             return fprintf(stderr, CMD ": --pause-at %lld: the run is at step %lld already\n", o->pause_at, step), 2;
-        if (step >= steps) return fprintf(stderr, CMD ": %s finished already (step %lld of %lld); nothing to do\n", o->out, step, steps), 0;
-        fprintf(stderr, CMD ": resuming %s at step %lld of %lld\n", o->out, step, steps);
-    } else if (o->resuming) {
-        fprintf(stderr, CMD ": %s has no checkpoint yet; starting from step 0\n", o->out);
+        if (step >= steps && !s->pending)
+            return fprintf(stderr, CMD ": %s finished already (step %lld of %lld); nothing to do\n", o->out, step, steps), 0;
     }
+    /* everything that can refuse the run comes before the first line about it */
     if (qkt_session_begin(s, &err)) return fprintf(stderr, CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
+    for (char *line = s->notes.s, *nl; line && (nl = strchr(line, '\n')); line = nl + 1)
+        fprintf(stderr, CMD ": note: %.*s\n", (int)(nl - line), line);
+    if (s->last_ckpt >= 0) fprintf(stderr, CMD ": resuming %s at step %lld of %lld\n", o->out, step, steps);
+    else if (o->resuming) fprintf(stderr, CMD ": %s has no checkpoint yet; starting from step 0\n", o->out);
     return -1;
 }
 
@@ -224,6 +256,8 @@ static void print_progress(const qkt_session *s, const qkt_session_progress *p, 
 static int report_end(const run_opts *o, const qkt_session *s, qkt_session_end end, const qkt_err *err) {
     long long step = s->t.step, last = s->last_ckpt;
     char d1[32];
+    char *q = shell_quote(o->out);
+    if (end != QKT_SESSION_STOPPED && end != QKT_SESSION_PAUSED) free(q), q = NULL;
     if (o->tty && end != QKT_SESSION_PAUSED && end != QKT_SESSION_DONE) fprintf(stderr, "\n");
     switch (end) {
     case QKT_SESSION_LOG_FAILED:
@@ -244,11 +278,13 @@ static int report_end(const run_opts *o, const qkt_session *s, qkt_session_end e
         return 1;
     case QKT_SESSION_STOPPED:
         fprintf(stderr, CMD ": %s at step %lld: checkpoint saved to %s; continue with: qkt train --resume %s\n",
-                g_stop == SIGINT ? "interrupted" : "terminated", step, s->p_ckpt, o->out);
+                g_stop == SIGINT ? "interrupted" : g_stop == SIGHUP ? "hung up" : "terminated", step, s->p_ckpt, q);
+        free(q);
         return 130;
     case QKT_SESSION_PAUSED:
         fprintf(stderr, CMD ": paused after step %lld (--pause-at): checkpoint saved to %s; continue with: qkt train --resume %s\n",
-                step, s->p_ckpt, o->out);
+                step, s->p_ckpt, q);
+        free(q);
         return 0;
     case QKT_SESSION_DONE:
         fprintf(stderr, CMD ": done: %lld steps in %s, val loss %.4f; %s\n", step, fmt_dur(s->elapsed_s, d1, sizeof d1), s->val_loss,
@@ -258,14 +294,21 @@ static int report_end(const run_opts *o, const qkt_session *s, qkt_session_end e
     return 1;
 }
 
-/* Signals only set a flag: the step in flight finishes first. */
+/* Signals only set a flag: the step in flight finishes first (a validation in flight
+ * stops between batches). SIGHUP (the terminal closed) is a stop like SIGTERM. SIGPIPE
+ * is ignored: a closed stderr (piped to `head`) must not kill training; the prints
+ * fail and the run goes on. SIGXFSZ is ignored by main(): a file-size limit is a
+ * write error (EFBIG) like a full disk. */
 static int train(run_opts *o, qkt_session *s) {
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART | SA_RESETHAND; /* a second Ctrl-C kills at once (the last checkpoint stays) */
+    sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT), sigaddset(&sa.sa_mask, SIGTERM), sigaddset(&sa.sa_mask, SIGHUP);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
     s->t.ctx.detect_anomaly = o->anomaly;
     if (o->anomaly) atexit(anomaly_note);
     qkt_session_opts so = {.pause_at = o->pause_at, .stop = &g_stop, .on_progress = print_progress, .user = o};

@@ -1,5 +1,6 @@
 /* Table-driven command-line flags (qkt_flags.h). */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +26,7 @@ static void default_text(const qkt_flag *f, char *def, size_t n) {
     case QKT_FLAG_DOUBLE:
         if (*(double *)f->dst != 0) snprintf(def, n, " (default %g)", *(double *)f->dst);
         break;
-    case QKT_FLAG_STRING:
-        if (*(const char **)f->dst) snprintf(def, n, " (default %s)", *(const char **)f->dst);
+    case QKT_FLAG_STRING: /* printed by usage(): a string default has any length */
         break;
     case QKT_FLAG_BOOL: break;
     }
@@ -36,10 +36,12 @@ static void usage(const char *cmd, const char *summary, const qkt_flag *flags, i
     printf("usage: qkt %s [flags]\n%s\n\nflags:\n", cmd, summary ? summary : "");
     for (int i = 0; i < n_flags; i++) {
         const qkt_flag *f = &flags[i];
-        char def[64], name[64];
+        char def[64]; /* " (default N)": a number fits */
         default_text(f, def, sizeof def);
-        snprintf(name, sizeof name, "--%s%s", f->name, f->type == QKT_FLAG_BOOL ? "" : " X");
-        printf("  %-24s %s%s\n", name, f->help, def);
+        const char *sdef = f->type == QKT_FLAG_STRING && !strstr(f->help, "(default") ? *(const char **)f->dst : NULL;
+        int w = printf("  --%s%s", f->name, f->type == QKT_FLAG_BOOL ? "" : " X");
+        printf("%*s %s%s%s%s%s\n", w < 26 ? 26 - w : 0, "", f->help, def, sdef ? " (default " : "", sdef ? sdef : "",
+               sdef ? ")" : "");
     }
     printf("  %-24s %s\n", "--help", "show this help");
 }
@@ -71,7 +73,7 @@ static bool in_range(const qkt_flag *f, double x) {
 }
 
 static int set_value(const char *cmd, qkt_flag *f, const char *v) {
-    char want[160];
+    char want[256]; /* the range and a note on a subnormal: fits */
     char *end;
     errno = 0;
     if (f->type == QKT_FLAG_INT || f->type == QKT_FLAG_I64 || f->type == QKT_FLAG_U64) {
@@ -91,6 +93,17 @@ static int set_value(const char *cmd, qkt_flag *f, const char *v) {
     } else if (f->type == QKT_FLAG_DOUBLE) {
         describe(f, false, want, sizeof want);
         double x = strtod(v, &end);
+        if (*v && !*end && x != 0 && fabs(x) < DBL_MIN) { /* ERANGE: rounded to a subnormal */
+            size_t l = strlen(want);
+            snprintf(want + l, sizeof want - l, "; this is a subnormal, too small to compute with: give 0 or a magnitude >= %g",
+                     DBL_MIN);
+            return bad(cmd, f->name, v, want);
+        }
+        if (*v && !*end && errno == ERANGE && x == 0) { /* below even the subnormals */
+            size_t l = strlen(want);
+            snprintf(want + l, sizeof want - l, "; this rounds to 0, too small: give 0 or a magnitude >= %g", DBL_MIN);
+            return bad(cmd, f->name, v, want);
+        }
         if (!*v || *end || errno || !isfinite(x) || !in_range(f, x)) return bad(cmd, f->name, v, want);
         *(double *)f->dst = x;
     } else {

@@ -1,4 +1,5 @@
 /* qkt: one program, one subcommand per job. */
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,9 @@ static void on_fatal(qkt_fatal_kind kind, const char *msg, void *user) {
 }
 
 int main(int argc, char **argv) {
+    /* A file-size limit (ulimit -f) would kill us with no word and leave a temp file:
+     * ignored, a write past it fails with EFBIG, which the writers report. */
+    signal(SIGXFSZ, SIG_IGN);
     qkt_thread_env_reexec(argv); /* returns at once when the environment is set already */
     qkt_set_fatal_handler(on_fatal, NULL);
     if (argc < 2) { /* a usage error like any other: one line on stderr, exit 2 */

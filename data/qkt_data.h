@@ -85,6 +85,9 @@ void qkt_data_best(const qkt_data *d, double *loss, double *acc);
 /* Text only. Vocabulary = the sorted unique bytes of the file; token i is byte
  * vocab[i]. qkt_data_vocab returns NULL (and *n = 0) for a synthetic task. */
 const uint8_t *qkt_data_vocab(const qkt_data *d, int *n);
+/* The text file's bytes as read when the source was opened (NULL and *n = 0 for a
+ * task or a vocabulary-only source): what a checkpoint's data checksum covers. */
+const uint8_t *qkt_data_text(const qkt_data *d, size_t *n);
 /* bytes -> token ids (n of each); -1 with a message naming the first byte that is
  * not in the vocabulary (or if d is not text). */
 int qkt_data_encode(const qkt_data *d, const uint8_t *bytes, size_t n, int32_t *ids, qkt_err *err);

@@ -1,6 +1,6 @@
-/* Character-level text: the file is mmap'ed read-only (pages come and go as the
- * kernel likes, so a file larger than memory works), the vocabulary is its sorted
- * unique bytes, train = the first 1 - val_frac of the bytes, val = the rest, and a
+/* Character-level text: the file is read into memory once (a mapping of it would
+ * turn a file truncated during training into SIGBUS, and one edited in place into
+ * other data mid-run), the vocabulary is its sorted unique bytes, train = the first 1 - val_frac of the bytes, val = the rest, and a
  * batch row is a window of T+1 bytes at a uniform offset inside one split. */
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,17 +70,32 @@ int qkt__text_open(qkt_data *d, const char *rest, qkt_err *err) {
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return qkt_err_set(err, "text file '%s': not a regular file (mmap needs one)", path);
+        return qkt_err_set(err, "text file '%s': not a regular file", path);
     }
     if (st.st_size == 0) {
         close(fd);
         return qkt_err_set(err, "text file '%s': is empty", path);
     }
     size_t len = (size_t)st.st_size;
-    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd); /* the mapping keeps the file alive */
-    if (m == MAP_FAILED) return qkt_err_set(err, "text file '%s': cannot mmap %zu bytes: %s", path, len, strerror(e));
+    uint8_t *m = malloc(len);
+    if (!m) {
+        close(fd);
+        return qkt_err_set(err, "text file '%s': cannot allocate %zu bytes to read it", path, len);
+    }
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, m + got, len - got > (1u << 30) ? (1u << 30) : len - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            int e = errno;
+            free(m);
+            close(fd);
+            if (r == 0) return qkt_err_set(err, "text file '%s': shrank while being read (%zu of %zu bytes)", path, got, len);
+            return qkt_err_set(err, "text file '%s': read failed: %s", path, strerror(e));
+        }
+        got += (size_t)r;
+    }
+    close(fd);
     d->map = m, d->len = len, d->has_file = 1;
     /* Split: val = the last floor(len * val_frac) bytes. Both must hold a window. */
     size_t n_val = (size_t)floor((double)len * d->val_frac);
@@ -92,12 +106,10 @@ int qkt__text_open(qkt_data *d, const char *rest, qkt_err *err) {
                            "text file '%s': too short for seq_len %d: %zu bytes give a train split of %zu and a val "
                            "split (last %g%%) of %zu bytes, each needs >= %zu",
                            path, d->T, len, d->n_train, 100 * d->val_frac, n_val, need);
-    /* Vocabulary: one sequential pass (the only full read of the file). */
-    madvise(m, len, MADV_SEQUENTIAL);
+    /* Vocabulary: one pass over the bytes. */
     uint8_t seen[256] = {0};
     const uint8_t *p = d->map;
     for (size_t i = 0; i < len; i++) seen[p[i]] = 1;
-    madvise(m, len, MADV_RANDOM);
     memset(d->enc, 0xff, sizeof d->enc);
     int V = 0;
     for (int c = 0; c < 256; c++)
@@ -118,8 +130,13 @@ int qkt__text_open(qkt_data *d, const char *rest, qkt_err *err) {
 }
 
 void qkt__text_close(qkt_data *d) {
-    if (d->map) munmap((void *)d->map, d->len);
+    free((void *)d->map);
     d->map = NULL;
+}
+
+const uint8_t *qkt_data_text(const qkt_data *d, size_t *n) {
+    if (n) *n = d->map ? d->len : 0;
+    return d->map;
 }
 
 void qkt__text_batch(qkt_data *d, qkt_data_split split, int B, int32_t *idx, int32_t *targets, uint8_t *mask) {

@@ -3,6 +3,7 @@
 #include "qkt_safetensors.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,7 @@ int qkt_checkpoint_save(const char *path, const qkt_params *p, const qkt_st_meta
                         const qkt_st_write *extra, int n_extra, qkt_err *err) {
     QKT_CHECK(p->finalized, "qkt_checkpoint_save(%s) before qkt_params_finalize", path);
     QKT_CHECK(n_extra >= 0 && n_meta >= 0, "negative counts");
-    qkt_st_write *w = calloc((size_t)(p->n + n_extra) + 1, sizeof *w);
-    QKT_CHECK(w, "out of memory");
+    qkt_st_write *w = qkt_calloc((size_t)(p->n + n_extra) + 1, sizeof *w);
     for (int i = 0; i < p->n; i++) {
         const qkt_tensor *t = p->t[i];
         w[i] = (qkt_st_write){.name = t->name, .dtype = QKT_ST_REAL, .ndim = t->ndim, .data = t->data};
@@ -23,7 +23,7 @@ int qkt_checkpoint_save(const char *path, const qkt_params *p, const qkt_st_meta
         QKT_CHECK(!qkt_params_find(p, extra[i].name), "extra tensor %s has a parameter's name", extra[i].name);
         w[p->n + i] = extra[i];
     }
-    int rc = qkt_safetensors_write(path, w, p->n + n_extra, meta, n_meta, err);
+    int rc = qkt_safetensors_write_checked(path, w, p->n + n_extra, meta, n_meta, err);
     free(w);
     return rc;
 }
@@ -31,8 +31,7 @@ int qkt_checkpoint_save(const char *path, const qkt_params *p, const qkt_st_meta
 int qkt_checkpoint_open(const char *path, qkt_checkpoint *ck, qkt_err *err) {
     memset(ck, 0, sizeof *ck);
     if (qkt_safetensors_read(path, &ck->st, err) != 0) return -1;
-    ck->path = strdup(path);
-    QKT_CHECK(ck->path, "out of memory");
+    ck->path = qkt_strdup(path);
     return 0;
 }
 
@@ -107,7 +106,7 @@ static const char *shape64(int ndim, const int64_t *s, char *buf, size_t cap) {
  * convertible to `to`; `what` is "parameter" or "tensor". */
 static const qkt_st_tensor *check_one(const qkt_checkpoint *ck, const char *what, const char *name, int ndim,
                                       const int64_t *shape, qkt_st_dtype to, qkt_err *err) {
-    char want[160], got[160];
+    char want[256], got[256]; /* 8 dims of up to 20 digits fit */
     const qkt_st_tensor *t = qkt_safetensors_find(&ck->st, name);
     if (!t) {
         qkt_err_set(err, "checkpoint %s has no %s '%s' %s (saved for another model?)", ck->path, what, name,
@@ -133,6 +132,30 @@ static const qkt_st_tensor *check_one(const qkt_checkpoint *ck, const char *what
     return t;
 }
 
+/* Index of the first NaN/Inf of a float tensor, or -1. */
+static int64_t first_nonfinite(const qkt_st_tensor *t) {
+    for (int64_t i = 0; i < t->numel; i++) {
+        double x;
+        if (t->dtype == QKT_ST_F32) {
+            float f;
+            memcpy(&f, t->data + 4 * i, 4);
+            x = f;
+        } else {
+            memcpy(&x, t->data + 8 * i, 8);
+        }
+        if (!isfinite(x)) return i;
+    }
+    return -1;
+}
+
+/* A model (or optimizer state) with a NaN or Inf would only produce garbage. */
+static int check_finite(const qkt_checkpoint *ck, const char *what, const qkt_st_tensor *t, qkt_err *err) {
+    int64_t bad = first_nonfinite(t);
+    if (bad < 0) return 0;
+    return qkt_err_set(err, "checkpoint %s: %s '%s' holds a non-finite value at index %lld: a diverged model or a damaged file",
+                       ck->path, what, t->name, (long long)bad);
+}
+
 static bool is_state_name(const char *name) {
     static const char *const prefixes[] = {"optim.", "rng.", "train."};
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
@@ -154,7 +177,7 @@ int qkt_checkpoint_restore(const qkt_checkpoint *ck, qkt_params *p, const qkt_ck
         int64_t shape[QKT_MAX_DIMS];
         for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
         src[i] = check_one(ck, "parameter", t->name, t->ndim, shape, QKT_ST_REAL, err);
-        rc = src[i] ? 0 : -1;
+        rc = src[i] ? check_finite(ck, "parameter", src[i], err) : -1;
     }
     for (int j = 0; j < n_slots && !rc; j++) {
         const qkt_ckpt_slot *s = &slots[j];
@@ -166,7 +189,9 @@ int qkt_checkpoint_restore(const qkt_checkpoint *ck, qkt_params *p, const qkt_ck
         src[p->n + j] = t;
         if (!t) {
             rc = -1;
-        } else if (s->dtype != QKT_ST_REAL) {
+        } else if (s->dtype == QKT_ST_REAL) {
+            rc = check_finite(ck, "tensor", t, err);
+        } else {
             ibuf[j] = malloc((size_t)t->numel * qkt_st_dtype_size(s->dtype) + 1);
             QKT_CHECK(ibuf[j], "out of memory");
             rc = s->dtype == QKT_ST_I32   ? qkt_st_tensor_to_i32(t, ibuf[j], t->numel, ck->path, err)

@@ -36,8 +36,7 @@ int qkt_write_atomic_fn(const char *path, qkt_write_fn fill, void *user, qkt_err
         return qkt_err_set(err, "%s: exists and is not a regular file (%s); refusing to replace it", path,
                            S_ISDIR(sb.st_mode) ? "a directory" : "a device, fifo or socket");
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 64);
-    QKT_CHECK(tmp, "out of memory");
+    char *tmp = qkt_malloc(plen + 64); /* ".tmp.<pid>.<counter>" fits in 64 */
     int fd = -1;
     for (int tries = 0; tries < 100 && fd < 0; tries++) {
         snprintf(tmp, plen + 64, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&tmp_counter, 1));
@@ -63,8 +62,7 @@ int qkt_write_atomic_fn(const char *path, qkt_write_fn fill, void *user, qkt_err
     /* Make the rename itself durable. Filesystems that cannot sync a directory
      * (EINVAL, ENOTSUP) are accepted; any other failure is reported although the new
      * file is already in place. */
-    char *dir = strdup(path);
-    QKT_CHECK(dir, "out of memory");
+    char *dir = qkt_strdup(path);
     char *slash = strrchr(dir, '/');
     const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
     int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -95,41 +93,50 @@ int qkt_write_atomic(const char *path, const void *buf, size_t n, qkt_err *err) 
 }
 
 int qkt_mkdirs(const char *path, qkt_err *err) {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return qkt_err_set(err, "%s: path too long", path);
+    if (!*path) return qkt_err_set(err, "an empty path");
+    if (qkt_check_path_len(path, 0, err)) return -1;
+    char *buf = qkt_strdup(path);
+    int rc = 0;
     for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == 0) {
             char c = *p;
             *p = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return qkt_err_set(err, "%s: cannot create directory: %s", buf, strerror(errno));
             struct stat st;
-            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) return qkt_err_set(err, "%s: exists and is not a directory", buf);
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) rc = qkt_err_set(err, "%s: cannot create directory: %s", buf, strerror(errno));
+            else if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) rc = qkt_err_set(err, "%s: exists and is not a directory", buf);
             *p = c;
-            if (!c) break;
+            if (!c || rc) break;
         }
     }
-    return 0;
+    free(buf);
+    return rc;
 }
 
 int qkt_check_output(const char *path, qkt_err *err) {
-    char dir[4096];
     if (!*path) return qkt_err_set(err, "an empty path");
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return qkt_err_set(err, "%.64s...: path too long", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
+    /* room for the atomic writer's temp name: ".tmp.<pid>.<counter>" */
+    if (qkt_check_path_len(path, 48, err)) return -1;
+    char *buf = qkt_strdup(path);
+    char *slash = strrchr(buf, '/');
+    const char *dir = !slash ? "." : slash == buf ? "/" : (*slash = 0, buf);
     struct stat st;
-    if (stat(dir, &st) != 0) return qkt_err_set(err, "%s: directory %s: %s", path, dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return qkt_err_set(err, "%s: %s is not a directory", path, dir);
-    if (access(dir, W_OK | X_OK) != 0) return qkt_err_set(err, "%s: directory %s is not writable", path, dir);
-    return qkt_check_replaceable(path, err);
+    int rc = 0;
+    if (stat(dir, &st) != 0) rc = qkt_err_set(err, "%s: directory %s: %s", path, dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode)) rc = qkt_err_set(err, "%s: %s is not a directory", path, dir);
+    else if (access(dir, W_OK | X_OK) != 0) rc = qkt_err_set(err, "%s: directory %s is not writable", path, dir);
+    free(buf);
+    return rc ? -1 : qkt_check_replaceable(path, err);
 }
 
 int qkt_check_replaceable(const char *path, qkt_err *err) {
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return qkt_err_set(err, "%s exists and is not a regular file", path);
     return 0;
+}
+
+bool qkt_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 bool qkt_file_exists(const char *path) {

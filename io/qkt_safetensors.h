@@ -18,6 +18,7 @@
 #ifndef QKT_SAFETENSORS_H
 #define QKT_SAFETENSORS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,17 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Checksums (qkt_safetensors_write_checked, used for checkpoints): the CRC-32C of every
+ * tensor's bytes is stored in the metadata as "crc32c:<name>" = 8 hex digits, and
+ * "crc32c_header" holds the CRC-32C of the whole header as written with "00000000" in
+ * its own place (so an edit of any metadata, a name or an offset is seen too). The
+ * reader verifies them all (a mismatch is a -1 naming the tensor or the header: the
+ * file is damaged) and hides these keys from `meta`. A file with checksums must have
+ * one for every tensor and the header; a file without any (PyTorch, numpy, an older
+ * qkt) still loads, with `checksummed` false so a program can say it was not verified. */
+#define QKT_ST_CRC_PREFIX "crc32c:"
+#define QKT_ST_CRC_HEADER "crc32c_header"
 
 /* ---------------------------------------------------------------- dtypes */
 typedef enum qkt_st_dtype {
@@ -64,8 +76,9 @@ typedef struct qkt_st_meta {
 typedef struct qkt_safetensors {
     qkt_st_tensor *t; /* in file order (header order) */
     int n;
-    qkt_st_meta *meta; /* owned strings */
+    qkt_st_meta *meta; /* owned strings (without the checksum keys) */
     int n_meta;
+    bool checksummed;  /* every tensor's CRC-32C was stored and verified */
     uint64_t header_len;
     uint8_t *owned; /* the file's bytes when read from a file */
 } qkt_safetensors;
@@ -109,7 +122,10 @@ typedef struct qkt_st_write {
  * tensor name and negative dims are programmer errors (QKT_CHECK). */
 int qkt_safetensors_write(const char *path, const qkt_st_write *t, int n, const qkt_st_meta *meta, int n_meta,
                           qkt_err *err);
-/* The same bytes to an open descriptor (a pipe, a socket, /dev/full), no atomicity;
+/* The same with checksums of every tensor and of the header (see above). */
+int qkt_safetensors_write_checked(const char *path, const qkt_st_write *t, int n, const qkt_st_meta *meta, int n_meta,
+                                  qkt_err *err);
+/* The same bytes as qkt_safetensors_write to an open descriptor (a pipe, a socket, /dev/full), no atomicity;
  * `label` names the destination in messages. */
 int qkt_safetensors_write_fd(int fd, const char *label, const qkt_st_write *t, int n, const qkt_st_meta *meta,
                              int n_meta, qkt_err *err);
@@ -117,7 +133,8 @@ int qkt_safetensors_write_fd(int fd, const char *label, const qkt_st_write *t, i
 /* ---------------------------------------------------------------- checkpoints */
 /* Save: every parameter of `p` under t->name, shape t->shape, dtype QKT_ST_REAL, in
  * store order, then `extra` (optimizer moments "optim.m"/"optim.v" as flat arrays,
- * the RNG as U64 (4), ...). Extra names must not collide with parameter names. */
+ * the RNG as U64 (4), ...). Extra names must not collide with parameter names.
+ * Written with checksums (qkt_safetensors_write_checked). */
 int qkt_checkpoint_save(const char *path, const qkt_params *p, const qkt_st_meta *meta, int n_meta,
                         const qkt_st_write *extra, int n_extra, qkt_err *err);
 
@@ -157,8 +174,8 @@ typedef struct qkt_ckpt_slot {
 enum { QKT_CKPT_ALLOW_UNUSED = 1 };
 
 /* All-or-nothing restore: first checks every parameter of `p` is present with the
- * exact shape and a float dtype, every slot likewise, and the unused-tensor rule;
- * only then copies (converting F32 <-> F64). On -1 nothing was modified. */
+ * exact shape, a float dtype and finite values, every slot likewise (finite if real),
+ * and the unused-tensor rule; only then copies (converting F32 <-> F64). On -1 nothing was modified. */
 int qkt_checkpoint_restore(const qkt_checkpoint *ck, qkt_params *p, const qkt_ckpt_slot *slots, int n_slots,
                            int flags, qkt_err *err);
 /* open + restore + close. */

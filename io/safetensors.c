@@ -1,8 +1,10 @@
 /* safetensors reader: validate everything, then expose (the writer is safetensors_write.c).
  * Format and API: qkt_safetensors.h. */
+#include "qkt_io.h"
 #include "qkt_safetensors.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -174,7 +176,7 @@ static int parse_entry(const cJSON *e, size_t data_len, const char *label, qkt_s
     }
     uint64_t nbytes = 0;
     overflow |= __builtin_mul_overflow(numel, (uint64_t)dtypes[dt].size, &nbytes);
-    char sb[160];
+    char sb[256];
     if (overflow || numel > INT64_MAX)
         return qkt_err_set(err, "%s: tensor '%s' shape %s is too large", label, nm, shape_str(nd, t->shape, sb, sizeof sb));
     t->numel = (int64_t)numel;
@@ -253,6 +255,73 @@ static int check_layout(const qkt_safetensors *st, size_t data_len, const char *
     return rc;
 }
 
+/* The "crc32c:<name>" metadata: each names a tensor of the file and matches the CRC-32C
+ * of its bytes, and once there is one, every tensor has one. They are then removed
+ * from st->meta (the file format's business, not the caller's). */
+/* The header's own checksum (QKT_ST_CRC_HEADER), over the raw header hc[0..hl) with
+ * "00000000" in its place: found by its exact bytes, which the writer's compact JSON
+ * has (quotes inside any JSON string are escaped, so nothing else matches). *found
+ * says whether there is one. */
+static int verify_header(const char *hc, size_t hl, const char *label, bool *found, qkt_err *err) {
+    const char *pat = "\"" QKT_ST_CRC_HEADER "\":\"";
+    size_t pn = strlen(pat);
+    const char *at = strstr(hc, pat);
+    *found = at != NULL;
+    if (!at) return 0;
+    if (strstr(at + 1, pat)) return qkt_err_set(err, "%s: header has two checksums: damaged?", label);
+    const char *v = at + pn;
+    char want[9] = {0};
+    for (int k = 0; k < 8; k++) want[k] = isxdigit((unsigned char)v[k]) ? v[k] : 0;
+    if (strlen(want) != 8 || v[8] != '"') return qkt_err_set(err, "%s: header checksum is not 8 hex digits: damaged?", label);
+    char *copy = qkt_malloc(hl + 1);
+    memcpy(copy, hc, hl + 1);
+    memcpy(copy + (v - hc), "00000000", 8);
+    uint32_t got = qkt_crc32c(0, copy, hl);
+    free(copy);
+    if (got != (uint32_t)strtoul(want, NULL, 16))
+        return qkt_err_set(err, "%s: header fails its checksum (stored crc32c %s, its bytes give %08x): the file is damaged or "
+                                "was edited", label, want, (unsigned)got);
+    return 0;
+}
+
+static int verify_checksums(qkt_safetensors *st, bool header_crc, const char *label, qkt_err *err) {
+    size_t pl = strlen(QKT_ST_CRC_PREFIX);
+    int n_crc = 0;
+    bool header_key = false;
+    for (int i = 0; i < st->n_meta; i++) {
+        const char *key = st->meta[i].key, *val = st->meta[i].value;
+        if (!strcmp(key, QKT_ST_CRC_HEADER)) header_key = true;
+        if (strncmp(key, QKT_ST_CRC_PREFIX, pl)) continue;
+        n_crc++;
+        const qkt_st_tensor *t = qkt_safetensors_find(st, key + pl);
+        if (!t) return qkt_err_set(err, "%s: checksum '%s' names no tensor of the file: damaged?", label, QN(key));
+        char *end;
+        errno = 0;
+        unsigned long want = strtoul(val, &end, 16);
+        if (strlen(val) != 8 || *end || errno || !isxdigit((unsigned char)val[0]))
+            return qkt_err_set(err, "%s: checksum of tensor '%s' is '%s', not 8 hex digits: damaged?", label, QN(t->name), QN(val));
+        uint32_t got = qkt_crc32c(0, t->data, t->end - t->begin);
+        if (got != (uint32_t)want)
+            return qkt_err_set(err, "%s: tensor '%s' fails its checksum (stored crc32c %08lx, its bytes give %08x): the file is damaged",
+                               label, QN(t->name), want, (unsigned)got);
+    }
+    if (header_key != header_crc) /* a key the raw search did not find: not the writer's JSON */
+        return qkt_err_set(err, "%s: its header checksum cannot be verified: damaged or rewritten?", label);
+    if (!n_crc && !header_key) return 0;
+    if (n_crc != st->n || !header_key) /* names are unique and each key named a tensor: some tensor has none */
+        return qkt_err_set(err, "%s: only %d of its %d tensors and %s header have a checksum: damaged or edited?", label, n_crc,
+                           st->n, header_key ? "its" : "not its");
+    int k = 0;
+    for (int i = 0; i < st->n_meta; i++) {
+        if (strncmp(st->meta[i].key, QKT_ST_CRC_PREFIX, pl) && strcmp(st->meta[i].key, QKT_ST_CRC_HEADER))
+            st->meta[k++] = st->meta[i];
+        else free((char *)st->meta[i].key), free((char *)st->meta[i].value);
+    }
+    st->n_meta = k;
+    st->checksummed = true;
+    return 0;
+}
+
 void qkt_safetensors_free(qkt_safetensors *st) {
     for (int i = 0; i < st->n; i++) free(st->t[i].name);
     for (int i = 0; i < st->n_meta; i++) {
@@ -286,6 +355,11 @@ int qkt_safetensors_parse(const uint8_t *buf, size_t n, const char *label, qkt_s
     QKT_CHECK(hc, "out of memory");
     memcpy(hc, h, (size_t)hl);
     hc[hl] = 0;
+    bool header_crc;
+    if (verify_header(hc, (size_t)hl, label, &header_crc, err)) {
+        free(hc);
+        return -1;
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(hc, (size_t)hl, &end, 0);
     if (!root) {
@@ -323,6 +397,7 @@ int qkt_safetensors_parse(const uint8_t *buf, size_t n, const char *label, qkt_s
     cJSON_Delete(root);
     free(hc);
     if (!rc) rc = check_layout(st, data_len, label, err);
+    if (!rc) rc = verify_checksums(st, header_crc, label, err);
     if (rc) {
         qkt_safetensors_free(st);
         return -1;

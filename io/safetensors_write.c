@@ -123,12 +123,58 @@ static int build_header(const char *label, const qkt_st_write *t, int n, const q
     return 0;
 }
 
-int qkt_safetensors_write_fd(int fd, const char *label, const qkt_st_write *t, int n, const qkt_st_meta *meta,
-                             int n_meta, qkt_err *err) {
+/* The caller's metadata plus QKT_ST_CRC_PREFIX<name> = the CRC-32C of each tensor's
+ * bytes (8 hex digits) and QKT_ST_CRC_HEADER = "00000000", a placeholder for the
+ * header's own checksum. *all and *vals are allocated (free_checksums). */
+static int with_checksums(const qkt_st_write *t, int n, const qkt_st_meta *meta, int n_meta, qkt_st_meta **all,
+                          char **vals) {
+    size_t pl = strlen(QKT_ST_CRC_PREFIX);
+    *all = qkt_calloc((size_t)(n_meta + n) + 2, sizeof **all);
+    *vals = qkt_malloc((size_t)(n + 1) * 9 + 1);
+    for (int i = 0; i < n_meta; i++) {
+        QKT_CHECK(strncmp(meta[i].key, QKT_ST_CRC_PREFIX, pl) && strcmp(meta[i].key, QKT_ST_CRC_HEADER),
+                  "metadata key %s is reserved for checksums", meta[i].key);
+        (*all)[i] = meta[i];
+    }
+    for (int i = 0; i < n; i++) {
+        uint64_t nb = tensor_bytes(&t[i]);
+        QKT_CHECK(nb == 0 || t[i].data, "tensor %s: NULL data", t[i].name);
+        snprintf(*vals + 9 * i, 9, "%08x", nb ? qkt_crc32c(0, t[i].data, (size_t)nb) : 0u);
+        char *key = qkt_malloc(pl + strlen(t[i].name) + 1);
+        memcpy(key, QKT_ST_CRC_PREFIX, pl);
+        strcpy(key + pl, t[i].name);
+        (*all)[n_meta + i] = (qkt_st_meta){key, *vals + 9 * i};
+    }
+    memcpy(*vals + 9 * n, "00000000", 9);
+    (*all)[n_meta + n] = (qkt_st_meta){qkt_strdup(QKT_ST_CRC_HEADER), *vals + 9 * n};
+    return n_meta + n + 1;
+}
+
+static void free_checksums(qkt_st_meta *all, char *vals, int from, int to) {
+    for (int i = from; i < to; i++) free((char *)all[i].key);
+    free(all), free(vals);
+}
+
+/* The bytes of a safetensors file to fd; with checksums (with_checksums) when asked. */
+static int write_fd(int fd, const char *label, const qkt_st_write *t, int n, const qkt_st_meta *meta, int n_meta,
+                    bool checksums, qkt_err *err) {
     strbuf hb = {0};
-    if (build_header(label, t, n, meta, n_meta, &hb, err) != 0) {
+    qkt_st_meta *all = (qkt_st_meta *)meta;
+    char *vals = NULL;
+    int n_all = checksums ? with_checksums(t, n, meta, n_meta, &all, &vals) : n_meta;
+    int hrc = build_header(label, t, n, all, n_all, &hb, err);
+    if (checksums) free_checksums(all, vals, n_meta, n_all);
+    if (hrc != 0) {
         free(hb.s);
         return -1;
+    }
+    if (checksums) { /* the header's checksum, over the header with zeros in its place */
+        const char *pat = "\"" QKT_ST_CRC_HEADER "\":\"";
+        char *at = strstr(hb.s, pat);
+        QKT_CHECK(at, "header checksum placeholder missing");
+        char hex[9];
+        snprintf(hex, sizeof hex, "%08x", qkt_crc32c(0, hb.s, hb.len));
+        memcpy(at + strlen(pat), hex, 8);
     }
     uint8_t len8[8];
     for (int k = 0; k < 8; k++) len8[k] = (uint8_t)((uint64_t)hb.len >> (8 * k));
@@ -144,21 +190,33 @@ int qkt_safetensors_write_fd(int fd, const char *label, const qkt_st_write *t, i
     return 0;
 }
 
+int qkt_safetensors_write_fd(int fd, const char *label, const qkt_st_write *t, int n, const qkt_st_meta *meta,
+                             int n_meta, qkt_err *err) {
+    return write_fd(fd, label, t, n, meta, n_meta, false, err);
+}
+
 typedef struct {
     const qkt_st_write *t;
     int n;
     const qkt_st_meta *meta;
     int n_meta;
+    bool checksums;
 } st_src;
 
 static int fill_st(int fd, const char *label, void *user, qkt_err *err) {
     const st_src *s = user;
-    return qkt_safetensors_write_fd(fd, label, s->t, s->n, s->meta, s->n_meta, err);
+    return write_fd(fd, label, s->t, s->n, s->meta, s->n_meta, s->checksums, err);
 }
 
 /* Atomic: temp file, write, fsync, rename, directory fsync (qkt_write_atomic_fn). */
 int qkt_safetensors_write(const char *path, const qkt_st_write *t, int n, const qkt_st_meta *meta, int n_meta,
                           qkt_err *err) {
-    st_src s = {t, n, meta, n_meta};
+    st_src s = {t, n, meta, n_meta, false};
+    return qkt_write_atomic_fn(path, fill_st, &s, err);
+}
+
+int qkt_safetensors_write_checked(const char *path, const qkt_st_write *t, int n, const qkt_st_meta *meta, int n_meta,
+                                  qkt_err *err) {
+    st_src s = {t, n, meta, n_meta, true};
     return qkt_write_atomic_fn(path, fill_st, &s, err);
 }

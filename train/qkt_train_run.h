@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "qkt_io.h"
 #include "qkt_trainer.h"
 
 #ifdef __cplusplus
@@ -40,9 +41,19 @@ int qkt_train_run_load(const char *path, qkt_train_run *r, qkt_err *err);
 /* The same from the JSON text (n bytes, need not be NUL-terminated); errors start with `label`. */
 int qkt_train_run_parse(const char *text, size_t n, const char *label, qkt_train_run *r, qkt_err *err);
 
+/* What qkt_train_log_truncate kept and discarded, for the caller to say. */
+typedef struct qkt_log_cut {
+    int64_t last_kept;     /* step of the last row kept, -1: none */
+    int64_t dropped;       /* complete lines discarded (the rows after `step`) */
+    int64_t dropped_first; /* the step of the first of them */
+    bool torn;             /* a partial last line (a write cut short) was discarded too */
+} qkt_log_cut;
 /* Keep the header and the rows with step <= `step` of log.csv (atomically); a missing
- * file becomes the header alone. A file with another header is an error. */
-int qkt_train_log_truncate(const char *path, int64_t step, qkt_err *err);
+ * file becomes the header alone. Every row kept must be a log row (8 columns, steps
+ * 0, 1, 2, ... in order): anything else is an error naming the file and the line, as
+ * is a file with another header; nothing is dropped in silence: `cut` (may be NULL)
+ * says what went. */
+int qkt_train_log_truncate(const char *path, int64_t step, qkt_log_cut *cut, qkt_err *err);
 
 /* ---------------------------------------------------------------- a session
  * Training a run directory, as `qkt train` does (train_session.c):
@@ -56,7 +67,12 @@ int qkt_train_log_truncate(const char *path, int64_t step, qkt_err *err);
 typedef struct qkt_session {
     qkt_train_run run;    /* the config (run.tc.data points at run.data; text paths made absolute) */
     qkt_trainer t;
-    char dir[4096], p_json[4200], p_log[4200], p_ckpt[4200];
+    char *dir, *p_json, *p_log, *p_ckpt; /* allocated */
+    qkt_lock lock;        /* DIR/.lock, held from open to close: one writer per directory */
+    qkt_buf notes;        /* lines for the user (what open and begin changed or discarded:
+                             stale temp files, log rows, settings changed on resume) */
+    char *pending;        /* "step,loss,lr,grad_norm": a row whose validation a stop cut
+                             short; redone first by the next run (checkpoint "log_pending") */
     FILE *log;
     int64_t last_ckpt;    /* step of the last checkpoint saved or resumed from; -1: none */
     bool busy;            /* inside busy_step's computation (0: the validation before training):
@@ -73,16 +89,22 @@ typedef enum {
     QKT_SESSION_ERR_CONFIG, /* qkt_train_run_validate refused the run */
     QKT_SESSION_ERR_DATA,   /* the data spec (or the model it sizes) was refused */
     QKT_SESSION_ERR_EXISTS, /* a new run's directory holds a run already (train.json) */
-    QKT_SESSION_ERR_DIR,    /* the directory or one of its files cannot be written */
-    QKT_SESSION_ERR_CKPT,   /* resuming: the checkpoint is unreadable or not this run's */
+    QKT_SESSION_ERR_DIR,    /* the directory or one of its files cannot be written, or its path is too long */
+    QKT_SESSION_ERR_CKPT,   /* resuming: the checkpoint is unreadable, damaged or not this run's */
+    QKT_SESSION_ERR_LOCKED, /* another process holds the directory's lock (err names its pid) */
 } qkt_session_status;
 
-/* Opens run directory `dir` for run r (its QKT_TRAIN_AUTO fields are resolved here): a new run (resume false) needs a directory without train.json (it is created if
+/* Opens run directory `dir` for run r (its QKT_TRAIN_AUTO fields are resolved here): a
+ * new run (resume false) needs a directory without train.json (it is created if
  * missing); resume true restores dir/ckpt.safetensors if there is one (else from step
- * 0). On an error err says why; close the session either way. */
+ * 0). The directory is locked (qkt_dir_lock) until qkt_session_close, and temp files
+ * of killed writers are removed. Resuming, the checkpoint's record of the run must
+ * match r except steps, eval_every, eval_batches and ckpt_every (each change is put
+ * in s->notes). On an error err says why; close the session either way. */
 qkt_session_status qkt_session_open(qkt_session *s, const qkt_train_run *r, const char *dir, bool resume, qkt_err *err);
 /* Writes train.json, cuts log.csv to the rows up to the restored step (a fresh run: the
- * header alone) and opens it for appending. 0, or -1 with err naming the file. */
+ * header alone; what is discarded goes in s->notes) and opens it for appending. 0, or
+ * -1 with err naming the file. */
 int qkt_session_begin(qkt_session *s, qkt_err *err);
 
 /* Reported after the validation before training (st NULL) and after every step that
@@ -97,7 +119,8 @@ typedef struct qkt_session_progress {
 
 typedef struct qkt_session_opts {
     int64_t pause_at;                  /* > 0: after this step (if not the last) save and pause */
-    const volatile sig_atomic_t *stop; /* non-zero (a signal handler sets it): finish the step, save, stop */
+    const volatile sig_atomic_t *stop; /* non-zero (a signal handler sets it): finish the step (a
+                                          validation in flight stops between batches), save, stop */
     void (*on_progress)(const qkt_session *s, const qkt_session_progress *p, void *user);
     void *user;
 } qkt_session_opts;

@@ -2,6 +2,7 @@
  * the cells of `qkt ablate`. Owns the model, data, optimizer, schedule and step context. */
 #ifndef QKT_TRAINER_H
 #define QKT_TRAINER_H
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -70,6 +71,9 @@ typedef struct qkt_trainer {
     int32_t *idx, *tgt; /* (B, T) */
     int64_t step;       /* steps done */
     int T;
+    const volatile sig_atomic_t *stop; /* optional: non-zero ends a validation early (qkt_eval.interrupted) */
+    uint32_t data_crc;  /* CRC-32C of the text data (data_crc_known) */
+    bool data_crc_known;
 } qkt_trainer;
 
 /* Resolves the QKT_TRAIN_AUTO fields (t->cfg holds the result), validates the config,
@@ -81,18 +85,22 @@ void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st);
 
 typedef struct qkt_eval {
     double loss, acc;            /* mean over batches (accuracy over answer positions) */
+    bool interrupted;            /* *t->stop was set: loss and acc are partial, don't use them */
     qkt_attn_stats *heads;       /* optional out: n_layer * n_head stats on the first batch */
 } qkt_eval;
-/* Validation: the same n_batches every call (the val stream is reset). */
+/* Validation: the same n_batches every call (the val stream is reset). Stops between
+ * batches when *t->stop is set (ev->interrupted). */
 void qkt_trainer_eval(qkt_trainer *t, int n_batches, int batch_size, qkt_eval *ev);
 /* Checkpoint of the full training state (qkt_gpt_save's file): parameters and config,
  * optim.m, optim.v, optim.step, rng.data_train, rng.data_val, rng.dropout (U64 x 4),
- * train.vocab (U8, text data only), metadata "step" and "data" (the canonical spec)
- * plus up to 8 caller pairs. Written atomically. */
+ * train.vocab (U8, text data only), metadata "step" and "data" (the canonical spec),
+ * for text "data_bytes" and "data_crc32c" (the size and CRC-32C of the file's bytes),
+ * plus up to 8 caller pairs. Written atomically, every tensor checksummed. */
 int qkt_trainer_save(qkt_trainer *t, const char *path, const qkt_st_meta *meta, int n_meta, qkt_err *err);
 /* Restore that state into a trainer built from the same config (qkt_trainer_init):
- * the model config, the data (spec, or the text vocabulary) and every tensor are
- * checked first; afterwards qkt_trainer_step continues exactly where the saved run
+ * the model config, the data (spec, or the text vocabulary, size and checksum), every
+ * tensor (shape, finite values), the step against the optimizer's step and the RNG
+ * states (an all-zero xoshiro state never leaves zero) are checked first; afterwards qkt_trainer_step continues exactly where the saved run
  * was. On -1 (one line naming the file and the problem) drop the trainer. */
 int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err);
 

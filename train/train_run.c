@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,10 +149,21 @@ int qkt_train_run_parse(const char *text, size_t n, const char *path, qkt_train_
 }
 
 /* ---------------------------------------------------------------- log.csv */
-int qkt_train_log_truncate(const char *path, int64_t step, qkt_err *err) {
+/* A row: an integer step, then 7 more comma-separated columns. The step, or -1. */
+static long long row_step(const char *p, const char *nl) {
+    char *end;
+    long long s = strtoll(p, &end, 10);
+    if (end == p || *end != ',' || s < 0 || *p == '+' || *p == ' ') return -1;
+    int commas = 0;
+    for (const char *q = p; q < nl; q++) commas += *q == ',';
+    return commas == 7 ? s : -1;
+}
+
+int qkt_train_log_truncate(const char *path, int64_t step, qkt_log_cut *cut, qkt_err *err) {
     const char *hdr = QKT_TRAIN_LOG_HEADER;
     size_t hl = strlen(hdr), n = 0;
     char *text = NULL;
+    qkt_log_cut c = {.last_kept = -1, .dropped_first = -1};
     if (qkt_file_exists(path) && !(text = qkt_read_file(path, &n, err))) return -1;
     if (text && strncmp(text, hdr, hl)) {
         free(text);
@@ -159,18 +171,33 @@ int qkt_train_log_truncate(const char *path, int64_t step, qkt_err *err) {
     }
     qkt_buf b = {0};
     qkt_buf_printf(&b, "%s", hdr);
-    /* rows are written in step order, so keep them up to the first one past `step` */
-    for (char *p = text ? text + hl : NULL; p && *p;) {
+    /* rows are written in step order: keep them up to the first one past `step` */
+    long line = 1;
+    int rc = 0;
+    for (char *p = text ? text + hl : NULL; p && *p && !rc; line++) {
         char *nl = strchr(p, '\n');
-        if (!nl) break; /* a torn last row (killed mid-write) */
-        char *end;
-        long long s = strtoll(p, &end, 10);
-        if (end == p || *end != ',' || s > step) break;
-        qkt_buf_printf(&b, "%.*s", (int)(nl + 1 - p), p);
+        if (!nl) { /* a torn last row (killed mid-write) */
+            c.torn = true;
+            break;
+        }
+        long long s = row_step(p, nl);
+        if (c.dropped == 0 && s >= 0 && s <= step && s == c.last_kept + 1) {
+            qkt_buf_printf(&b, "%.*s", (int)(nl + 1 - p), p);
+            c.last_kept = s;
+        } else if (c.dropped > 0 || c.last_kept == step || (s > step && s == c.last_kept + 1)) {
+            if (!c.dropped++) c.dropped_first = s; /* past the checkpoint: discarded whatever it holds */
+        } else if (s < 0) {
+            rc = qkt_err_set(err, "%s line %ld is not a log row ('%.40s'): repair or delete that line (the rows up to step %lld "
+                                  "are needed)", path, line + 1, p, (long long)step);
+        } else {
+            rc = qkt_err_set(err, "%s line %ld: step %lld after step %lld (rows missing or out of order): repair the file", path,
+                             line + 1, s, (long long)c.last_kept);
+        }
         p = nl + 1;
     }
     free(text);
-    int rc = qkt_write_atomic(path, b.s, b.n, err);
+    if (!rc) rc = qkt_write_atomic(path, b.s, b.n, err);
     qkt_buf_free(&b);
+    if (cut) *cut = c;
     return rc;
 }

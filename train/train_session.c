@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "qkt_io.h"
 #include "qkt_train_run.h"
 
@@ -17,34 +19,97 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* text:PATH,val_frac=F with PATH made absolute, so a resume works from any directory. */
+/* text:PATH,val_frac=F with PATH made absolute, so a resume works from any directory.
+ * Left as it is when the path cannot be resolved or the result would not fit. */
 static void absolute_text_spec(const char *spec, char *out, size_t n) {
-    snprintf(out, n, "%s", spec);
+    if (strlen(spec) < n) memmove(out, spec, strlen(spec) + 1);
     const char *opt = strstr(spec, ",val_frac=");
     if (strncmp(spec, "text:", 5) || !opt) return;
     while (strstr(opt + 1, ",val_frac=")) opt = strstr(opt + 1, ",val_frac=");
-    char path[4096], real[PATH_MAX];
-    snprintf(path, sizeof path, "%.*s", (int)(opt - spec - 5), spec + 5);
-    char buf[8192];
-    if (realpath(path, real) && snprintf(buf, sizeof buf, "text:%s%s", real, opt) < (int)n) memcpy(out, buf, strlen(buf) + 1);
+    size_t pl = (size_t)(opt - spec - 5);
+    char *path = qkt_malloc(pl + 1);
+    memcpy(path, spec + 5, pl), path[pl] = 0;
+    char *real = realpath(path, NULL);
+    if (real && 5 + strlen(real) + strlen(opt) < n) {
+        char *buf = qkt_malloc(5 + strlen(real) + strlen(opt) + 1);
+        strcpy(buf, "text:"), strcat(buf, real), strcat(buf, opt);
+        memcpy(out, buf, strlen(buf) + 1);
+        free(buf);
+    }
+    free(real);
+    free(path);
 }
 
+/* The longest name the files of a run directory get: "/ckpt.safetensors.tmp.<pid>.<n>". */
+#define DIR_ROOM 64
+
 static int set_paths(qkt_session *s, const char *dir, qkt_err *err) {
-    if (strlen(dir) >= sizeof s->dir) return qkt_err_set(err, "path too long (%zu bytes)", strlen(dir));
-    snprintf(s->dir, sizeof s->dir, "%s", dir);
-    snprintf(s->p_json, sizeof s->p_json, "%s/train.json", dir);
-    snprintf(s->p_log, sizeof s->p_log, "%s/log.csv", dir);
-    snprintf(s->p_ckpt, sizeof s->p_ckpt, "%s/ckpt.safetensors", dir);
+    if (!*dir) return qkt_err_set(err, "an empty path");
+    if (qkt_check_path_len(dir, DIR_ROOM, err)) return -1;
+    s->dir = qkt_strdup(dir);
+    s->p_json = qkt_path_join(dir, "train.json");
+    s->p_log = qkt_path_join(dir, "log.csv");
+    s->p_ckpt = qkt_path_join(dir, "ckpt.safetensors");
     return 0;
 }
 
-/* The checkpoint's training state into s->t, and its step and time. */
+/* The settings a resumed run may change (said in s->notes); any other is refused. */
+static const char *const changeable[] = {"steps", "eval_every", "eval_batches", "ckpt_every"};
+
+/* The checkpoint's record of the run (metadata "run", train.json's JSON) against s->run. */
+static int check_run_record(qkt_session *s, const qkt_checkpoint *ck, qkt_err *err) {
+    const char *rec = qkt_checkpoint_meta(ck, "run");
+    if (!rec) {
+        qkt_buf_printf(&s->notes, "%s has no record of the run's settings (written by an older qkt): train.json is taken "
+                                  "as it is\n", ck->path);
+        return 0;
+    }
+    char *now_s = qkt_train_run_json(&s->run);
+    cJSON *then = cJSON_Parse(rec), *now = cJSON_Parse(now_s);
+    free(now_s);
+    int rc = 0;
+    if (!cJSON_IsObject(then)) rc = qkt_err_set(err, "checkpoint %s: its record of the run (metadata 'run') is not a JSON object", ck->path);
+    for (const cJSON *a = rc ? NULL : then->child; a && !rc; a = a->next) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(now, a->string);
+        if (b && cJSON_Compare(a, b, true)) continue;
+        char *va = cJSON_PrintUnformatted(a), *vb = b ? cJSON_PrintUnformatted(b) : NULL;
+        bool ok = false;
+        for (size_t k = 0; k < sizeof changeable / sizeof *changeable; k++) ok |= b && !strcmp(a->string, changeable[k]);
+        if (ok)
+            qkt_buf_printf(&s->notes, "%s changed on resume: %s (checkpoint) -> %s\n", a->string, va, vb);
+        else
+            rc = qkt_err_set(err, "%s: '%s' is %.200s but the checkpoint %s was trained with %.200s; only steps, eval_every, "
+                                  "eval_batches and ckpt_every may change on resume", s->p_json, a->string, vb ? vb : "missing",
+                             ck->path, va);
+        cJSON_free(va);
+        if (vb) cJSON_free(vb);
+    }
+    cJSON_Delete(then);
+    cJSON_Delete(now);
+    return rc;
+}
+
+/* The checkpoint's training state into s->t, and its step, time and pending row. */
 static int restore(qkt_session *s, qkt_err *err) {
     qkt_checkpoint ck;
     if (qkt_checkpoint_open(s->p_ckpt, &ck, err)) return -1;
+    if (!ck.st.checksummed)
+        qkt_buf_printf(&s->notes, "%s has no checksums (written by an older qkt or another tool): its tensors are not verified\n",
+                       s->p_ckpt);
     int rc = qkt_trainer_restore(&s->t, &ck, err);
+    if (!rc) rc = check_run_record(s, &ck, err);
     const char *el = qkt_checkpoint_meta(&ck, "elapsed_s");
     if (el) s->elapsed0 = strtod(el, NULL);
+    const char *pend = qkt_checkpoint_meta(&ck, "log_pending");
+    if (!rc && pend) {
+        char *end;
+        long long st = strtoll(pend, &end, 10);
+        if (st != s->t.step || st < 1 || *end != ',')
+            rc = qkt_err_set(err, "checkpoint %s: metadata log_pending '%.64s' is not a row of step %lld", s->p_ckpt, pend,
+                             (long long)s->t.step);
+        else
+            s->pending = qkt_strdup(pend);
+    }
     qkt_checkpoint_close(&ck);
     if (rc) return -1;
     s->last_ckpt = s->t.step;
@@ -53,6 +118,7 @@ static int restore(qkt_session *s, qkt_err *err) {
 
 qkt_session_status qkt_session_open(qkt_session *s, const qkt_train_run *r, const char *dir, bool resume, qkt_err *err) {
     memset(s, 0, sizeof *s);
+    s->lock.fd = -1;
     s->run = *r;
     s->run.tc.data = s->run.data;
     s->last_ckpt = -1;
@@ -65,23 +131,46 @@ qkt_session_status qkt_session_open(qkt_session *s, const qkt_train_run *r, cons
     s->run.tc.model.vocab_size = s->t.gpt.cfg.vocab_size;
     /* The directory, before any training: unwritable paths fail here. */
     if (set_paths(s, dir, err)) return QKT_SESSION_ERR_DIR;
+    if (qkt_mkdirs(dir, err)) return QKT_SESSION_ERR_DIR;
+    /* One writer: from here on nobody else works in dir (two starts race to the lock;
+     * the loser sees the winner's train.json or is refused here). */
+    if (qkt_dir_lock(&s->lock, dir, err)) return QKT_SESSION_ERR_LOCKED;
     if (!resume && qkt_file_exists(s->p_json)) {
         qkt_err_set(err, "%s already holds a run (train.json)", dir);
         return QKT_SESSION_ERR_EXISTS;
     }
-    if (qkt_mkdirs(dir, err) || qkt_check_replaceable(s->p_ckpt, err) || qkt_check_replaceable(s->p_log, err) ||
-        qkt_check_replaceable(s->p_json, err))
+    if (qkt_check_replaceable(s->p_ckpt, err) || qkt_check_replaceable(s->p_log, err) || qkt_check_replaceable(s->p_json, err))
         return QKT_SESSION_ERR_DIR;
+    const char *files[] = {s->p_ckpt, s->p_log, s->p_json};
+    qkt_buf gone = {0};
+    for (int i = 0; i < 3; i++)
+        if (qkt_remove_stale_temps(files[i], &gone, err) < 0) return qkt_buf_free(&gone), QKT_SESSION_ERR_DIR;
+    if (gone.n) qkt_buf_printf(&s->notes, "removed temp files left in %s by a killed run: %s\n", dir, gone.s);
+    qkt_buf_free(&gone);
     if (resume && qkt_file_exists(s->p_ckpt) && restore(s, err)) return QKT_SESSION_ERR_CKPT;
     return QKT_SESSION_OK;
 }
 
 int qkt_session_begin(qkt_session *s, qkt_err *err) {
+    /* the rows to keep: from step 0 the validation row 0 is redone, so it goes too, as
+     * does a row whose validation was cut short (s->pending) */
+    int64_t keep = s->t.step ? s->t.step - (s->pending != NULL) : -1;
+    qkt_log_cut cut;
+    if (qkt_train_log_truncate(s->p_log, keep, &cut, err)) return -1;
+    if (cut.dropped && cut.dropped_first >= 0)
+        qkt_buf_printf(&s->notes, "%s: discarded %lld row%s from step %lld on (after step %lld, where the run continues)\n",
+                       s->p_log, (long long)cut.dropped, cut.dropped > 1 ? "s" : "", (long long)cut.dropped_first,
+                       (long long)keep);
+    else if (cut.dropped)
+        qkt_buf_printf(&s->notes, "%s: discarded %lld line%s after step %lld, where the run continues\n", s->p_log,
+                       (long long)cut.dropped, cut.dropped > 1 ? "s" : "", (long long)keep);
+    if (cut.torn) qkt_buf_printf(&s->notes, "%s: discarded a partial last line (a write cut short)\n", s->p_log);
+    if (cut.last_kept < keep)
+        qkt_buf_printf(&s->notes, "%s has rows up to step %lld only; the rows of steps %lld-%lld are missing\n", s->p_log,
+                       (long long)cut.last_kept, (long long)cut.last_kept + 1, (long long)keep);
     char *json = qkt_train_run_json(&s->run);
     int rc = qkt_write_atomic(s->p_json, json, strlen(json), err);
     free(json);
-    /* from step 0 the validation row 0 is redone, so it goes too */
-    if (!rc) rc = qkt_train_log_truncate(s->p_log, s->t.step ? s->t.step : -1, err);
     if (rc) return -1;
     if (!(s->log = fopen(s->p_log, "a"))) return qkt_err_set(err, "%s: cannot open: %s", s->p_log, strerror(errno));
     return 0;
@@ -92,6 +181,10 @@ void qkt_session_close(qkt_session *s) {
     s->log = NULL;
     s->busy = false;
     qkt_trainer_free(&s->t);
+    qkt_dir_unlock(&s->lock);
+    qkt_buf_free(&s->notes);
+    free(s->dir), free(s->p_json), free(s->p_log), free(s->p_ckpt), free(s->pending);
+    s->dir = s->p_json = s->p_log = s->p_ckpt = s->pending = NULL;
 }
 
 /* ---------------------------------------------------------------- the loop */
@@ -113,6 +206,7 @@ static void validate_first(qkt_session *s, const qkt_session_opts *o, double t0)
     s->busy = true, s->busy_step = 0;
     qkt_trainer_eval(&s->t, s->run.eval_batches, s->run.tc.batch_size, &ev);
     s->busy = false;
+    if (ev.interrupted) return; /* stopped: the next run redoes it (it starts at step 0) */
     s->val_loss = ev.loss;
     log_row(s->log, 0, NULL, &ev, 0, now_s() - t0);
     qkt_session_progress p = {.step = 0, .ev = &ev, .elapsed_s = now_s() - t0};
@@ -133,8 +227,15 @@ static int train_step(qkt_session *s, const qkt_session_opts *o, double t0, doub
     *ema = *ema ? 0.9 * *ema + 0.1 * dt : dt;
     qkt_eval ev = {0};
     bool do_eval = st->finite && ((r->eval_every && step % r->eval_every == 0) || step == steps);
-    if (do_eval) qkt_trainer_eval(&s->t, r->eval_batches, r->tc.batch_size, &ev), s->val_loss = ev.loss;
+    if (do_eval) qkt_trainer_eval(&s->t, r->eval_batches, r->tc.batch_size, &ev);
     s->busy = false;
+    if (do_eval && ev.interrupted) { /* a stop cut the validation short: its row is redone on resume */
+        qkt_buf row = {0};
+        qkt_buf_printf(&row, "%lld,%.9g,%.9g,%.9g", (long long)step, st->loss, st->lr, st->grad_norm);
+        s->pending = row.s;
+        return 0;
+    }
+    if (do_eval) s->val_loss = ev.loss;
     double tokens = (double)r->tc.batch_size * s->t.T;
     log_row(s->log, step, st, do_eval ? &ev : NULL, tokens / dt, now_s() - t0);
     if (fflush(s->log) || ferror(s->log)) { /* a full disk: stop rather than lose rows */
@@ -151,11 +252,44 @@ static int train_step(qkt_session *s, const qkt_session_opts *o, double t0, doub
     return 0;
 }
 
+/* The row of a step whose validation was cut short (s->pending): the validation again
+ * (the same batches: the val stream is reset) and the row. 0, -1 when stopped again
+ * (the checkpoint still holds it), or -1 with *end set. */
+static int finish_pending(qkt_session *s, const qkt_session_opts *o, double t0, qkt_session_end *end, qkt_err *err) {
+    qkt_step_stats st = {.finite = true};
+    long long step;
+    if (sscanf(s->pending, "%lld,%lf,%lf,%lf", &step, &st.loss, &st.lr, &st.grad_norm) != 4) st.loss = st.lr = st.grad_norm = NAN;
+    qkt_eval ev = {0};
+    s->busy = true, s->busy_step = step;
+    qkt_trainer_eval(&s->t, s->run.eval_batches, s->run.tc.batch_size, &ev);
+    s->busy = false;
+    if (ev.interrupted) return -1;
+    s->val_loss = ev.loss;
+    /* the step's numbers exactly as the interrupted run would have printed them */
+    fprintf(s->log, "%s,%.9g,%.9g,,%.3f\n", s->pending, ev.loss, ev.acc, now_s() - t0);
+    if (fflush(s->log) || ferror(s->log)) {
+        qkt_err_set(err, "%s: write failed: %s", s->p_log, strerror(errno));
+        *end = QKT_SESSION_LOG_FAILED;
+        return -1;
+    }
+    free(s->pending);
+    s->pending = NULL;
+    qkt_session_progress p = {step, &st, &ev, 0, now_s() - t0, NAN};
+    if (o->on_progress) o->on_progress(s, &p, o->user);
+    return 0;
+}
+
 static int save(qkt_session *s, double t0, qkt_err *err) {
     char el[32];
     snprintf(el, sizeof el, "%.3f", now_s() - t0);
-    qkt_st_meta meta[] = {{"elapsed_s", el}};
-    if (qkt_trainer_save(&s->t, s->p_ckpt, meta, 1, err)) return -1;
+    char *run = qkt_train_run_json(&s->run);
+    cJSON_Minify(run);
+    qkt_st_meta meta[3] = {{"elapsed_s", el}, {"run", run}};
+    int n = 2;
+    if (s->pending) meta[n++] = (qkt_st_meta){"log_pending", s->pending};
+    int rc = qkt_trainer_save(&s->t, s->p_ckpt, meta, n, err);
+    free(run);
+    if (rc) return -1;
     s->last_ckpt = s->t.step;
     return 0;
 }
@@ -167,6 +301,15 @@ qkt_session_end qkt_session_run(qkt_session *s, const qkt_session_opts *opts, qk
     int64_t steps = r->tc.steps;
     double t0 = now_s() - s->elapsed0, ema = 0;
     qkt_session_end end = QKT_SESSION_DONE;
+    s->t.stop = o->stop;
+    bool had_pending = s->pending != NULL;
+    if (had_pending && finish_pending(s, o, t0, &end, err)) {
+        if (end != QKT_SESSION_DONE) return end;
+        s->elapsed_s = now_s() - t0;
+        return QKT_SESSION_STOPPED; /* stopped again: the checkpoint still has the pending row */
+    }
+    if (had_pending && s->t.step >= steps && save(s, t0, err))
+        return QKT_SESSION_CKPT_FAILED; /* the run's last row was the pending one: its checkpoint without it */
     if (s->t.step == 0) validate_first(s, o, t0);
     bool paused = false;
     while (s->t.step < steps && !stop_asked(o) && !paused) {

@@ -86,7 +86,12 @@ void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
     double loss = 0, correct = 0;
     int64_t counted = 0;
     int mode = qkt_ctx_set_mode(&t->ctx, QKT_MODE_EVAL);
+    ev->interrupted = false;
     for (int b = 0; b < n_batches; b++) {
+        if (t->stop && *t->stop) {
+            ev->interrupted = true;
+            break;
+        }
         qkt_data_batch(t->data, QKT_SPLIT_VAL, B, idx, tgt, NULL);
         qkt_ctx_reset(&t->ctx);
         qkt_attn_capture *cap = NULL;

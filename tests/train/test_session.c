@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qkt_io.h"
 #include "qkt_train_run.h"
@@ -149,10 +150,38 @@ static void test_stop_and_errors(void) {
     qkt_session_close(&s);
 }
 
+/* The lock (one session per directory) and the run record (a setting changed on
+ * resume is refused, or said for the ones that may change). (A stop inside a
+ * validation: test_train_reliability.) */
+static void test_lock_record(void) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/locked", tmp);
+    qkt_session a, b;
+    qkt_train_run r = tiny_run();
+    qkt_err err = {{0}};
+    qkt_session_opts op = {.pause_at = 4};
+    EXPECT(run_in(dir, false, &op, &a) == QKT_SESSION_PAUSED, "pause");
+    char want[64];
+    snprintf(want, sizeof want, "pid %d", (int)getpid());
+    EXPECT(qkt_session_open(&b, &r, dir, true, &err) == QKT_SESSION_ERR_LOCKED && strstr(err.msg, want), "%s", err.msg);
+    qkt_session_close(&b);
+    qkt_session_close(&a);
+    EXPECT(!qkt_file_exists(qkt_test_path(dir, ".lock")), "the lock file stays after close");
+    r.tc.lr = 2e-3;
+    EXPECT(qkt_session_open(&b, &r, dir, true, &err) == QKT_SESSION_ERR_CKPT && strstr(err.msg, "'lr'"), "%s", err.msg);
+    qkt_session_close(&b);
+    r = tiny_run();
+    r.tc.steps = 13;
+    EXPECT(qkt_session_open(&b, &r, dir, true, &err) == QKT_SESSION_OK && b.notes.s && strstr(b.notes.s, "steps changed on resume"),
+           "%s / %s", err.msg, b.notes.s ? b.notes.s : "(no notes)");
+    qkt_session_close(&b);
+}
+
 int main(void) {
     tmp = qkt_test_tmpdir("session");
     qkt_set_threads(1);
     test_pause_resume();
     test_stop_and_errors();
+    test_lock_record();
     return qkt_test_finish();
 }

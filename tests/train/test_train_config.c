@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qkt_io.h"
 #include "qkt_train_run.h"
 #include "qkt_test.h"
 
@@ -129,7 +130,43 @@ static void test_json(void) {
     }
 }
 
+/* log.csv cut to a step: what goes is said (rows after it, a torn last line), a bad
+ * row among those kept is an error naming the file and the line, nothing is dropped silently. */
+static void test_log_truncate(void) {
+    const char *dir = qkt_test_tmpdir("logcut");
+    const char *p = qkt_test_path(dir, "log.csv");
+    qkt_err err = {{0}};
+    qkt_log_cut cut;
+    qkt_buf b = {0};
+    qkt_buf_printf(&b, "%s", QKT_TRAIN_LOG_HEADER);
+    for (int s = 0; s <= 6; s++) qkt_buf_printf(&b, "%d,1,2,3,,,4,5\n", s);
+    qkt_buf_printf(&b, "7,1,2");
+    EXPECT(qkt_write_atomic(p, b.s, b.n, &err) == 0, "%s", err.msg);
+    EXPECT(qkt_train_log_truncate(p, 4, &cut, &err) == 0 && cut.last_kept == 4 && cut.dropped == 2 && cut.dropped_first == 5 && cut.torn,
+           "cut: %s; kept to %lld, dropped %lld from %lld, torn %d", err.msg, (long long)cut.last_kept, (long long)cut.dropped,
+           (long long)cut.dropped_first, cut.torn);
+    char *s = qkt_test_read_file(p, NULL);
+    EXPECT(s && strstr(s, "\n4,1,2,3,,,4,5\n") && !strstr(s, "\n5,"), "after the cut: %s", s ? s : "");
+    free(s);
+    /* a garbage row among the kept ones: refused, the file untouched */
+    b.n = 0;
+    qkt_buf_printf(&b, "%s0,1,2,3,,,4,5\n1,1,2,3,,,4,5\ngarbage\n3,1,2,3,,,4,5\n", QKT_TRAIN_LOG_HEADER);
+    EXPECT(qkt_write_atomic(p, b.s, b.n, &err) == 0, "%s", err.msg);
+    EXPECT(qkt_train_log_truncate(p, 3, &cut, &err) == -1 && strstr(err.msg, "log.csv line 4 is not a log row"), "%s", err.msg);
+    s = qkt_test_read_file(p, NULL);
+    EXPECT(s && !strcmp(s, b.s), "a refused cut changed the file");
+    free(s);
+    /* a gap in the steps is refused too; past the cut anything goes */
+    b.n = 0;
+    qkt_buf_printf(&b, "%s0,1,2,3,,,4,5\n2,1,2,3,,,4,5\n", QKT_TRAIN_LOG_HEADER);
+    EXPECT(qkt_write_atomic(p, b.s, b.n, &err) == 0, "%s", err.msg);
+    EXPECT(qkt_train_log_truncate(p, 3, &cut, &err) == -1 && strstr(err.msg, "step 2 after step 0"), "%s", err.msg);
+    EXPECT(qkt_train_log_truncate(p, 0, &cut, &err) == 0 && cut.last_kept == 0 && cut.dropped == 1, "%s", err.msg);
+    qkt_buf_free(&b);
+}
+
 int main(void) {
+    test_log_truncate();
     test_defaults();
     test_bounds();
     test_trainer_init();
