@@ -74,7 +74,8 @@ static void reading_train(qkt__report *r, int dk) {
     qkt__cell_sum cs[QKT_AB_MAX_LIST];
     for (int v = 0; v < c->n_variants; v++) {
         cs[v] = qkt__report_summarize(r->t, QKT_KIND(TRAIN), qkt_attn_scale_name(c->variants[v]), dk, c->seeds, 0);
-        if (cs[v].n_runs && cs[v].loss_m < best_l) best_l = cs[v].loss_m, best = v;
+        /* a variant whose every run diverged has no loss to rank (its last evaluation predates the divergence) */
+        if (cs[v].n_runs && cs[v].n_div < cs[v].n_runs && cs[v].loss_m < best_l) best_l = cs[v].loss_m, best = v;
     }
     if (best < 0) {
         qkt_buf_printf(md, "- **Training, d_k = %d.** No run finished without diverging: no loss to compare.\n", dk);
