@@ -105,6 +105,7 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     tc.model.attn_temp = c->attn_temp;
     tc.model.qk_init_mult = c->qk_init_mult;
     tc.model.init_std = c->init_std;
+    tc.model.qk_init = c->qk_init;
     tc.model.attn_scale = cell->variant;
     tc.data = c->task;
     tc.batch_size = cell->kind == QKT_CELL_INIT ? INIT_BATCH : c->batch_size;

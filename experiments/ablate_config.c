@@ -46,27 +46,38 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     c->growth_steps = 5;
     c->growth_lr = 1e-3;
     if (!strcmp(name, "quick")) {
-        c->steps = 600, c->eval_every = 25, c->eval_batches = 4;
-        c->n_dk = 2, c->dks[0] = 8, c->dks[1] = 16;
-        c->seeds = 2;
+        /* Sized for `make demo` (< 5 min on 2 cores): d_k 8 (small logits) and 64 (unscaled logit
+         * std 8 at init with the unit W_q/W_k init), 6 seeds (the fewest for which an exact paired
+         * test can reach p < 0.05), batch 16; learned and sqrt_dmodel are left to the full preset
+         * (sqrt_dmodel is measured at init). Measured: d_k 64 costs ~0.055 s/step, d_k 8 ~0.011. */
+        const qkt_attn_scale v[] = {QKT_ATTN_SQRT_DK, QKT_ATTN_NONE, QKT_ATTN_DK, QKT_ATTN_QK_LAYERNORM};
+        set_variants(c->variants, &c->n_variants, v, 4);
+        set_variants(c->lr_variants, &c->n_lr_variants, v, 4);
+        c->qk_init = QKT_QK_INIT_UNIT;
+        c->batch_size = 16;
+        c->steps = 200, c->eval_every = 20, c->eval_batches = 4;
+        c->n_dk = 2, c->dks[0] = 8, c->dks[1] = 64;
+        c->seeds = 6;
         c->n_lr = 4;
         const double lrs[] = {3e-4, 3e-3, 3e-2, 3e-1};
         memcpy(c->lrs, lrs, sizeof lrs);
-        c->lr_steps = 300, c->lr_dk = 16;
+        c->lr_steps = 150, c->lr_dk = 16;
         c->n_init_dk = 8;
         for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i; /* 4 .. 512 */
         c->n_growth_dk = 4;
         for (int i = 0; i < 4; i++) c->growth_dks[i] = 8 << i; /* 8 .. 64 */
     } else if (!strcmp(name, "full")) {
-        c->seq_len = 64;
-        c->steps = 1500, c->eval_every = 50, c->eval_batches = 8;
+        /* At most ~2 h on 2 cores, estimated from measured cell times (quick preset's run):
+         * a d_k 128 (d_model 256) step at batch 32 costs ~0.27 s, d_k 64 ~0.1 s. */
+        c->qk_init = QKT_QK_INIT_UNIT;
+        c->steps = 500, c->eval_every = 25, c->eval_batches = 8;
         c->n_dk = 5;
-        for (int i = 0; i < 5; i++) c->dks[i] = 16 << i; /* 16 .. 256 */
-        c->seeds = 3;
+        for (int i = 0; i < 5; i++) c->dks[i] = 8 << i; /* 8 .. 128 */
+        c->seeds = 6;
         c->n_lr = 7;
         const double lrs[] = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
         memcpy(c->lrs, lrs, sizeof lrs);
-        c->lr_steps = 600, c->lr_dk = 64;
+        c->lr_steps = 400, c->lr_dk = 32;
         set_variants(c->lr_variants, &c->n_lr_variants, all, QKT_ATTN_SCALE_COUNT);
         c->n_init_dk = 8;
         for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i;
@@ -117,6 +128,7 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (!(c->beta2 > 0 && c->beta2 < 1)) return qkt_err_set(err, "beta2 %g: expected a number in (0, 1)", c->beta2);
     if (!(c->attn_temp > 0) || !isfinite(c->attn_temp)) return qkt_err_set(err, "attn_temp %g: expected a positive number", c->attn_temp);
     if (!(c->init_std > 0) || !isfinite(c->init_std)) return qkt_err_set(err, "init_std %g: expected a positive number", c->init_std);
+    if ((unsigned)c->qk_init >= QKT_QK_INIT_COUNT) return qkt_err_set(err, "qk_init %d: expected gpt2 or unit", (int)c->qk_init);
     if (!(c->qk_init_mult > 0) || !isfinite(c->qk_init_mult)) return qkt_err_set(err, "qk_init_mult %g: expected a positive number", c->qk_init_mult);
     if (c->seeds < 1 || c->seeds > 100) return qkt_err_set(err, "seeds %d: expected 1 .. 100", c->seeds);
     if (c->workers < 1 || c->workers > 256) return qkt_err_set(err, "workers %d: expected 1 .. 256", c->workers);
@@ -147,6 +159,7 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
     cJSON_AddStringToObject(j, "preset", c->preset);
     cJSON_AddStringToObject(j, "task", c->task);
     cJSON_AddStringToObject(j, "command", c->command);
+    cJSON_AddStringToObject(j, "qk_init", qkt_qk_init_name(c->qk_init));
 #define NUM(f) cJSON_AddNumberToObject(j, #f, (double)c->f)
     NUM(seq_len), NUM(n_layer), NUM(n_head), NUM(batch_size), NUM(steps), NUM(eval_every), NUM(eval_batches);
     NUM(warmup), NUM(lr), NUM(min_lr_frac), NUM(weight_decay), NUM(grad_clip), NUM(beta2), NUM(attn_temp);
@@ -229,6 +242,16 @@ static int get_variants(const char *path, cJSON *j, const char *key, qkt_attn_sc
     return 0;
 }
 
+/* "qk_init": optional, so config.json files from before the option load as gpt2 (their init). */
+static int get_qk_init(const char *path, cJSON *j, qkt_qk_init *out, qkt_err *err) {
+    *out = QKT_QK_INIT_GPT2;
+    if (!cJSON_GetObjectItemCaseSensitive(j, "qk_init")) return 0;
+    char name[32];
+    if (get_str(path, j, "qk_init", name, sizeof name, err)) return -1;
+    if (qkt_qk_init_parse(name, out, NULL) != 0) return qkt_err_set(err, "%s: 'qk_init' = '%s': expected gpt2 or unit", path, name);
+    return 0;
+}
+
 int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err) {
     char path[1024];
     snprintf(path, sizeof path, "%s/config.json", run_dir);
@@ -256,6 +279,7 @@ int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ab
     rc = rc ? rc : get_str(path, j, "task", c->task, sizeof c->task, err);
     rc = rc ? rc : get_str(path, j, "seed", seed, sizeof seed, err);
     rc = rc ? rc : get_str(path, j, "command", c->command, sizeof c->command, err);
+    rc = rc ? rc : get_qk_init(path, j, &c->qk_init, err);
     INT(seq_len), INT(n_layer), INT(n_head), INT(batch_size), INT(steps), INT(eval_every), INT(eval_batches), INT(warmup);
     DBL(lr), DBL(min_lr_frac), DBL(weight_decay), DBL(grad_clip), DBL(beta2), DBL(attn_temp), DBL(qk_init_mult), DBL(init_std);
     INT(seeds), INT(lr_steps), INT(lr_dk), INT(growth_steps), DBL(growth_lr), INT(workers);

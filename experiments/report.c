@@ -91,11 +91,13 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
                    c.command, run_dir);
     /* The reading comes first in report.md but needs the parts' results (the growth
      * slopes): the parts are written to a second buffer, appended after it. */
+    qkt__report_findings(&r);
     double s1 = NAN, s2 = NAN;
     qkt_buf md_head = r.md;
     r.md = (qkt_buf){0};
     qkt__report_part_init(&r);
     qkt__report_part_train(&r);
+    qkt__report_part_stats(&r);
     qkt__report_part_maps(&r);
     qkt__report_part_lr(&r);
     qkt__report_part_growth(&r, &s1, &s2);

@@ -49,8 +49,11 @@ void qkt__report_part_growth(qkt__report *r, double *slope_sqrt, double *slope_d
     }
     *slope_sqrt = slope(X, Y[0], c->n_growth_dk);
     *slope_dk = slope(X, Y[1], c->n_growth_dk);
-    qkt_buf_printf(md, "\nLog-log slope of the change against d_k: %.2f for %s, %.2f for %s.\n\n", *slope_sqrt, formula(gv[0]),
-                   *slope_dk, formula(gv[1]));
+    if (c->n_growth_dk < 2)
+        qkt_buf_printf(md, "\nOne d_k only (%d): a slope against d_k needs at least two; give `--growth-d-k` more values.\n\n", c->growth_dks[0]);
+    else
+        qkt_buf_printf(md, "\nLog-log slope of the change against d_k: %.2f for %s, %.2f for %s.\n\n", *slope_sqrt, formula(gv[0]),
+                       *slope_dk, formula(gv[1]));
     qkt_series s[NV];
     for (int v = 0; v < NV; v++)
         s[v] = (qkt_series){.name = formula(gv[v]), .x = X, .y = Y[v], .n = c->n_growth_dk, .marker = QKT_MARK_CIRCLE};

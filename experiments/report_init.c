@@ -123,8 +123,9 @@ static void gpt_table(qkt__report *r) {
     const qkt_table *t = r->t;
     qkt_buf *md = &r->md;
     qkt_buf_printf(md, "### A freshly initialised GPT on real batches\n\n%d layers, %d heads, d_model = %d x d_k, GPT-2 style init "
-                       "(N(0, %g), W_q and W_k x %g), task `%s`. Means over layers and heads.\n\n",
-                   c->n_layer, c->n_head, c->n_head, c->init_std, c->qk_init_mult, c->task);
+                       "(N(0, %g)), W_q and W_k `%s` (%s, x %g), task `%s`. Means over layers and heads.\n\n",
+                   c->n_layer, c->n_head, c->n_head, c->init_std, qkt_qk_init_name(c->qk_init),
+                   c->qk_init == QKT_QK_INIT_UNIT ? "N(0, 1/d_model): unscaled logit std about sqrt(d_k)" : "N(0, init_std)", c->qk_init_mult, c->task);
     qkt_buf_printf(md, "| variant | d_k | logit std | normalised entropy | max weight | Jacobian norm | grad norm W_q | loss |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int v = 0; v < NV; v++)
         for (int i = 0; i < c->n_init_dk; i++) {

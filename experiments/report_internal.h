@@ -10,6 +10,7 @@
 #include "qkt_ablate.h"
 #include "qkt_io.h"
 #include "qkt_report.h"
+#include "qkt_stats.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +56,43 @@ typedef struct {
 qkt__cell_sum qkt__report_summarize(const qkt_table *t, const char *exp, const char *variant, int d_k, int seeds,
                                     double lr);
 
+/* ---------------------------------------------------------------- report_compare.c */
+#define QKT_REPORT_MAX_SEEDS 100 /* qkt_ablate_validate's limit */
+#define QKT_REPORT_LEVEL 0.95    /* confidence level of every interval */
+#define QKT_REPORT_BOOT 4000     /* bootstrap resamples */
+/* One variant at one d_k, per seed (index = seed; NaN / -1 where the run is missing). */
+typedef struct {
+    int n, n_present, n_diverged, n_escaped;
+    bool present[QKT_REPORT_MAX_SEEDS], diverged[QKT_REPORT_MAX_SEEDS], escaped[QKT_REPORT_MAX_SEEDS];
+    double final_loss[QKT_REPORT_MAX_SEEDS]; /* NaN if diverged */
+    double auc[QKT_REPORT_MAX_SEEDS];        /* mean validation loss over the run (area / steps); NaN if diverged */
+    int t90[QKT_REPORT_MAX_SEEDS];           /* first eval step with val accuracy >= 0.9; -1 = never (censored) */
+    double init_std[QKT_REPORT_MAX_SEEDS], init_ent[QKT_REPORT_MAX_SEEDS]; /* scaled logit std, norm. entropy at step 0 */
+    double grad0[QKT_REPORT_MAX_SEEDS], grad_early[QKT_REPORT_MAX_SEEDS], grad_late[QKT_REPORT_MAX_SEEDS]; /* |grad W_q, W_k|: step 0, mean over the first half, the second */
+} qkt__seeds;
+void qkt__report_seeds(const qkt_table *t, const char *exp, const char *variant, int d_k, int seeds, double lr, int steps, qkt__seeds *o);
+/* Variant a against b at one d_k, paired by seed (same data and, for the fixed-scale
+ * variants, the same init): differences a - b. */
+typedef struct {
+    qkt_attn_scale a, b;
+    int d_k;
+    qkt__seeds sa, sb;
+    qkt_paired loss, auc, ent0;
+    qkt_paired grad[3]; /* log(|grad_a| / |grad_b|) at step 0, early, late */
+    qkt_censored t90;   /* wins = a reached 90 % first */
+    double fisher_p;    /* escaped (reached 90 %) counts, a vs b */
+} qkt__cmp;
+void qkt__report_compare(const qkt__report *r, qkt_attn_scale a, qkt_attn_scale b, int d_k, qkt__cmp *o);
+typedef enum { QKT_V_REPRODUCED, QKT_V_CONTRADICTED, QKT_V_NOT_DETECTABLE, QKT_V_UNTESTABLE } qkt__verdict;
+/* From a paired interval: the claim expects sign(a - b) = sign (+1 or -1). Reproduced if
+ * the interval excludes 0 on that side and the exact sign-flip p <= 1 - level,
+ * contradicted if both hold on the other side, else not detectable; untestable without
+ * an interval (fewer than 2 pairs). */
+qkt__verdict qkt__report_verdict(const qkt_paired *p, int sign);
+const char *qkt__verdict_name(qkt__verdict v);
+/* "mean [lo, hi], p = .. (n = ..)" with fmt for the numbers; degenerate cases in words. */
+void qkt__report_fmt_paired(char *buf, size_t n, const qkt_paired *p, const char *fmt);
+
 /* ---------------------------------------------------------------- the sections, in report order */
 void qkt__report_part_init(qkt__report *r);   /* 1. at initialisation (iid q, k; a fresh GPT) */
 void qkt__report_part_train(qkt__report *r);  /* 2. training ablation */
@@ -62,6 +100,10 @@ void qkt__report_part_maps(qkt__report *r);   /*    its attention maps */
 void qkt__report_part_lr(qkt__report *r);     /* 3. learning-rate sensitivity */
 /* 4. logit growth; the log-log slopes for the two variants go to the reading. */
 void qkt__report_part_growth(qkt__report *r, double *slope_sqrt, double *slope_dk);
+/* The findings table (claims of the literature, measurement, verdict, source): first in report.md. */
+void qkt__report_findings(qkt__report *r);
+/* The paired comparisons of part 2 (effect sizes, intervals, counts, power). */
+void qkt__report_part_stats(qkt__report *r);
 /* "What the numbers say", written before the parts but from their results. */
 void qkt__report_reading(qkt__report *r, double slope_sqrt, double slope_dk);
 

@@ -31,7 +31,9 @@ void qkt__report_part_lr(qkt__report *r) {
             else qkt_buf_printf(md, " %.3f |", l);
         }
         double best_lr = NAN, sens = qkt__report_lr_sensitivity(t, c, name, &best_lr);
-        qkt_buf_printf(md, " %g | %.3f |\n", best_lr, sens);
+        if (isfinite(best_lr) && isfinite(sens) && c->n_lr > 1) qkt_buf_printf(md, " %g | %.3f |\n", best_lr, sens);
+        else if (isfinite(best_lr)) qkt_buf_printf(md, " %g | - (one LR) |\n", best_lr);
+        else qkt_buf_printf(md, " - | - (every run diverged) |\n");
         s[v] = (qkt_series){.name = name, .x = X[v], .y = Y[v], .n = c->n_lr, .marker = QKT_MARK_CIRCLE};
     }
     char path[1200];

@@ -37,31 +37,32 @@ static void reading_init(qkt__report *r) {
     int ri = qkt_table_find_run(t, QKT_KIND(INIT), none, d, -1, 0), rs = qkt_table_find_run(t, QKT_KIND(INIT), sqrt_dk, d, -1, 0);
     if (ri >= 0 && rs >= 0) {
         double sn = qkt_table_value(t, ri, QKT_M(LOGIT_STD), 0, -1), ss = qkt_table_value(t, rs, QKT_M(LOGIT_STD), 0, -1);
-        qkt_buf_printf(md, "- **At init, a real GPT.** With N(0, %g) weights (W_q, W_k x %g) the logits at d_k = %d have std %.3f "
+        qkt_buf_printf(md, "- **At init, a real GPT.** With N(0, %g) weights (W_q, W_k `%s` x %g) the logits at d_k = %d have std %.3f "
                            "unscaled and %.3f scaled: %s\n",
-                       c->init_std, c->qk_init_mult, d, sn, ss,
+                       c->init_std, qkt_qk_init_name(c->qk_init), c->qk_init_mult, d, sn, ss,
                        sn < 1 ? "small either way, so a freshly initialised model attends almost uniformly whatever the scale; the "
                                 "difference between variants builds up as W_q and W_k grow in training."
                               : "large enough unscaled to make attention peaked from the first step.");
     }
 }
 
-/* Unscaled vs 1/sqrt(d_k) at one d_k, judged against the spread over seeds. */
-static void reading_none_vs_sqrt(qkt__report *r, const qkt__cell_sum *cs) {
+/* Unscaled vs 1/sqrt(d_k) at one d_k: the paired difference of final losses over seeds. */
+static void reading_none_vs_sqrt(qkt__report *r, int dk) {
     const qkt_ablate_cfg *c = r->c;
+    bool has_s = false, has_n = false;
+    for (int v = 0; v < c->n_variants; v++) has_s |= c->variants[v] == QKT_ATTN_SQRT_DK, has_n |= c->variants[v] == QKT_ATTN_NONE;
+    if (!has_s || !has_n) return;
+    static qkt__cmp k;
+    qkt__report_compare(r, QKT_ATTN_NONE, QKT_ATTN_SQRT_DK, dk, &k);
     qkt_buf *md = &r->md;
-    int vs = -1, vn = -1;
-    for (int v = 0; v < c->n_variants; v++) {
-        if (c->variants[v] == QKT_ATTN_SQRT_DK) vs = v;
-        if (c->variants[v] == QKT_ATTN_NONE) vn = v;
-    }
-    if (vs < 0 || vn < 0 || !cs[vs].n_runs || !cs[vn].n_runs) return;
-    double diff = cs[vn].loss_m - cs[vs].loss_m, noise = 2 * fmax(cs[vn].loss_sd, cs[vs].loss_sd);
-    qkt_buf_printf(md, " Unscaled vs 1/sqrt(d_k): %.3f vs %.3f; ", cs[vn].loss_m, cs[vs].loss_m);
-    if (c->seeds < 2) qkt_buf_printf(md, "one seed only, so no claim about the difference.");
-    else if (fabs(diff) <= noise) qkt_buf_printf(md, "the difference (%.3f) is within two seed standard deviations (%.3f): no clear effect at this size.", diff, noise);
-    else if (diff > 0) qkt_buf_printf(md, "unscaled is worse by %.3f (more than two seed standard deviations), as expected.", diff);
-    else qkt_buf_printf(md, "unscaled is *better* by %.3f, unlike the textbook expectation; at this size and init the logits stay small (see part 1).", -diff);
+    char pc[160];
+    qkt__report_fmt_paired(pc, sizeof pc, &k.loss, "%+.3f");
+    qkt_buf_printf(md, " Unscaled minus 1/sqrt(d_k), final loss paired by seed: %s; ", pc);
+    if (k.loss.n == 0) qkt_buf_printf(md, "no seed has both runs finished without diverging, so no comparison.");
+    else if (k.loss.n < 2) qkt_buf_printf(md, "one seed only, so no claim about the difference.");
+    else if (qkt__report_verdict(&k.loss, 1) == QKT_V_REPRODUCED) qkt_buf_printf(md, "unscaled is worse (the interval excludes 0, exact p <= 0.05).");
+    else if (qkt__report_verdict(&k.loss, 1) == QKT_V_CONTRADICTED) qkt_buf_printf(md, "unscaled is *better* (the interval excludes 0, exact p <= 0.05), unlike the textbook expectation.");
+    else qkt_buf_printf(md, "not significant with %d seeds (the exact test's floor is p = %.3g).", k.loss.n, k.loss.p_min);
 }
 
 /* Part 2 at one d_k: the best variant, who reached 90 %, sqrt_dk vs none, divergences. */
@@ -73,15 +74,19 @@ static void reading_train(qkt__report *r, int dk) {
     qkt__cell_sum cs[QKT_AB_MAX_LIST];
     for (int v = 0; v < c->n_variants; v++) {
         cs[v] = qkt__report_summarize(r->t, QKT_KIND(TRAIN), qkt_attn_scale_name(c->variants[v]), dk, c->seeds, 0);
-        if (cs[v].n_runs && cs[v].loss_m < best_l) best_l = cs[v].loss_m, best = v;
+        /* a variant whose every run diverged has no loss to rank (its last evaluation predates the divergence) */
+        if (cs[v].n_runs && cs[v].n_div < cs[v].n_runs && cs[v].loss_m < best_l) best_l = cs[v].loss_m, best = v;
     }
-    if (best < 0) return;
+    if (best < 0) {
+        qkt_buf_printf(md, "- **Training, d_k = %d.** No run finished without diverging: no loss to compare.\n", dk);
+        return;
+    }
     qkt_buf_printf(md, "- **Training, d_k = %d.** Lowest final validation loss: `%s` (%.3f +- %.3f). Runs reaching 90 %% "
                        "validation accuracy:", dk, qkt_attn_scale_name(c->variants[best]), cs[best].loss_m, cs[best].loss_sd);
     for (int v = 0; v < c->n_variants; v++)
         if (cs[v].n_runs) qkt_buf_printf(md, "%s `%s` %d/%d", v ? "," : "", qkt_attn_scale_name(c->variants[v]), cs[v].n_s90, cs[v].n_runs);
     qkt_buf_printf(md, ".");
-    reading_none_vs_sqrt(r, cs);
+    reading_none_vs_sqrt(r, dk);
     int ndiv = 0;
     for (int v = 0; v < c->n_variants; v++) ndiv += cs[v].n_div;
     if (ndiv) {
@@ -105,7 +110,18 @@ static void reading_lr(qkt__report *r) {
         if (sv < best_sens) best_sens = sv, bi = v;
         if (sv > worst_sens) worst_sens = sv, wi = v;
     }
-    if (bi < 0 || wi < 0) return;
+    if (c->n_lr < 2) {
+        qkt_buf_printf(md, "- **Learning rate.** One learning rate (%g): no LR sensitivity can be measured or ranked; give `--lr-grid` at least two.\n", c->lrs[0]);
+        return;
+    }
+    if (bi < 0 || wi < 0) {
+        qkt_buf_printf(md, "- **Learning rate.** Every run of the LR sweep diverged: no sensitivity to rank.\n");
+        return;
+    }
+    if (bi == wi || best_sens == worst_sens) {
+        qkt_buf_printf(md, "- **Learning rate.** Every variant has the same LR sensitivity (%.3f): no ranking.\n", best_sens);
+        return;
+    }
     qkt_buf_printf(md, "- **Learning rate.** Least LR-sensitive: `%s` (%.3f); most: `%s` (%.3f). The measure is relative to each "
                        "variant's own best final loss (best:", qkt_attn_scale_name(c->lr_variants[bi]), best_sens, qkt_attn_scale_name(c->lr_variants[wi]), worst_sens);
     for (int v = 0; v < c->n_lr_variants; v++) {
@@ -127,6 +143,10 @@ void qkt__report_reading(qkt__report *r, double slope_sqrt, double slope_dk) {
     reading_init(r);
     for (int di = 0; di < r->c->n_dk; di++) reading_train(r, r->c->dks[di]);
     reading_lr(r);
+    if (r->c->n_growth_dk < 2) {
+        qkt_buf_printf(&r->md, "- **Logit growth.** One d_k only: no slope against d_k (give `--growth-d-k` at least two values).\n\n");
+        return;
+    }
     qkt_buf_printf(&r->md, "- **Logit growth.** Slope of the logit change against d_k: %.2f with 1/sqrt(d_k), %.2f with 1/d_k. muP predicts "
                            "growth with width under 1/sqrt(d_k) and a flat line under 1/d_k; %s\n\n",
                    slope_sqrt, slope_dk,

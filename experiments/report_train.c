@@ -2,6 +2,7 @@
  * accuracy and entropy curves with a band over seeds). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "qkt_plot.h"
 #include "report_internal.h"
@@ -107,10 +108,18 @@ static void train_curves(qkt__report *r, int d) {
 void qkt__report_part_train(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     qkt_buf_printf(&r->md, "## 2. Training ablation\n\nTask `%s`, %d layers, %d heads (d_model = %d x d_k), batch %d, %d steps, AdamW lr %g "
-                           "(warmup %d, cosine to %g x), weight decay %g, clip %g; %d seed%s. Final = validation after the last step "
+                           "(warmup %d, cosine to %g x), weight decay %g, clip %g; %d seed%s. Init: weights N(0, %g), W_q and W_k %s "
+                           "(x %g). Final = validation after the last step "
                            "(%d batches); steps to 90 %% = first evaluation (every %d steps) with validation accuracy >= 0.9.\n\n",
                    c->task, c->n_layer, c->n_head, c->n_head, c->batch_size, c->steps, c->lr, c->warmup, c->min_lr_frac, c->weight_decay,
-                   c->grad_clip, c->seeds, c->seeds > 1 ? "s" : "", c->eval_batches, c->eval_every);
+                   c->grad_clip, c->seeds, c->seeds > 1 ? "s" : "", c->init_std,
+                   c->qk_init == QKT_QK_INIT_UNIT ? "`unit`: N(0, 1/d_model), unit-variance q and k at every width" : "`gpt2`: the same N(0, init_std)",
+                   c->qk_init_mult, c->eval_batches, c->eval_every);
     train_table(r);
+    int runs = 0, div = 0;
+    for (int i = 0; i < r->t->n_runs; i++)
+        if (!strcmp(r->t->runs[i].exp, QKT_KIND(TRAIN))) runs++, div += qkt__report_diverged(r->t, i, NULL);
+    if (runs && div == runs)
+        qkt_buf_printf(&r->md, "**Every training run diverged** (%d of %d): there is no loss to compare; lower `--lr`.\n\n", div, runs);
     for (int di = 0; di < c->n_dk; di++) train_curves(r, c->dks[di]);
 }

@@ -30,6 +30,19 @@ int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err) {
     return qkt_err_set(err, "attn_scale '%s' is not one of %s", name ? name : "(null)", names);
 }
 
+static const char *const qk_init_names[QKT_QK_INIT_COUNT] = {[QKT_QK_INIT_GPT2] = "gpt2", [QKT_QK_INIT_UNIT] = "unit"};
+
+const char *qkt_qk_init_name(qkt_qk_init k) { return (int)k >= 0 && k < QKT_QK_INIT_COUNT ? qk_init_names[k] : "?"; }
+
+int qkt_qk_init_parse(const char *name, qkt_qk_init *out, qkt_err *err) {
+    for (int i = 0; i < QKT_QK_INIT_COUNT; i++)
+        if (name && !strcmp(name, qk_init_names[i])) {
+            *out = (qkt_qk_init)i;
+            return 0;
+        }
+    return qkt_err_set(err, "qk_init '%s' is not one of gpt2, unit", name ? name : "(null)");
+}
+
 qkt_gpt_config qkt_gpt_config_default(void) {
     return (qkt_gpt_config){
         .vocab_size = 50304, .block_size = 1024, .n_layer = 12, .n_head = 12, .n_embd = 768,
@@ -61,6 +74,7 @@ int qkt_gpt_config_validate(const qkt_gpt_config *c, qkt_err *err) {
         return qkt_err_set(err, "qk_init_mult must be a number >= 0, got %g", c->qk_init_mult);
     if (!(isfinite(c->init_std) && c->init_std >= 0))
         return qkt_err_set(err, "init_std must be a number >= 0 (0 = 0.02), got %g", c->init_std);
+    if ((int)c->qk_init < 0 || c->qk_init >= QKT_QK_INIT_COUNT) return qkt_err_set(err, "qk_init %d is not a known rule", (int)c->qk_init);
     if (!(isfinite(c->ln_eps) && c->ln_eps > 0)) return qkt_err_set(err, "ln_eps must be positive, got %g", c->ln_eps);
     return 0;
 }

@@ -1,5 +1,5 @@
 /* GPT-2 initialisation (as nanoGPT's _init_weights plus the c_proj rule), with the
- * qk_init_mult and learned-scale extras. */
+ * qk_init_mult, width-consistent W_q/W_k (qk_init "unit") and learned-scale extras. */
 #include <math.h>
 #include <string.h>
 
@@ -31,8 +31,10 @@ void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng) {
         if (t->ndim == 2 && ends_with(t->name, "c_proj.weight")) {
             fill_normal(t->data, t->size, std_resid, &r);
         } else if (t->ndim == 2 && ends_with(t->name, "c_attn.weight")) {
-            /* rows [0, C) = W_q, [C, 2C) = W_k, [2C, 3C) = W_v; each row has C inputs */
-            fill_normal(t->data, (int64_t)2 * C * C, std * c->qk_init_mult, &r);
+            /* rows [0, C) = W_q, [C, 2C) = W_k, [2C, 3C) = W_v; each row has C inputs.
+             * "unit": std 1/sqrt(C), so q_i = sum_j W_ij x_j has variance ~1 for unit-variance x. */
+            double qk_std = c->qk_init == QKT_QK_INIT_UNIT ? 1.0 / sqrt((double)C) : std;
+            fill_normal(t->data, (int64_t)2 * C * C, qk_std * c->qk_init_mult, &r);
             fill_normal(t->data + (int64_t)2 * C * C, (int64_t)C * C, std, &r);
         } else if (t->ndim == 2) {
             fill_normal(t->data, t->size, std, &r);

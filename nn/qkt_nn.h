@@ -41,6 +41,18 @@ int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err);
  * = 1/sqrt(d_k); qk_layernorm: the 1/sqrt(d_k) after the q/k LayerNorm. */
 double qkt_attn_scale_at_init(qkt_attn_scale kind, int n_embd, int d_k);
 
+/* How W_q and W_k (the q and k row blocks of c_attn) are initialised. */
+typedef enum qkt_qk_init {
+    QKT_QK_INIT_GPT2 = 0, /* "gpt2": N(0, (init_std qk_init_mult)^2), like every other weight */
+    QKT_QK_INIT_UNIT,     /* "unit": N(0, (qk_init_mult / sqrt(n_embd))^2): q and k components of unit
+                           * variance at every width (LayerNorm'd inputs), so std(q.k) = sqrt(d_k) */
+    QKT_QK_INIT_COUNT
+} qkt_qk_init;
+/* "gpt2", "unit" for a valid enum, "?" otherwise. */
+const char *qkt_qk_init_name(qkt_qk_init k);
+/* Name -> enum; -1 (and a one-line message listing the names) if unknown. */
+int qkt_qk_init_parse(const char *name, qkt_qk_init *out, qkt_err *err);
+
 typedef struct qkt_gpt_config {
     int vocab_size, block_size, n_layer, n_head, n_embd;
     double dropout;            /* on embeddings and on attention / MLP outputs; 0 = off */
@@ -49,6 +61,7 @@ typedef struct qkt_gpt_config {
     double attn_temp;          /* fixed multiplier on the logits on top of any variant (1) */
     double qk_init_mult;       /* multiplier on the W_q and W_k init std (1) */
     double init_std;           /* std of the weight init; 0 = GPT-2's 0.02 (c_proj: init_std/sqrt(2 n_layer)) */
+    qkt_qk_init qk_init;       /* W_q, W_k init rule (QKT_QK_INIT_GPT2); init only, not saved in checkpoints */
     double ln_eps;             /* LayerNorm epsilon (1e-5, as PyTorch) */
 } qkt_gpt_config;
 /* nanoGPT's GPT-2 small shape: V 50304, block 1024, 12 layers, 12 heads, C 768, no
@@ -147,7 +160,8 @@ void qkt_gpt_free(qkt_gpt *g);
  * qkt_rng_split(rng, i) (i = its index), and is filled in storage order, so one
  * tensor's values do not depend on the sizes of the others:
  *   Linear and embedding weights N(0, 0.02^2); attn.c_proj and mlp.c_proj weights
- *   N(0, (0.02/sqrt(2 n_layer))^2); the q and k row blocks of c_attn N(0, (0.02 qk_init_mult)^2);
+ *   N(0, (0.02/sqrt(2 n_layer))^2); the q and k row blocks of c_attn N(0, (0.02 qk_init_mult)^2)
+ *   (qk_init "unit": N(0, (qk_init_mult/sqrt(n_embd))^2));
  *   (0.02 stands for cfg.init_std when that is set);
  *   biases 0; LayerNorm weights 1, biases 0; log_scale log(1/sqrt(d_k)).
  * rng advances by one draw per parameter tensor. */
