@@ -171,17 +171,11 @@ int qkt_cmd_data(int argc, char **argv) {
         return 2;
     }
     int Tm = qkt_data_seq_len(d);
-    int32_t *x = malloc((size_t)Tm * sizeof *x), *y = malloc((size_t)Tm * sizeof *y);
-    int32_t *s = malloc((size_t)(Tm + 1) * sizeof *s);
-    uint8_t *ans = malloc((size_t)Tm + 1);
+    int32_t *x = qkt_malloc((size_t)Tm * sizeof *x), *y = qkt_malloc((size_t)Tm * sizeof *y);
+    int32_t *s = qkt_malloc((size_t)(Tm + 1) * sizeof *s);
+    uint8_t *ans = qkt_malloc((size_t)Tm + 1);
     rc = 0;
-    if (!x || !y || !s || !ans) {
-        fprintf(stderr, "qkt data: out of memory (seq_len %d)\n", Tm);
-        rc = 1;
-        a.count = 0;
-    } else if (!a.dump) {
-        show_header(d, &a);
-    }
+    if (!a.dump) show_header(d, &a);
     for (long n = 0; n < a.count; n++) {
         qkt_data_batch(d, a.split, 1, x, y, NULL);
         if (a.dump) {

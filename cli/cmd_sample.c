@@ -143,8 +143,7 @@ int qkt_cmd_sample(int argc, char **argv) {
     if (!ck.st.checksummed)
         fprintf(stderr, CMD ": note: %s has no checksums (written by an older qkt or another tool): its tensors are not verified\n",
                 ckpt);
-    ids = malloc((strlen(prompt ? prompt : "\n") + 1 + (size_t)a.tokens) * sizeof *ids);
-    QKT_CHECK(ids, "out of memory");
+    ids = qkt_malloc((strlen(prompt ? prompt : "\n") + 1 + (size_t)a.tokens) * sizeof *ids);
     int n_prompt;
     if ((rc = encode_prompt(prompt, d, text, cfg.vocab_size, ids, &n_prompt))) goto done;
     printer p = {d, text, 0};

@@ -34,9 +34,8 @@ static int read_batch(const char *path, const qkt_gpt_config *c, int32_t **idx, 
         goto done;
     }
     *B = (int)ti->shape[0], *T = (int)ti->shape[1];
-    *idx = malloc((size_t)ti->numel * sizeof **idx);
-    *tgt = malloc((size_t)ti->numel * sizeof **tgt);
-    QKT_CHECK(*idx && *tgt, "out of memory");
+    *idx = qkt_malloc((size_t)ti->numel * sizeof **idx);
+    *tgt = qkt_malloc((size_t)ti->numel * sizeof **tgt);
     if (qkt_st_tensor_to_i32(ti, *idx, ti->numel, path, err) || qkt_st_tensor_to_i32(tt, *tgt, tt->numel, path, err))
         goto done;
     for (int64_t i = 0; i < ti->numel; i++) {
@@ -99,8 +98,7 @@ static int parse(int argc, char **argv, step_args *a) {
  * n_counted (the targets that count) as metadata. */
 static int write_grads(const char *out, const qkt_gpt *g, const qkt_tensor *loss, int n_counted, qkt_err *err) {
     int n = g->params.n + 1;
-    qkt_st_write *w = calloc((size_t)n, sizeof *w);
-    QKT_CHECK(w, "out of memory");
+    qkt_st_write *w = qkt_calloc((size_t)n, sizeof *w);
     w[0] = (qkt_st_write){.name = "loss", .dtype = QKT_ST_REAL, .ndim = 0, .data = loss->data};
     for (int i = 0; i < g->params.n; i++) {
         const qkt_tensor *t = g->params.t[i];

@@ -166,9 +166,8 @@ static bool is_state_name(const char *name) {
 int qkt_checkpoint_restore(const qkt_checkpoint *ck, qkt_params *p, const qkt_ckpt_slot *slots, int n_slots, int flags,
                            qkt_err *err) {
     QKT_CHECK(p->finalized, "qkt_checkpoint_restore(%s) before qkt_params_finalize", ck->path);
-    const qkt_st_tensor **src = calloc((size_t)(p->n + n_slots) + 1, sizeof *src);
-    void **ibuf = calloc((size_t)n_slots + 1, sizeof *ibuf); /* integer slots, converted before any copy */
-    QKT_CHECK(src && ibuf, "out of memory");
+    const qkt_st_tensor **src = qkt_calloc((size_t)(p->n + n_slots) + 1, sizeof *src);
+    void **ibuf = qkt_calloc((size_t)n_slots + 1, sizeof *ibuf); /* integer slots, converted before any copy */
     int rc = 0;
 
     /* 1. validate: parameters, slots, and tensors nobody asked for */
@@ -192,8 +191,7 @@ int qkt_checkpoint_restore(const qkt_checkpoint *ck, qkt_params *p, const qkt_ck
         } else if (s->dtype == QKT_ST_REAL) {
             rc = check_finite(ck, "tensor", t, err);
         } else {
-            ibuf[j] = malloc((size_t)t->numel * qkt_st_dtype_size(s->dtype) + 1);
-            QKT_CHECK(ibuf[j], "out of memory");
+            ibuf[j] = qkt_malloc((size_t)t->numel * qkt_st_dtype_size(s->dtype) + 1);
             rc = s->dtype == QKT_ST_I32   ? qkt_st_tensor_to_i32(t, ibuf[j], t->numel, ck->path, err)
                  : s->dtype == QKT_ST_I64 ? qkt_st_tensor_to_i64(t, ibuf[j], t->numel, ck->path, err)
                                           : qkt_st_tensor_to_u64(t, ibuf[j], t->numel, ck->path, err);

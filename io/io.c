@@ -159,7 +159,7 @@ char *qkt_read_file(const char *path, size_t *n, qkt_err *err) {
         qkt_err_set(err, "%s: not a regular file", path);
         return NULL;
     }
-    char *buf = malloc((size_t)st.st_size + 1);
+    char *buf = qkt_malloc((size_t)st.st_size + 1);
     size_t got = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
     fclose(f);
     if (!buf || got != (size_t)st.st_size) {
@@ -186,8 +186,7 @@ void qkt_buf_printf(qkt_buf *b, const char *fmt, ...) {
         }
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->n + (size_t)k + 1) cap *= 2;
-        char *s = realloc(b->s, cap);
-        QKT_CHECK(s, "out of memory (%zu bytes)", cap);
+        char *s = qkt_realloc(b->s, cap);
         b->s = s, b->cap = cap;
     }
 }

@@ -202,14 +202,12 @@ static int parse_entry(const cJSON *e, size_t data_len, const char *label, qkt_s
 static int parse_meta(const cJSON *m, const char *label, qkt_safetensors *st, qkt_err *err) {
     if (!cJSON_IsObject(m)) return qkt_err_set(err, "%s: __metadata__ is %s, not an object", label, json_kind(m));
     int n = cJSON_GetArraySize(m);
-    st->meta = calloc((size_t)n + 1, sizeof *st->meta);
-    QKT_CHECK(st->meta, "out of memory");
+    st->meta = qkt_calloc((size_t)n + 1, sizeof *st->meta);
     for (const cJSON *v = m->child; v; v = v->next) {
         if (!cJSON_IsString(v))
             return qkt_err_set(err, "%s: metadata '%s' is %s, not a string", label, QN(v->string), json_kind(v));
-        st->meta[st->n_meta].key = strdup(v->string);
-        st->meta[st->n_meta].value = strdup(v->valuestring);
-        QKT_CHECK(st->meta[st->n_meta].key && st->meta[st->n_meta].value, "out of memory");
+        st->meta[st->n_meta].key = qkt_strdup(v->string);
+        st->meta[st->n_meta].value = qkt_strdup(v->valuestring);
         st->n_meta++;
     }
     return 0;
@@ -220,8 +218,7 @@ static int parse_meta(const cJSON *m, const char *label, qkt_safetensors *st, qk
  * implementation requires. Empty tensors only need to lie inside the data. */
 static int check_layout(const qkt_safetensors *st, size_t data_len, const char *label, qkt_err *err) {
     int n = st->n > st->n_meta ? st->n : st->n_meta;
-    sort_item *s = malloc(((size_t)n + 1) * sizeof *s);
-    QKT_CHECK(s, "out of memory");
+    sort_item *s = qkt_malloc(((size_t)n + 1) * sizeof *s);
     int rc = 0;
     for (int i = 0; i < st->n; i++) s[i] = (sort_item){st->t[i].name, st->t[i].begin, st->t[i].end, i};
     qsort(s, (size_t)st->n, sizeof *s, by_key);
@@ -351,8 +348,7 @@ int qkt_safetensors_parse(const uint8_t *buf, size_t n, const char *label, qkt_s
     if (bad != hl) return qkt_err_set(err, "%s: header is not valid UTF-8 (byte %zu of the header)", label, bad);
 
     /* cJSON gets a NUL-terminated copy: whatever it does, it cannot read past it. */
-    char *hc = malloc((size_t)hl + 1);
-    QKT_CHECK(hc, "out of memory");
+    char *hc = qkt_malloc((size_t)hl + 1);
     memcpy(hc, h, (size_t)hl);
     hc[hl] = 0;
     bool header_crc;
@@ -376,8 +372,7 @@ int qkt_safetensors_parse(const uint8_t *buf, size_t n, const char *label, qkt_s
 
     size_t data_len = n - 8 - (size_t)hl;
     if (!rc) {
-        st->t = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *st->t);
-        QKT_CHECK(st->t, "out of memory");
+        st->t = qkt_calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *st->t);
     }
     bool seen_meta = false;
     for (const cJSON *e = rc ? NULL : root->child; e && !rc; e = e->next) {
@@ -389,8 +384,7 @@ int qkt_safetensors_parse(const uint8_t *buf, size_t n, const char *label, qkt_s
         qkt_st_tensor *t = &st->t[st->n];
         rc = parse_entry(e, data_len, label, t, err);
         if (rc) break;
-        t->name = strdup(e->string);
-        QKT_CHECK(t->name, "out of memory");
+        t->name = qkt_strdup(e->string);
         t->data = buf + 8 + hl + t->begin;
         st->n++;
     }
@@ -423,7 +417,7 @@ int qkt_safetensors_read(const char *path, qkt_safetensors *st, qkt_err *err) {
                            S_ISDIR(sb.st_mode) ? "is a directory" : "is a device, fifo or socket");
     }
     size_t n = (size_t)sb.st_size;
-    uint8_t *buf = malloc(n ? n : 1);
+    uint8_t *buf = qkt_malloc(n ? n : 1);
     if (!buf) {
         close(fd);
         return qkt_err_set(err, "%s: cannot allocate %zu bytes to read it", path, n);

@@ -21,8 +21,7 @@ typedef struct {
 static void sb_put(strbuf *b, const char *s, size_t n) {
     if (b->len + n + 1 > b->cap) {
         b->cap = 2 * (b->len + n + 1) + 256;
-        b->s = realloc(b->s, b->cap);
-        QKT_CHECK(b->s, "out of memory");
+        b->s = qkt_realloc(b->s, b->cap);
     }
     memcpy(b->s + b->len, s, n);
     b->len += n;
@@ -42,9 +41,7 @@ __attribute__((format(printf, 2, 3))) static void sb_printf(strbuf *b, const cha
 /* A JSON string literal with quotes and escapes (cJSON does the escaping). */
 static void sb_json_string(strbuf *b, const char *s) {
     cJSON *item = cJSON_CreateString(s);
-    QKT_CHECK(item, "out of memory");
     char *q = cJSON_PrintUnformatted(item);
-    QKT_CHECK(q, "out of memory");
     sb_put(b, q, strlen(q));
     cJSON_free(q);
     cJSON_Delete(item);

@@ -33,8 +33,7 @@ int qkt_gpt_save(const char *path, const qkt_gpt *g, const qkt_st_meta *meta, in
                  int n_extra, qkt_err *err) {
     qkt_gpt_meta m;
     qkt_gpt_meta_fill(&m, &g->cfg);
-    qkt_st_meta *all = calloc((size_t)(m.n + n_meta), sizeof *all);
-    QKT_CHECK(all, "out of memory");
+    qkt_st_meta *all = qkt_calloc((size_t)(m.n + n_meta), sizeof *all);
     memcpy(all, m.kv, (size_t)m.n * sizeof *all);
     for (int i = 0; i < n_meta; i++) {
         for (int k = 0; k < m.n; k++)

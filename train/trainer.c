@@ -33,9 +33,8 @@ int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
     qkt_rng_seed_stream(&t->ctx.rng, c->seed, QKT_STREAM_DROPOUT);
     qkt_dp_init(&t->dp, &t->ctx, &t->gpt.params, c->replicas);
     size_t n = (size_t)c->batch_size * t->T;
-    t->idx = malloc(n * sizeof *t->idx);
-    t->tgt = malloc(n * sizeof *t->tgt);
-    QKT_CHECK(t->idx && t->tgt, "out of memory");
+    t->idx = qkt_malloc(n * sizeof *t->idx);
+    t->tgt = qkt_malloc(n * sizeof *t->tgt);
     return 0;
 }
 
@@ -80,8 +79,7 @@ void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
 void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
     const qkt_gpt_config *mc = &t->gpt.cfg;
     int T = t->T, H = mc->n_head, L = mc->n_layer, V = mc->vocab_size;
-    int32_t *idx = malloc((size_t)B * T * sizeof *idx), *tgt = malloc((size_t)B * T * sizeof *tgt);
-    QKT_CHECK(idx && tgt, "out of memory");
+    int32_t *idx = qkt_malloc((size_t)B * T * sizeof *idx), *tgt = qkt_malloc((size_t)B * T * sizeof *tgt);
     qkt_data_reset(t->data, QKT_SPLIT_VAL);
     double loss = 0, correct = 0;
     int64_t counted = 0;
@@ -121,8 +119,7 @@ void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
 void qkt_trainer_attention_map(qkt_trainer *t, qkt_real *out) {
     const qkt_gpt_config *mc = &t->gpt.cfg;
     int T = t->T, H = mc->n_head, L = mc->n_layer;
-    int32_t *idx = malloc((size_t)T * sizeof *idx), *tgt = malloc((size_t)T * sizeof *tgt);
-    QKT_CHECK(idx && tgt, "out of memory");
+    int32_t *idx = qkt_malloc((size_t)T * sizeof *idx), *tgt = qkt_malloc((size_t)T * sizeof *tgt);
     qkt_data_reset(t->data, QKT_SPLIT_VAL);
     qkt_data_batch(t->data, QKT_SPLIT_VAL, 1, idx, tgt, NULL);
     qkt_ctx_reset(&t->ctx);
