@@ -65,6 +65,12 @@ typedef struct qkt__kern {
     double (*attn_backward_head)(const qkt__attn *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
                                  const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv,
                                  bool store, int b, int h, qkt_real *w);
+    /* For the tests (tests/autograd/test_kernels.c), the inline helpers of kernels.h as this
+     * path compiles them: e = qkt__exp(x), t = qkt__tanh(x) elementwise (vectorised), and
+     * the attention's tile product qkt__mk_gemm. */
+    void (*exp_tanh)(const qkt_real *x, qkt_real *e, qkt_real *t, int64_t n);
+    void (*tile_product)(int M, int N, int K, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak, const qkt_real *B,
+                         ptrdiff_t ldb, qkt_real *C, ptrdiff_t ldc, bool accumulate);
 } qkt__kern;
 
 /* The process's table: chosen on the first call, the same ever after. An unknown or
@@ -90,7 +96,7 @@ extern const qkt__kern qkt__kern_single;
         .gelu_forward = gelu_forward, .gelu_backward = gelu_backward, .layernorm_forward = layernorm_forward,       \
         .layernorm_backward = layernorm_backward, .colsum = colsum, .cross_entropy_forward = cross_entropy_forward, \
         .cross_entropy_backward = cross_entropy_backward, .attn_forward_tiles = attn_forward_tiles,                 \
-        .attn_backward_head = attn_backward_head,                                                                   \
+        .attn_backward_head = attn_backward_head, .exp_tanh = exp_tanh, .tile_product = qkt__mk_gemm,               \
     }
 
 #endif

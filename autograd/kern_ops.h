@@ -195,3 +195,9 @@ static void cross_entropy_backward(const qkt_real *X, const int32_t *targets, co
         dr[t] -= g;
     }
 }
+
+/* ---------------------------------------------------------------- for the tests */
+static void exp_tanh(const qkt_real *x, qkt_real *e, qkt_real *t, int64_t n) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) e[i] = qkt__exp(x[i]), t[i] = qkt__tanh(x[i]);
+}
