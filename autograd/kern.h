@@ -13,6 +13,13 @@
  * never changes afterwards. A -DQKT_NATIVE=ON build compiles the kernels once, with
  * -march=native, as the only path ("native").
  *
+ * The avx2 and avx512 files also say -fno-trapping-math: qkt__exp's clamp makes gcc
+ * compute 2^n (a float-to-int conversion, which may raise FE_INVALID) under a condition,
+ * and with trapping math it then leaves the loops around exp (GELU, cross-entropy,
+ * attention) scalar unless AVX-512 masking can hide the condition (GELU was 26 % of the
+ * tiny step on avx2 without it). It changes no value, only which FP exception flags a
+ * loop may raise; qkt reads none.
+ *
  * Results: baseline is the old default build's code, bit for bit. avx2 and avx512 fuse
  * a*b+c into FMAs and sum `omp simd` reductions in 8 or 16 lanes, so their float
  * rounding differs from baseline's (and from each other's) in the last bits. Each path

@@ -6,6 +6,7 @@
 /* Before the kernels (and the inline helpers of kernels.h) are defined, so all of them
  * are compiled for it. kern_select.c checks the CPU has every feature named here. */
 #pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")
+#pragma GCC optimize("no-trapping-math") /* kern.h: why */
 #include "kern_attention.h"
 #include "kern_ops.h"
 
