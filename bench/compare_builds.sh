@@ -33,7 +33,7 @@ echo "# B: $B $B_ENV ($(env $B_ENV "$B" version))"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 run() { # who bin env cfg -> "who cfg ms cpu_ms isa"
-    out=$(env $3 "$2" bench --config "$4" --threads "$threads" --replicas 1 --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1)
+    out=$(env $3 "$2" bench --config "$4" --threads "$threads" --replicas 1 --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1) || true
     ms=$(echo "$out" | sed -n 's/.* ms_per_step=\([0-9.]*\).*/\1/p')
     cpu=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')
     isa=$(echo "$out" | sed -n 's/.* isa=\([a-z0-9]*\).*/\1/p')
