@@ -66,17 +66,35 @@
         }                                                                                              \
     }
 
+/* The block shape depends on the vector registers the kernel path (kern.h) compiles for:
+ * 8 x 32 for AVX-512's 32 registers of 16 floats; with 16 registers (AVX2: 8 floats,
+ * SSE2: 4) an 8 x 32 block needs 32 or 64 of them and spills, so 6 rows by two vectors
+ * (12 accumulators). Every C element is the same k-ordered chain of a * b additions
+ * whatever the block, so the shape changes the speed, not the bits. */
+#if defined(__AVX512F__) || !defined(__x86_64__)
 QKT__MK_DEFINE(qkt__mk_r8w32, 8, 32)
 QKT__MK_DEFINE(qkt__mk_r8w16, 8, 16)
+#elif defined(__AVX2__)
+QKT__MK_DEFINE(qkt__mk_r6w16, 6, 16)
+#else
+QKT__MK_DEFINE(qkt__mk_r6w8, 6, 8)
+#endif
 
 /* The same product for any width N that is a multiple of 16 (callers pad their tiles):
- * 32-wide column blocks, and a 16-wide block for the remainder. */
+ * 32-wide column blocks and a 16-wide block for the remainder (AVX-512), or 16-wide
+ * (AVX2) or 8-wide blocks. */
 #define QKT_MK_PAD 16
 static inline void qkt__mk_gemm(int M, int N, int K, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak,
                                 const qkt_real *B, ptrdiff_t ldb, qkt_real *C, ptrdiff_t ldc, bool accumulate) {
     int n = 0;
+#if defined(__AVX512F__) || !defined(__x86_64__)
     for (; n + 32 <= N; n += 32) qkt__mk_r8w32(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate);
     if (n < N) qkt__mk_r8w16(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate);
+#elif defined(__AVX2__)
+    for (; n < N; n += 16) qkt__mk_r6w16(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate);
+#else
+    for (; n < N; n += 8) qkt__mk_r6w8(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate);
+#endif
 }
 
 static inline int qkt__round_up(int x, int m) { return (x + m - 1) / m * m; }

@@ -7,7 +7,10 @@
  * q, k, v, y stay in the (B, T, H, d) layout; tiles are copied into small padded
  * buffers, and the tile products are the register-blocked kernels of kernels.h (the
  * threaded sgemm is never called from inside the parallel regions). Memory is linear
- * in T: m and 1/l plus per-thread scratch of a few (T, d) slabs and one (BQ, T) strip. */
+ * in T: m and 1/l plus per-thread scratch of a few (T, d) slabs and one (BQ, T) strip.
+ * This file is the op (shapes, saved state, the split over threads, the capture path);
+ * the per-head compute is in kern_attention.h, run through the kernel table (kern.h). */
+#include "attention_internal.h"
 #include "kernels.h"
 #include "ops_internal.h"
 
@@ -15,46 +18,10 @@
 #include <omp.h>
 #endif
 
-/* Tile sizes: BK keys is the vector width of the S and dP tiles (a multiple of 32). */
-#define BQ 32
-#define BK 32
-_Static_assert(BK == 32, "the row max uses qkt__max32");
-
-typedef struct {
-    int B, T, C, H, d;
-    int ld;           /* row stride of q, k, v and their grads: C, or 3C for packed qkv */
-    bool packed;      /* inputs are one (B, T, 3C) tensor [q | k | v] */
-    qkt_real *rmax;   /* (B, H, T) m_i = max_j z_ij; -inf for a fully blocked row */
-    qkt_real *rinv;   /* (B, H, T) 1 / sum_j exp(z_ij - m_i); 0 for a fully blocked row */
-    qkt_real *s;      /* (H) per-head scale used */
-    uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
-    bool drop;        /* dropout on P: keep (i, j) when its hash (below) >= drop_thr, scaled by keep_scale */
-    uint32_t drop_thr;
-    qkt_real keep_scale;
-    uint64_t drop_seed;
-} attn_saved;
-
-/* Dropout mask of P[b,h,i,j] from a counter-based hash (murmur3's 32-bit finaliser):
- * row_key mixes the seed, (b, h) and i once per row; key j is kept when
- * mix(row_key + j * golden) >= drop_thr = p 2^32. Vectorises over j. */
-static inline uint32_t mix32(uint32_t x) {
-    x ^= x >> 16;
-    x *= 0x85ebca6bu;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x;
-}
-static uint32_t drop_row_key(const attn_saved *a, int b, int h, int i) {
-    uint32_t x = mix32((uint32_t)(a->drop_seed >> 32) + (uint32_t)(b * a->H + h) * 0x9E3779B9u);
-    return mix32(x ^ (uint32_t)a->drop_seed ^ mix32((uint32_t)i + 0x7F4A7C15u));
-}
-#define DROP_GOLDEN 0x9E3779B9u
-
 /* Threads only when the op has work for them: B T^2 C (~ its flops) of at least 2^20,
  * some 10-20 us on one core. Below that a parallel region costs more than it saves
  * (and gradient checks call the op thousands of times on tiny shapes). */
-static bool worth_threads(const attn_saved *a) { return (double)a->B * a->T * a->T * a->C >= (double)(1 << 20); }
+static bool worth_threads(const qkt__attn *a) { return (double)a->B * a->T * a->T * a->C >= (double)(1 << 20); }
 
 static int n_threads(void) {
 #ifdef _OPENMP
@@ -71,134 +38,9 @@ static int thread_id(void) {
 #endif
 }
 
-/* Key bias of keys c0 .. c0+n (n a multiple of BK): 0 for a visible key, -inf for
- * padding (key_pad) and for slots past T. The causal limit is applied per row. */
-static void key_bias(const attn_saved *a, int b, int c0, int n, qkt_real *kb) {
-    for (int j = 0; j < n; j++)
-        kb[j] = (c0 + j < a->T && !(a->key_pad && a->key_pad[(size_t)b * a->T + c0 + j])) ? 0 : -INFINITY;
-}
-
-/* (n, d) rows of a head (row stride C) -> dst (n, ld), columns d..ld zeroed; times f.
- * (`omp simd` because gcc's -O2 cost model leaves runtime-length loops scalar.) */
-static void copy_rows(const qkt_real *src, int n, int d, int C, qkt_real f, qkt_real *dst, int ld) {
-    for (int r = 0; r < n; r++) {
-        const qkt_real *s = src + (size_t)r * C;
-        qkt_real *t = dst + (size_t)r * ld;
-#pragma omp simd
-        for (int c = 0; c < d; c++) t[c] = f * s[c];
-        for (int c = d; c < ld; c++) t[c] = 0;
-    }
-}
-/* (n, d) rows of a head -> dst (d, ld) transposed, key slots n..ld zeroed. In blocks
- * of 16 keys, so each write is one contiguous 16-wide run and the 16 source rows stay
- * in L1. Callers keep ld off powers of two (see kt_ld): a 1 KiB stride maps every row
- * of a tile to the same few cache sets. */
-static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *dst, int ld) {
-    int j0 = 0;
-    for (; j0 + 16 <= n; j0 += 16)
-        for (int c = 0; c < d; c++) {
-            qkt_real *t = dst + (size_t)c * ld + j0;
-            const qkt_real *s = src + (size_t)j0 * C + c;
-#pragma omp simd
-            for (int j = 0; j < 16; j++) t[j] = s[(size_t)j * C];
-        }
-    for (int c = 0; c < d; c++) {
-        qkt_real *t = dst + (size_t)c * ld;
-        for (int j = j0; j < n; j++) t[j] = src[(size_t)j * C + c];
-        for (int j = n; j < ld; j++) t[j] = 0;
-    }
-}
-/* Leading dimension of a transposed K with n key slots: padded by 16 off a power of two. */
-static int kt_ld(int n) { return n + 16; }
-
-/* Query rows r0 .. r0+nq of a head, all their visible keys at once (a strip of
- * nq x nc scores, nc = keys up to the diagonal rounded up to BK; slots past it are
- * -inf): S = (s Q) K^T in one product, then per row the exact max m, P = e^{z - m}
- * summed into l, P scaled by 1/l, and O = P V in one product (a convex combination of
- * V rows: it cannot overflow where the output does not). This two-pass form replaced
- * FlashAttention's online softmax over key tiles (rescaling l and O per tile): the
- * per-tile row bookkeeping cost as much as the tile products at d = 16-64, and the
- * strip's scratch, BQ x T floats per thread, is still linear in T. Measured forward,
- * one thread: 30 % faster at T = 64 .. 8192. m and 1/l are saved for the backward
- * (not lse = m + log l, whose float32 rounding at |lse| ~ 100 would already be a 1e-5
- * relative error in P). */
-static void strip_rows(const attn_saved *a, int b, int h, const qkt_real *Q, const qkt_real *KT, int ldk,
-                       const qkt_real *V, const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, qkt_real *O, qkt_real *m,
-                       double *l) {
-    int nc = qkt__round_up(r0 + nq < a->T ? r0 + nq : a->T, BK);
-    qkt__mk_gemm(nq, nc, a->d, Q, dp, 1, KT, ldk, S, nc, false);   /* S = s Q K^T (nq, nc) */
-    for (int r = 0; r < nq; r++) {
-        qkt_real *z = S + (size_t)r * nc;
-        int jn = r0 + r + 1; /* causal: keys j <= r0 + r */
-#pragma omp simd
-        for (int j = 0; j < nc; j++) z[j] = j < jn ? z[j] + kb[j] : -INFINITY;
-        qkt_real mx = -INFINITY;
-        for (int j0 = 0; j0 < nc; j0 += BK) {
-            qkt_real t = qkt__max32(z + j0);
-            mx = t > mx ? t : mx;
-        }
-        m[r] = mx;
-        if (mx == -INFINITY) { /* every key blocked: P row 0; or every visible logit NaN (no max) */
-            bool nan = false;
-            for (int j = 0; j < jn && j < nc; j++) nan |= z[j] != z[j];
-            for (int j = 0; j < nc; j++) z[j] = nan ? NAN : 0; /* NaN in, NaN out, not a silent 0 */
-            if (nan) m[r] = NAN;
-            l[r] = nan ? NAN : 0;
-            continue;
-        }
-#pragma omp simd
-        for (int j = 0; j < nc; j++) z[j] = qkt__exp(z[j] - mx);
-        double sum = 0; /* float lanes over at most 256 keys (16 terms each), then double */
-        for (int j0 = 0; j0 < nc; j0 += 256) sum += qkt__dot16(z + j0, NULL, nc - j0 < 256 ? nc - j0 : 256);
-        l[r] = sum;
-        qkt_real pinv = (qkt_real)(1 / l[r]);
-        if (a->drop) { /* P' = P mask / (1 - p); m and l stay those of P */
-            uint32_t key = drop_row_key(a, b, h, r0 + r), thr = a->drop_thr;
-            qkt_real ks = a->keep_scale; /* (z pinv) ks: rounded as the backward's P' */
-#pragma omp simd
-            for (int j = 0; j < nc; j++) z[j] = mix32(key + (uint32_t)j * DROP_GOLDEN) >= thr ? z[j] * pinv * ks : 0;
-            continue;
-        }
-#pragma omp simd
-        for (int j = 0; j < nc; j++) z[j] *= pinv;
-    }
-    qkt__mk_gemm(nq, dp, nc, S, nc, 1, V, dp, O, dp, false); /* O = P V (V rows past T are 0) */
-}
-
-/* Query tiles [qt0, qt1) of one head: rows of y, m and 1/l. `w` is the thread's scratch
- * (FWD_SCRATCH); the keys the tiles see are copied once, K transposed. */
-#define FWD_SCRATCH(Tp, dp, d) ((size_t)(d) * kt_ld(Tp) + (size_t)(Tp) * (dp) + (Tp) + (size_t)BQ * (dp) + (size_t)BQ * (dp) + (size_t)BQ * (Tp))
-static void fwd_tiles(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v, int b, int h,
-                      int qt0, int qt1, qkt_real *y, qkt_real *w) {
-    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), Tp = qkt__round_up(T, BK);
-    int nkeys = qt1 * BQ < T ? qt1 * BQ : T, nkp = qkt__round_up(nkeys, BK);
-    int ldk = kt_ld(nkp);
-    qkt_real *KT = w, *V = KT + (size_t)d * kt_ld(Tp), *kb = V + (size_t)Tp * dp, *Q = kb + Tp, *O = Q + BQ * dp;
-    qkt_real *S = O + BQ * dp, m[BQ];
-    double l[BQ];
-    int ld = a->ld;
-    size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
-    copy_transposed(k + base, nkeys, d, ld, KT, ldk); /* K^T (d, nkp) */
-    copy_rows(v + base, nkeys, d, ld, 1, V, dp);
-    memset(V + (size_t)nkeys * dp, 0, (size_t)(nkp - nkeys) * dp * sizeof *V);
-    key_bias(a, b, 0, nkp, kb);
-    size_t row0 = ((size_t)b * a->H + h) * T;
-    for (int r0 = qt0 * BQ; r0 < qt1 * BQ && r0 < T; r0 += BQ) {
-        int nq = T - r0 < BQ ? T - r0 : BQ;
-        copy_rows(q + base + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
-        strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, O, m, l);
-        for (int r = 0; r < nq; r++) {
-            qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
-            memcpy(yr, o, (size_t)d * sizeof *yr); /* already normalised; 0 for a fully blocked row */
-            a->rmax[row0 + r0 + r] = m[r];
-            a->rinv[row0 + r0 + r] = l[r] > 0 ? (qkt_real)(1 / l[r]) : 0;
-        }
-    }
-}
-
 /* The slow path for callers that asked for P or the logits (B, H, T, T): rebuilt
  * row by row from m and 1/l after the fused forward. */
-static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
+static void capture(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
     int T = a->T, ld = a->ld, d = a->d, H = a->H;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if (worth_threads(a))
     for (int b = 0; b < a->B; b++)
@@ -225,14 +67,14 @@ static void capture(const attn_saved *a, const qkt_real *q, const qkt_real *k, q
  * by the callers below). */
 static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt_real *qd, const qkt_real *kd,
                              const qkt_real *vd, int ld, bool packed, int C, int n_head, const qkt_attn_opts *o,
-                             attn_saved **saved) {
+                             qkt__attn **saved) {
     int B = shape_of->shape[0], T = shape_of->shape[1], H = n_head;
     QKT_CHECK(H > 0 && C % H == 0, "attention: %d channels do not split into %d heads", C, H);
     QKT_CHECK(!o->log_scale || o->log_scale->size == H, "attention: log_scale has %lld values for %d heads",
               (long long)(o->log_scale ? o->log_scale->size : 0), H);
     int d = C / H, dp = qkt__round_up(d, QKT_MK_PAD);
-    attn_saved *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
-    *a = (attn_saved){B, T, C, H, d, ld, packed, NULL, NULL, NULL, NULL, false, 0, 0, 0};
+    qkt__attn *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
+    *a = (qkt__attn){B, T, C, H, d, ld, packed, NULL, NULL, NULL, NULL, false, 0, 0, 0};
     a->rmax = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
     a->rinv = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
     a->s = qkt_arena_alloc(&ctx->arena, (size_t)H * sizeof(qkt_real));
@@ -259,13 +101,14 @@ static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt
     size_t wsz = FWD_SCRATCH(Tp, dp, d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
     qkt_real *yd = y->data;
+    const qkt__kern *kern = qkt__kern_get();
     /* Chunks in decreasing cost order (late query tiles see the most keys) for the dynamic schedule. */
 #pragma omp parallel for schedule(dynamic, 1) if (ntask > 1 && worth_threads(a))
     for (int t = 0; t < ntask; t++) {
         int c = nch - 1 - t / (B * H), bh = t % (B * H);
         int qt0 = (int)(nqt * sqrt((double)c / nch) + 0.5), qt1 = (int)(nqt * sqrt((double)(c + 1) / nch) + 0.5);
         if (c == nch - 1) qt1 = nqt;
-        if (qt1 > qt0) fwd_tiles(a, qd, kd, vd, bh / H, bh % H, qt0, qt1, yd, scratch + (size_t)thread_id() * wsz);
+        if (qt1 > qt0) kern->attn_forward_tiles(a, qd, kd, vd, bh / H, bh % H, qt0, qt1, yd, scratch + (size_t)thread_id() * wsz);
     }
     if (o->capture && (o->capture->probs || o->capture->logits)) capture(a, qd, kd, o->capture);
     *saved = a;
@@ -280,7 +123,7 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
         QKT_CHECK_SHAPES(q->shape[d] == v->shape[d], "attention (q, v)", q, v);
     }
     int C = q->shape[2];
-    attn_saved *a;
+    qkt__attn *a;
     qkt_tensor *y = attention(ctx, q, q->data, k->data, v->data, C, false, C, n_head, o, &a);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 4, (qkt_tensor *[]){q, k, v, o->log_scale});
     if (n) n->saved = a;
@@ -293,7 +136,7 @@ qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const q
     QKT_CHECK(qkv->ndim == 3 && qkv->shape[2] % 3 == 0, "attention_qkv: qkv must be (B, T, 3C), got %d dims, last %d",
               qkv->ndim, qkv->shape[qkv->ndim - 1]);
     int C = qkv->shape[2] / 3;
-    attn_saved *a;
+    qkt__attn *a;
     qkt_tensor *y = attention(ctx, qkv, qkv->data, qkv->data + C, qkv->data + 2 * C, 3 * C, true, C, n_head, o, &a);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 2, (qkt_tensor *[]){qkv, o->log_scale});
     if (n) n->saved = a;
@@ -301,116 +144,8 @@ qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const q
     return y;
 }
 
-/* One head (b, h), all of it, so the thread owns dQ, dK, dV of that head. With
- * z = s_h q.k + mask, P = exp(z - m) / l and D_i = sum_c dY_ic y_ic (= sum_j P_ij dP_ij):
- *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   dZ_ij = P_ij (dP_ij - D_i);
- *   dQ_i += s_h sum_j dZ_ij k_j;   dK_j += s_h sum_i dZ_ij q_i = sum_i dZ_ij (s_h q_i);
- *   ds_h = sum_ij dZ_ij q_i.k_j, so dlog_scale[h] = s_h ds_h = sum_i q_i . dQ_i.
- * Blocked entries have P = 0, hence dZ = 0. Per key tile, all query rows from the
- * diagonal down as one strip (T x BK scratch for P and dZ): dK_j and dV_j are then one
- * product each over the whole strip, not a sum of 32-row products. The float32 details matter
- * when a row is nearly one-hot (dZ is then a small difference): z is recomputed from
- * s q rounded exactly as in the forward (the same bits), P from the saved m and 1/l
- * (see fwd_tiles), and D_i in float64, so P here and the P behind y agree to rounding.
- * dlog_scale uses q . dQ once at the end (summing dZ z per tile loses that accuracy).
- * With dropout, y = P' V (P' = P mask / (1-p)): dV uses P', dP = dP' mask / (1-p), and
- * D_i = dY_i . y_i is still sum_j P_ij dP_ij.
- * `store`: the grads are a new, unzeroed buffer, so results are stored, not added.
- * Returns dlog_scale[h]'s share from batch b. */
-#define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * (size_t)(T) * BK + (T) + BK)
-static double bwd_head(const attn_saved *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
-                       const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, bool store,
-                       int b, int h, qkt_real *w) {
-    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), ld = a->ld;
-    qkt_real *Q = w, *K = Q + (size_t)T * dp, *dY = K + (size_t)T * dp, *dQ = dY + (size_t)T * dp;
-    qkt_real *KT = dQ + (size_t)T * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
-    qkt_real *P = dVj + BK * dp, *G = P + (size_t)T * BK, *D = G + (size_t)T * BK, *kb = D + T;
-    size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
-    size_t row0 = ((size_t)b * a->H + h) * T;
-    const qkt_real *rm = a->rmax + row0, *ri = a->rinv + row0, s = a->s[h];
-    copy_rows(q + base, T, d, ld, s, Q, dp); /* s q, rounded as in the forward: the same z bits */
-    copy_rows(k + base, T, d, ld, 1, K, dp);
-    copy_rows(dy + obase, T, d, C, 1, dY, dp);
-    memset(dQ, 0, (size_t)T * dp * sizeof *dQ);
-    for (int i = 0; i < T; i++) { /* D_i = dY_i . y_i in float64: 8 lanes (one chain was latency-bound) */
-        const qkt_real *dyi = dy + obase + (size_t)i * C, *yi = y + obase + (size_t)i * C;
-        double lane[8] = {0}, acc = 0;
-        int c = 0;
-        for (; c + 8 <= d; c += 8)
-#pragma omp simd
-            for (int l = 0; l < 8; l++) lane[l] += (double)dyi[c + l] * yi[c + l];
-        for (; c < d; c++) acc += (double)dyi[c] * yi[c];
-        for (int l = 0; l < 8; l++) acc += lane[l];
-        D[i] = (qkt_real)acc;
-    }
-    for (int c0 = 0; c0 < T; c0 += BK) {
-        int nk = T - c0 < BK ? T - c0 : BK;
-        copy_transposed(k + base + (size_t)c0 * ld, nk, d, ld, KT, BK);
-        copy_transposed(v + base + (size_t)c0 * ld, nk, d, ld, VT, BK);
-        key_bias(a, b, c0, BK, kb);
-        /* every query row from the diagonal tile down, as one strip of M rows */
-        int M = T - c0;
-        qkt_real *Qi = Q + (size_t)c0 * dp, *dYi = dY + (size_t)c0 * dp;
-        qkt__mk_gemm(M, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (M, BK) */
-        qkt__mk_gemm(M, BK, d, dYi, dp, 1, VT, BK, G, BK, false); /* dP = dY V^T */
-        for (int r = 0; r < M; r++) {
-            qkt_real *p = P + (size_t)r * BK, *g = G + (size_t)r * BK, mi = rm[c0 + r], li = ri[c0 + r], Di = D[c0 + r];
-            int jn = r + 1; /* causal: keys c0 + j <= c0 + r */
-            if (mi == -INFINITY) jn = 0, mi = 0; /* fully blocked row: no P */
-            if (a->drop) { /* y = P' V with P' = P mask / (1-p): dV from P', dP = dP' mask / (1-p) */
-                uint32_t key = drop_row_key(a, b, h, c0 + r) + (uint32_t)c0 * DROP_GOLDEN, thr = a->drop_thr;
-                qkt_real ks = a->keep_scale;
-#pragma omp simd
-                for (int j = 0; j < BK; j++) {
-                    qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li;
-                    qkt_real keep = mix32(key + (uint32_t)j * DROP_GOLDEN) >= thr ? ks : 0;
-                    p[j] = pj * keep;
-                    g[j] = pj * (g[j] * keep - Di);
-                }
-                continue;
-            }
-#pragma omp simd
-            for (int j = 0; j < BK; j++) {
-                qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li; /* kb: 0 or -inf */
-                p[j] = pj;
-                g[j] = pj * (g[j] - Di); /* dZ */
-            }
-        }
-        qkt__mk_gemm(nk, dp, M, P, 1, BK, dYi, dp, dVj, dp, false);                           /* dV_j = P^T dY */
-        qkt__mk_gemm(nk, dp, M, G, 1, BK, Qi, dp, dKj, dp, false);                            /* dK_j = dZ^T (s Q) */
-        qkt__mk_gemm(M, dp, nk, G, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)c0 * dp, dp, true); /* dQ / s += dZ K_j */
-        for (int j = 0; j < nk; j++) {
-            qkt_real *dkr = dk + base + (size_t)(c0 + j) * ld, *dvr = dv + base + (size_t)(c0 + j) * ld;
-            const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
-            if (store) {
-                memcpy(dkr, gk, (size_t)d * sizeof *dkr);
-                memcpy(dvr, gv, (size_t)d * sizeof *dvr);
-                continue;
-            }
-#pragma omp simd
-            for (int c = 0; c < d; c++) dkr[c] += gk[c];
-#pragma omp simd
-            for (int c = 0; c < d; c++) dvr[c] += gv[c];
-        }
-    }
-    double dlog = 0; /* sum_i q_i . dQ_i = sum_i (s q_i) . (dQ_i / s) */
-    for (int i = 0; i < T; i++) {
-        qkt_real *dqr = dq + base + (size_t)i * ld;
-        const qkt_real *gq = dQ + (size_t)i * dp;
-        if (store) {
-#pragma omp simd
-            for (int c = 0; c < d; c++) dqr[c] = s * gq[c];
-        } else {
-#pragma omp simd
-            for (int c = 0; c < d; c++) dqr[c] += s * gq[c];
-        }
-        dlog += qkt__dot16(Q + (size_t)i * dp, gq, dp); /* columns d..dp of Q are 0 */
-    }
-    return dlog;
-}
-
 void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
-    attn_saved *a = n->saved;
+    qkt__attn *a = n->saved;
     int B = a->B, H = a->H, C = a->C, dp = qkt__round_up(a->d, QKT_MK_PAD), nth = n_threads();
     /* dQ, dK, dV come out of one pass, so every one is produced; the grads of inputs
      * that do not require them go to pool buffers nobody reads. */
@@ -433,9 +168,10 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     size_t wsz = BWD_SCRATCH(a->T, dp, a->d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
     const qkt_real *yd = n->out->data, *dy = n->out->grad;
+    const qkt__kern *kern = qkt__kern_get();
 #pragma omp parallel for schedule(dynamic, 1) if (B * H > 1 && worth_threads(a))
     for (int t = 0; t < B * H; t++)
-        dlog[t] = bwd_head(a, qd, kd, vd, yd, dy, dq, dk, dv, store, t / H, t % H, scratch + (size_t)thread_id() * wsz);
+        dlog[t] = kern->attn_backward_head(a, qd, kd, vd, yd, dy, dq, dk, dv, store, t / H, t % H, scratch + (size_t)thread_id() * wsz);
     if (qkt__needs_grad(ls)) {
         qkt_real *g = qkt_grad(ctx, ls);
         for (int h = 0; h < H; h++) {

@@ -1,6 +1,6 @@
 /* Elementwise ops: add, sub, mul (b broadcast over a's leading dims), scale,
  * GELU, ReLU, dropout. */
-#include "kernels.h"
+#include "kern.h"
 #include "ops_internal.h"
 
 /* b must have a's shape or a's trailing dims. Returns the broadcast period (b->size). */
@@ -11,34 +11,11 @@ static int64_t bcast_check(const char *op, const qkt_tensor *a, const qkt_tensor
     return b->size;
 }
 
-/* Column chunk of the broadcast loops (elements). */
-#define QKT_COL_CHUNK 4096
-
 static qkt_tensor *binary(qkt_ctx *ctx, qkt_op op, const char *name, qkt_tensor *a, qkt_tensor *b) {
     QKT_LIVE(ctx, name, a, b);
     int64_t nb = bcast_check(name, a, b), na = a->size;
     qkt_tensor *y = qkt_op_output(ctx, a->ndim, a->shape);
-    const qkt_real *A = a->data, *B = b->data;
-    qkt_real *Y = y->data;
-    /* Work items: (row, column chunk), so a same-shape op (one "row") still splits over
-     * threads. The op is hoisted out of the loops so each inner loop vectorises. */
-    int64_t ncc = (nb + QKT_COL_CHUNK - 1) / QKT_COL_CHUNK, items = na / nb * ncc;
-#pragma omp parallel for if (na > QKT_PAR_MIN)
-    for (int64_t t = 0; t < items; t++) {
-        int64_t r = t / ncc, j0 = t % ncc * QKT_COL_CHUNK, j1 = j0 + QKT_COL_CHUNK < nb ? j0 + QKT_COL_CHUNK : nb;
-        const qkt_real *Ar = A + r * nb;
-        qkt_real *Yr = Y + r * nb;
-        if (op == QKT_OP_ADD) {
-#pragma omp simd
-            for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] + B[j];
-        } else if (op == QKT_OP_SUB) {
-#pragma omp simd
-            for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] - B[j];
-        } else {
-#pragma omp simd
-            for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] * B[j];
-        }
-    }
+    qkt__kern_get()->binary_forward(op, a->data, b->data, y->data, na, nb);
     qkt_op_record(ctx, op, y, 2, (qkt_tensor *[]){a, b});
     qkt_op_done(ctx, op, y);
     return y;
@@ -87,27 +64,7 @@ static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
     if (qkt__needs_grad(a)) {
         bool fresh;
         qkt_real *dA = qkt__grad_out(ctx, a, &fresh);
-        const qkt_real *Bd = b->data;
-        int64_t ncc = (nb + QKT_COL_CHUNK - 1) / QKT_COL_CHUNK, items = rows * ncc;
-#pragma omp parallel for if (na > QKT_PAR_MIN)
-        for (int64_t t = 0; t < items; t++) {
-            int64_t r = t / ncc, j0 = t % ncc * QKT_COL_CHUNK, j1 = j0 + QKT_COL_CHUNK < nb ? j0 + QKT_COL_CHUNK : nb;
-            qkt_real *da = dA + r * nb;
-            const qkt_real *dy = dY + r * nb;
-            /* a fresh (unzeroed) buffer is stored to, never read */
-            if (op == QKT_OP_MUL && fresh) {
-#pragma omp simd
-                for (int64_t j = j0; j < j1; j++) da[j] = dy[j] * Bd[j];
-            } else if (op == QKT_OP_MUL) {
-#pragma omp simd
-                for (int64_t j = j0; j < j1; j++) da[j] += dy[j] * Bd[j];
-            } else if (fresh) {
-                memcpy(da + j0, dy + j0, (size_t)(j1 - j0) * sizeof *da);
-            } else {
-#pragma omp simd
-                for (int64_t j = j0; j < j1; j++) da[j] += dy[j];
-            }
-        }
+        qkt__kern_get()->binary_backward_a(op, fresh, dY, b->data, dA, na, nb);
     }
 }
 void qkt__add_backward(qkt_ctx *ctx, qkt_node *n) { binary_backward(ctx, n); }
@@ -135,40 +92,20 @@ void qkt__scale_backward(qkt_ctx *ctx, qkt_node *n) {
 }
 
 /* ---------------------------------------------------------------- GELU (tanh form) */
-#define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
-#define GELU_C 0.044715
-
 qkt_tensor *qkt_gelu(qkt_ctx *ctx, qkt_tensor *x) {
     QKT_LIVE(ctx, "gelu", x);
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
-    const qkt_real *X = x->data;
-    qkt_real *Y = y->data;
-#pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
-    for (int64_t i = 0; i < x->size; i++) {
-        qkt_real v = X[i];
-        Y[i] = (qkt_real)0.5 * v * (1 + qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)));
-    }
+    qkt__kern_get()->gelu_forward(x->data, y->data, x->size);
     qkt_op_record(ctx, QKT_OP_GELU, y, 1, &x);
     qkt_op_done(ctx, QKT_OP_GELU, y);
     return y;
 }
 /* u = k (x + c x^3), t = tanh u:  dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
-static inline qkt_real gelu_grad(qkt_real v) {
-    qkt_real t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
-    return (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
-}
 void qkt__gelu_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_tensor *x = n->in[0];
     bool fresh;
     qkt_real *dX = qkt__grad_out(ctx, x, &fresh);
-    const qkt_real *dY = n->out->grad, *X = x->data;
-    if (fresh) { /* an unzeroed buffer: store, never read */
-#pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
-        for (int64_t i = 0; i < x->size; i++) dX[i] = gelu_grad(X[i]) * dY[i];
-    } else {
-#pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
-        for (int64_t i = 0; i < x->size; i++) dX[i] += gelu_grad(X[i]) * dY[i];
-    }
+    qkt__kern_get()->gelu_backward(fresh, x->data, n->out->grad, dX, x->size);
 }
 
 /* ---------------------------------------------------------------- ReLU */

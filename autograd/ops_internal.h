@@ -30,6 +30,7 @@
  *                                              else (Y[r, j] - sub[r]) * mul[r] (sub, mul may be NULL: 0, 1).
  * Rows go in fixed chunks with float64 partial sums added in chunk order, so the
  * result does not depend on the thread count; rows are read contiguously. */
+#define QKT_COLSUM_ROWS 64 /* rows per chunk: fixed, so results are thread-count independent */
 void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                  const qkt_real *mul, qkt_real sign, qkt_real *out);
 

@@ -1,5 +1,5 @@
 /* Fused cross-entropy with integer targets and an ignore index. */
-#include "kernels.h"
+#include "kern.h"
 #include "ops_internal.h"
 
 typedef struct {
@@ -24,18 +24,7 @@ qkt_tensor *qkt_cross_entropy(qkt_ctx *ctx, qkt_tensor *logits, const int32_t *t
         s->targets[r] = targets[r];
         s->n_counted += targets[r] != QKT_IGNORE;
     }
-    double total = 0;
-#pragma omp parallel for reduction(+ : total) if (logits->size > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *xr = logits->data + r * V;
-        qkt_real mx = xr[0];
-        for (int j = 1; j < V; j++) mx = xr[j] > mx ? xr[j] : mx;
-        double sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < V; j++) sum += qkt__exp(xr[j] - mx);
-        s->lse[r] = mx + (qkt_real)log(sum);
-        if (s->targets[r] != QKT_IGNORE) total += (double)s->lse[r] - xr[s->targets[r]];
-    }
+    double total = qkt__kern_get()->cross_entropy_forward(logits->data, s->targets, s->lse, rows, V);
     qkt_tensor *y = qkt_op_output(ctx, 0, NULL);
     y->data[0] = s->n_counted ? (qkt_real)(total / s->n_counted) : 0;
     if (n_counted) *n_counted = s->n_counted;
@@ -53,15 +42,5 @@ void qkt__cross_entropy_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_tensor *x = n->in[0];
     qkt_real *dX = qkt_grad(ctx, x);
     qkt_real g = n->out->grad[0] / (qkt_real)s->n_counted;
-    int V = s->V;
-#pragma omp parallel for if (x->size > QKT_PAR_MIN)
-    for (int64_t r = 0; r < s->rows; r++) {
-        int t = s->targets[r];
-        if (t == QKT_IGNORE) continue;
-        const qkt_real *xr = x->data + r * V;
-        qkt_real *dr = dX + r * V, lse = s->lse[r];
-#pragma omp simd
-        for (int j = 0; j < V; j++) dr[j] += g * qkt__exp(xr[j] - lse);
-        dr[t] -= g;
-    }
+    qkt__kern_get()->cross_entropy_backward(x->data, s->targets, s->lse, g, dX, s->rows, s->V);
 }

@@ -111,6 +111,19 @@ int qkt_get_threads(void);
  * nothing to do or the exec failed; argv must be main's, NULL-terminated. */
 void qkt_thread_env_reexec(char **argv);
 
+/* ---------------------------------------------------------------- kernel paths */
+/* The ops' hot loops (GELU, LayerNorm, bias and residual sums, cross-entropy, fused
+ * attention) are compiled once per x86-64 instruction set: "baseline" (SSE2, any
+ * x86-64), "avx2" (AVX2 + FMA), "avx512" (AVX-512 F, VL, BW, DQ); a -DQKT_NATIVE=ON
+ * build has the one path "native". A process picks one, once (at its first op, or
+ * here): the widest the CPU runs, or the one the environment variable QKT_ISA names.
+ * Paths differ in float rounding (FMA, reduction lanes); each is deterministic and
+ * thread-count independent, and baseline computes what qkt did before the paths.
+ * An invalid QKT_ISA makes the first op a usage error: programs check it up front. */
+int qkt_isa_select(qkt_err *err);                  /* 0, or -1: QKT_ISA names no path this build and CPU run */
+const char *qkt_isa_name(void);                    /* the path in use */
+int qkt_isa_check(const char *name, qkt_err *err); /* 0 if this build and CPU run path `name`, else -1 and why */
+
 /* ---------------------------------------------------------------- RNG */
 /* xoshiro256** (Blackman & Vigna 2018), seeded through splitmix64. Every random
  * draw in qkt (init, data, dropout, sampling) goes through one of these. The

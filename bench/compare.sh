@@ -10,8 +10,10 @@
 # usage: bench/compare.sh [-r ROUNDS] [-t THREADS] [-p REPLICAS] [-s STEPS] [-w WARMUP] [CONFIG...]
 #   qkt runs with --replicas REPLICAS (default: THREADS, each thread a data-parallel
 #   shard of the batch; -p 1 times the plain step, every op split over the threads).
-#   configs default to "tiny small medium"; QKT_BIN (default build-native/qkt, a
-#   -DQKT_NATIVE=ON build) and TORCH_PY (default /usr/bin/python3) can be overridden.
+#   configs: tiny small medium (the default), cell32 cell128 (cells of the study's quick
+#   preset). QKT_BIN (default build/qkt, the portable build: its kernels run the widest
+#   path the CPU has, docs/performance.md) and TORCH_PY (default /usr/bin/python3) can be
+#   overridden.
 #   TORCH_ENVS lists environments for PyTorch's process, separated by '|'; every round
 #   runs PyTorch once with each and keeps its fastest (so PyTorch runs at its best
 #   setting for that config: see docs/performance.md). The default is the two settings
@@ -20,7 +22,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-QKT_BIN=${QKT_BIN:-$root/build-native/qkt}
+QKT_BIN=${QKT_BIN:-$root/build/qkt}
 TORCH_PY=${TORCH_PY:-/usr/bin/python3}
 TORCH_ENVS=${TORCH_ENVS:-OMP_WAIT_POLICY=PASSIVE|GOMP_SPINCOUNT=1000}
 rounds=5 threads=2 steps=10 warmup=3 replicas=""
@@ -38,12 +40,12 @@ replicas=${replicas:-$threads}
 shift $((OPTIND - 1))
 configs=${*:-tiny small medium}
 if [ ! -x "$QKT_BIN" ]; then
-    echo "compare.sh: $QKT_BIN not found: build it (cmake -S . -B build-native -DQKT_NATIVE=ON && cmake --build build-native)" >&2
+    echo "compare.sh: $QKT_BIN not found: build it (make build)" >&2
     exit 2
 fi
 
 peak=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$QKT_BIN" version)"
 echo "# sgemm peak ${peak} GFLOP/s at $threads threads; qkt --replicas $replicas; torch envs (best of): $TORCH_ENVS"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -9,7 +9,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-QKT_BIN=${QKT_BIN:-$root/build-native/qkt}
+QKT_BIN=${QKT_BIN:-$root/build/qkt}
 TORCH_PY=${TORCH_PY:-/usr/bin/python3}
 TORCH_ENV=${TORCH_ENV:-OMP_WAIT_POLICY=PASSIVE}
 torch=0 threads=2 steps=4

@@ -28,6 +28,8 @@ CONFIGS = {  # V, T, B, C, L, NH
     "tiny": (65, 64, 16, 64, 2, 4),
     "small": (65, 128, 16, 128, 4, 4),
     "medium": (65, 256, 8, 384, 6, 6),
+    "cell32": (32, 32, 32, 32, 2, 2),  # cells of qkt ablate --preset quick (d_k 16 and 64, 2 heads)
+    "cell128": (32, 32, 32, 128, 2, 2),
 }
 
 

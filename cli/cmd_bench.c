@@ -2,7 +2,8 @@
  * AdamW update), and the machine's sgemm peak that MFU is measured against.
  *
  * One line per run, the format bench/torch_gpt.py prints too:
- *   qkt NAME threads=N ms_per_step=X tokens_per_s=Y peak_rss_mb=Z mfu=W
+ *   qkt NAME threads=N ms_per_step=X tokens_per_s=Y peak_rss_mb=Z mfu=W isa=P
+ * (isa: the kernel path that ran, qkt_isa_name; PyTorch prints no isa).
  * ms_per_step is the median over --steps timed steps after --warmup untimed ones.
  * mfu = analytic training FLOPs per step / step time / sgemm peak, where
  *   FLOPs = 6 B T (12 L C^2 + V C)  +  6 B L T^2 C
@@ -28,12 +29,27 @@ typedef struct {
     int V, T, B, C, L, NH;
 } bench_config;
 
-/* The configurations (V vocab, T length, B batch, C width, L layers, NH heads). */
+/* The configurations (V vocab, T length, B batch, C width, L layers, NH heads): the
+ * issue's three, and two cells of the study's quick preset (`qkt ablate --preset quick`:
+ * mqar's 32 tokens, T 32, B 32, 2 layers, 2 heads; d_k 16, and d_k 64 of its init sweep). */
 static const bench_config configs[] = {
     {"tiny", 65, 64, 16, 64, 2, 4},
     {"small", 65, 128, 16, 128, 4, 4},
     {"medium", 65, 256, 8, 384, 6, 6},
+    {"cell32", 32, 32, 32, 32, 2, 2},
+    {"cell128", 32, 32, 32, 128, 2, 2},
 };
+enum { n_configs = (int)(sizeof configs / sizeof configs[0]) };
+
+/* "tiny, small, medium, cell32 or cell128", for the help and the messages. */
+static const char *config_names(void) {
+    static char buf[128];
+    if (!buf[0])
+        for (int i = 0; i < n_configs; i++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i == 0 ? "" : i == n_configs - 1 ? " or " : ", ",
+                     configs[i].name);
+    return buf;
+}
 
 static double clock_s(clockid_t id) {
     struct timespec t;
@@ -150,9 +166,11 @@ static const bench_args bench_defaults = {.replicas = 1, .steps = 10, .warmup = 
 static int parse(int argc, char **argv, bench_args *a) {
     *a = bench_defaults;
     bench_config *z = &a->sizes;
+    char config_help[192];
+    snprintf(config_help, sizeof config_help, "%s (flags below override its fields)", config_names());
     /* The model's sizes take the training config's bounds (qkt_trainer.h). */
     qkt_flag flags[] = {
-        {"config", QKT_FLAG_STRING, &a->config, "tiny, small or medium (flags below override its fields)", 1, 0, false, false},
+        {"config", QKT_FLAG_STRING, &a->config, config_help, 1, 0, false, false},
         {"vocab", QKT_FLAG_INT, &z->V, "vocabulary size V; unset: the config's", 2, BENCH_MAX_VOCAB, true, false},
         {"seq", QKT_FLAG_INT, &z->T, "sequence length T; unset: the config's", 1, QKT_TRAIN_MAX_BLOCK_SIZE, true, false},
         {"batch", QKT_FLAG_INT, &z->B, "batch size B; unset: the config's", 1, QKT_TRAIN_MAX_BATCH_SIZE, true, false},
@@ -180,12 +198,12 @@ static int choose_config(const bench_args *a, bench_config *bc) {
     *bc = configs[0];
     if (a->config) {
         int found = -1;
-        for (int i = 0; i < (int)(sizeof configs / sizeof configs[0]); i++)
+        for (int i = 0; i < n_configs; i++)
             if (!strcmp(a->config, configs[i].name)) found = i;
-        if (found < 0) return fprintf(stderr, "qkt bench: --config '%s': expected tiny, small or medium\n", a->config), 2;
+        if (found < 0) return fprintf(stderr, "qkt bench: --config '%s': expected %s\n", a->config, config_names()), 2;
         *bc = configs[found];
     } else if (!custom) {
-        return fprintf(stderr, "qkt bench: --config: expected tiny, small or medium (or the model flags, or --sgemm-peak)\n"), 2;
+        return fprintf(stderr, "qkt bench: --config: expected %s (or the model flags, or --sgemm-peak)\n", config_names()), 2;
     }
     if (custom) bc->name = "custom";
     if (z->V) bc->V = z->V;
@@ -207,7 +225,7 @@ int qkt_cmd_bench(int argc, char **argv) {
     qkt_set_threads(a.threads);
     int threads = qkt_get_threads();
     if (a.want_peak) {
-        printf("qkt sgemm threads=%d n=%d gflops=%.1f\n", threads, a.peak_n, sgemm_peak(a.peak_n, 5));
+        printf("qkt sgemm threads=%d n=%d gflops=%.1f isa=%s\n", threads, a.peak_n, sgemm_peak(a.peak_n, 5), qkt_isa_name());
         return 0;
     }
     bench_config bc;
@@ -221,8 +239,8 @@ int qkt_cmd_bench(int argc, char **argv) {
     double rss = peak_rss_mb(); /* before the sgemm peak's matrices (3 n^2 floats) exist */
     double peak = a.peak > 0 ? a.peak : sgemm_peak(a.peak_n, 3);
     double flops = bench_flops(&bc);
-    printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f\n", bc.name, threads, t * 1e3,
-           (double)bc.B * bc.T / t, rss, flops / t / (peak * 1e9));
+    printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f isa=%s\n", bc.name, threads,
+           t * 1e3, (double)bc.B * bc.T / t, rss, flops / t / (peak * 1e9), qkt_isa_name());
     const char *wait = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
     fprintf(stderr,
             "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, replicas %d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "

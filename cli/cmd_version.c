@@ -1,4 +1,5 @@
-/* qkt version: the version (from CMake's project()) and the build options. */
+/* qkt version: the version (from CMake's project()), the build options and the kernel
+ * path this CPU runs (or QKT_ISA forces: qkt_isa_name). */
 #include <stdio.h>
 
 #include "qkt_autograd.h"
@@ -10,12 +11,12 @@ int qkt_cmd_version(int argc, char **argv) {
     qkt_flag flags[1];
     int rc = qkt_flags_parse("version", "Prints the version and build options.", flags, 0, argc, argv, NULL, 0, NULL);
     if (rc) return rc == 1 ? 0 : 2;
-    printf("qkt %s (scalar %s, threads %d%s)\n", QKT_VERSION, QKT_REAL_NAME, qkt_get_threads(),
+    printf("qkt %s (scalar %s, threads %d%s, kernels %s)\n", QKT_VERSION, QKT_REAL_NAME, qkt_get_threads(),
 #ifdef QKT_NO_BLAS
-           ", reference gemm"
+           ", reference gemm",
 #else
-           ", OpenBLAS"
+           ", OpenBLAS",
 #endif
-    );
+           qkt_isa_name());
     return 0;
 }

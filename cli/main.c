@@ -38,6 +38,11 @@ int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN);
     qkt_thread_env_reexec(argv); /* returns at once when the environment is set already */
     qkt_set_fatal_handler(on_fatal, NULL);
+    qkt_err err;
+    if (qkt_isa_select(&err)) { /* QKT_ISA names a kernel path this build or CPU lacks */
+        fprintf(stderr, "qkt: %s\n", err.msg);
+        return 2;
+    }
     if (argc < 2) { /* a usage error like any other: one line on stderr, exit 2 */
         fprintf(stderr, "qkt: no command given (usage: qkt <command> [flags]; run 'qkt --help' for the list)\n");
         return 2;

@@ -262,6 +262,7 @@ static void check_dropout(void) {
 }
 
 int main(void) {
+    qkt_test_isa_or_skip();
     check_dropout();
     check_config(2, 45, 24, 3, true);
     check_config(1, 100, 64, 2, false);

@@ -27,6 +27,7 @@ static qkt_tensor *f_planted_deep(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_cas
 }
 
 int main(void) {
+    qkt_test_isa_or_skip();
     QKT_CHECK(sizeof(qkt_real) == 8, "test_gc_ops must be built with QKT_DOUBLE");
     bool covered[QKT_OP_COUNT] = {0};
     for (int i = 0; i < N_OP_CASES; i++) {

@@ -1,38 +1,47 @@
-/* The internal kernels of autograd/kernels.h and the gemm split: the vectorised exp
- * and tanh against libm, the register-blocked tile product against a naive loop
- * (ragged sizes, transposed A, accumulate), column sums, and qkt_gemm's thread split
- * giving the same result as one thread. */
+/* The internal kernels of autograd/kernels.h, as the process's kernel path (kern.h;
+ * CTest runs this once per path with QKT_ISA) compiles them, and the gemm split: the
+ * vectorised exp and tanh against libm, the register-blocked tile product against a
+ * naive loop (ragged sizes, transposed A, accumulate), column sums, and qkt_gemm's
+ * thread split giving the same result as one thread. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kern.h"
 #include "ops_internal.h"
 #include "qkt_test.h"
 
-static void test_exp_tanh(void) {
+/* The path's exp and tanh (kern.h's exp_tanh: kernels.h's qkt__exp and qkt__tanh as the
+ * path compiles them, vectorised) against libm. */
+static void test_exp_tanh(const qkt__kern *kp) {
+    int64_t n = (int64_t)((88.0 + 87.0) / 0.000731) + 1;
+    qkt_real *x = malloc(sizeof(qkt_real) * (size_t)n), *e = malloc(sizeof(qkt_real) * (size_t)n), *t = malloc(sizeof(qkt_real) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = (qkt_real)(-87 + 0.000731 * (double)i);
+    kp->exp_tanh(x, e, t, n);
     double worst_exp = 0, worst_tanh = 0;
-    for (double x = -87; x <= 88; x += 0.000731) {
-        qkt_real xr = (qkt_real)x;
-        double want = exp((double)xr), got = qkt__exp(xr);
-        double e = fabs(got - want) / want;
-        if (!(e <= worst_exp)) worst_exp = e;
-        if (fabs(x) < 20) {
-            double t = fabs(qkt__tanh(xr) - tanh((double)xr));
-            if (!(t <= worst_tanh)) worst_tanh = t;
+    for (int64_t i = 0; i < n; i++) {
+        double want = exp((double)x[i]), err = fabs(e[i] - want) / want;
+        if (!(err <= worst_exp)) worst_exp = err;
+        if (fabs(x[i]) < 20) {
+            double te = fabs(t[i] - tanh((double)x[i]));
+            if (!(te <= worst_tanh)) worst_tanh = te;
         }
     }
-    printf("exp: max relative error %.3g; tanh: max absolute error %.3g\n", worst_exp, worst_tanh);
+    printf("%s: exp: max relative error %.3g; tanh: max absolute error %.3g\n", kp->name, worst_exp, worst_tanh);
     EXPECT(worst_exp < 3e-7, "exp relative error %.3g", worst_exp);
     EXPECT(worst_tanh < 3e-7, "tanh absolute error %.3g", worst_tanh);
-    EXPECT(qkt__exp(-INFINITY) == 0, "exp(-inf) = %g", (double)qkt__exp(-INFINITY));
+    qkt_real xs[] = {-INFINITY, -100, 0, 30, -30}, es[5], ts[5];
+    kp->exp_tanh(xs, es, ts, 5);
+    EXPECT(es[0] == 0, "exp(-inf) = %g", (double)es[0]);
 #ifndef QKT_DOUBLE
-    EXPECT(qkt__exp(-100) == 0, "exp(-100) = %g (the float kernel flushes below -87)", (double)qkt__exp(-100));
+    EXPECT(es[1] == 0, "exp(-100) = %g (the float kernel flushes below -87)", (double)es[1]);
 #endif
-    EXPECT(qkt__exp(0) == 1, "exp(0) = %.9g", (double)qkt__exp(0));
-    EXPECT(qkt__tanh(30) == 1 && qkt__tanh(-30) == -1, "tanh does not saturate");
+    EXPECT(es[2] == 1, "exp(0) = %.9g", (double)es[2]);
+    EXPECT(ts[3] == 1 && ts[4] == -1, "tanh does not saturate: %.9g %.9g", (double)ts[3], (double)ts[4]);
+    free(x), free(e), free(t);
 }
 
-static void test_tile_product(void) {
+/* The path's tile product (qkt__mk_gemm) against a naive float64 loop. */
+static void test_tile_product(const qkt__kern *kp) {
     qkt_rng r;
     qkt_rng_seed(&r, 5);
     int sizes[][3] = {{1, 16, 1}, {7, 16, 5}, {8, 32, 64}, {33, 48, 17}, {32, 64, 32}, {19, 80, 3}};
@@ -54,7 +63,7 @@ static void test_tile_product(void) {
                         want[m * N + n] = v;
                     }
                 qkt_real keep = C[(M - 1) * ldc + N]; /* just past the last row's N columns */
-                qkt__mk_gemm(M, N, K, A, trans ? 1 : lda, trans ? lda : 1, B, ldb, C, ldc, acc);
+                kp->tile_product(M, N, K, A, trans ? 1 : lda, trans ? lda : 1, B, ldb, C, ldc, acc);
                 double worst = 0;
                 for (int m = 0; m < M; m++)
                     for (int n = 0; n < N; n++) {
@@ -127,8 +136,10 @@ static void test_gemm_split(void) {
 }
 
 int main(void) {
-    test_exp_tanh();
-    test_tile_product();
+    qkt_test_isa_or_skip();
+    const qkt__kern *kp = qkt__kern_get(); /* the path QKT_ISA forces, else the widest the CPU runs */
+    test_exp_tanh(kp);
+    test_tile_product(kp);
     test_colsum();
     test_gemm_split();
     return qkt_test_finish();

@@ -60,7 +60,7 @@ int main(void) {
     EXPECT(g > 0 && g < 1e6, "sgemm peak gflops=%g:\n%s", g, out);
 
     EXPECT(run("--help") == 0 && strstr(out, "--sgemm-peak"), "--help:\n%s", out);
-    expect_bad("--config huge", "--config 'huge': expected tiny, small or medium");
+    expect_bad("--config huge", "--config 'huge': expected tiny, small, medium, cell32 or cell128");
     expect_bad("--config tiny --steps 0", "--steps '0'");
     expect_bad("--n-embd 30 --n-head 4", "--n-head 4: expected a divisor of the width 30");
     expect_bad("", "--config");

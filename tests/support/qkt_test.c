@@ -76,3 +76,16 @@ char *qkt_test_read_file(const char *path, size_t *n) {
     if (n) *n = len;
     return buf;
 }
+
+void qkt_test_isa_or_skip(void) {
+    qkt_err err;
+    if (qkt_isa_select(&err) == 0) {
+        printf("kernel path: %s\n", qkt_isa_name());
+        return;
+    }
+    const char *isa = getenv("QKT_ISA");
+    bool known = isa && (!strcmp(isa, "baseline") || !strcmp(isa, "avx2") || !strcmp(isa, "avx512") || !strcmp(isa, "native"));
+    printf("%s: %s\n", known ? "SKIP" : "FAIL", err.msg);
+    fflush(stdout);
+    exit(known ? 77 : 1);
+}

@@ -27,6 +27,11 @@ extern int qkt_test_passed, qkt_test_failed;
 
 int qkt_test_finish(void);
 
+/* The kernel path (autograd's qkt_isa_*): prints which one runs. When QKT_ISA names a path
+ * this build or CPU lacks, prints "SKIP: <why>" and exits 77 (CTest's per-path runs,
+ * tests/isa.cmake, report it as skipped); an unknown name fails (exit 1). */
+void qkt_test_isa_or_skip(void);
+
 /* Path of the built qkt program (from CTest's environment), or "./qkt". */
 const char *qkt_test_bin(void);
 /* Make a fresh temporary directory; returns its path (static storage per call). */

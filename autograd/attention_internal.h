@@ -1,0 +1,34 @@
+/* What the fused attention op (ops_attention.c) hands its kernels (kern_attention.h):
+ * the saved state of one call and the scratch sizes. Private to autograd. */
+#ifndef QKT_ATTENTION_INTERNAL_H
+#define QKT_ATTENTION_INTERNAL_H
+#include "kern.h"
+
+/* Tile sizes: BK keys is the vector width of the S and dP tiles (a multiple of 32). */
+#define BQ 32
+#define BK 32
+_Static_assert(BK == 32, "the row max uses qkt__max32");
+
+struct qkt__attn {
+    int B, T, C, H, d;
+    int ld;           /* row stride of q, k, v and their grads: C, or 3C for packed qkv */
+    bool packed;      /* inputs are one (B, T, 3C) tensor [q | k | v] */
+    qkt_real *rmax;   /* (B, H, T) m_i = max_j z_ij; -inf for a fully blocked row */
+    qkt_real *rinv;   /* (B, H, T) 1 / sum_j exp(z_ij - m_i); 0 for a fully blocked row */
+    qkt_real *s;      /* (H) per-head scale used */
+    uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
+    bool drop;        /* dropout on P: keep (i, j) when its hash (below) >= drop_thr, scaled by keep_scale */
+    uint32_t drop_thr;
+    qkt_real keep_scale;
+    uint64_t drop_seed;
+};
+
+/* Leading dimension of a transposed K with n key slots: padded by 16 off a power of two. */
+static inline int kt_ld(int n) { return n + 16; }
+
+/* Scratch per thread, in reals: the forward's (K^T, V, key bias, Q, O and the strip;
+ * Tp = T rounded up to BK, dp = d rounded up to QKT_MK_PAD) and the backward's. */
+#define FWD_SCRATCH(Tp, dp, d) ((size_t)(d) * kt_ld(Tp) + (size_t)(Tp) * (dp) + (Tp) + (size_t)BQ * (dp) + (size_t)BQ * (dp) + (size_t)BQ * (Tp))
+#define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * (size_t)(T) * BK + (T) + BK)
+
+#endif
