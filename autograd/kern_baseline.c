@@ -3,6 +3,12 @@
  * flags. */
 #include "kern.h"
 
+#if !QKT_KERN_DISPATCH && defined(QKT_NATIVE) && defined(__GNUC__) && !defined(__clang__)
+/* As the avx2 and avx512 paths (kern.h: why): without it a -march=native build on a CPU
+ * without AVX-512 leaves GELU and the other exp loops scalar. Not on the dispatching
+ * build's baseline, which keeps the old default build's code. */
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "kern_attention.h"
 #include "kern_ops.h"
 

@@ -29,7 +29,6 @@ static bool cpu_runs(int i) {
                   __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
     return i == 0 || (i == 1 && avx2) || (i == 2 && avx2 && avx512);
 }
-#define KNOWN_NAMES "baseline, avx2 or avx512"
 #else
 #ifdef QKT_NATIVE
 static const kern_path paths[] = {{"native", &qkt__kern_single, "the build machine's instructions"}};
@@ -39,8 +38,8 @@ static const kern_path paths[] = {{"baseline", &qkt__kern_single, "this build's 
 #define ONE_PATH_WHY "no per-ISA kernels for this compiler or target"
 #endif
 static bool cpu_runs(int i) { return i == 0; }
-#define KNOWN_NAMES "baseline, avx2 or avx512"
 #endif
+#define KNOWN_NAMES "baseline, avx2 or avx512" /* what QKT_ISA may say (kern.h) */
 enum { n_paths = (int)(sizeof paths / sizeof paths[0]) };
 
 /* The table of path `name` (what: how the caller names it, for the message). */
