@@ -268,7 +268,7 @@ static int verify_header(const char *hc, size_t hl, const char *label, bool *fou
     if (strstr(at + 1, pat)) return qkt_err_set(err, "%s: header has two checksums: damaged?", label);
     const char *v = at + pn;
     char want[9] = {0};
-    for (int k = 0; k < 8; k++) want[k] = isxdigit((unsigned char)v[k]) ? v[k] : 0;
+    for (int k = 0; k < 8 && isxdigit((unsigned char)v[k]); k++) want[k] = v[k]; /* stops at the NUL: never past it */
     if (strlen(want) != 8 || v[8] != '"') return qkt_err_set(err, "%s: header checksum is not 8 hex digits: damaged?", label);
     char *copy = qkt_malloc(hl + 1);
     memcpy(copy, hc, hl + 1);
