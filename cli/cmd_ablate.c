@@ -1,6 +1,7 @@
 /* qkt ablate: the sqrt(d_k) study. Flags -> a config (the preset plus the flags), then
  * the library: the resume check, the run (qkt_ablate_run) and the report. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "qkt_cli.h"
 #include "qkt_data.h"
 #include "qkt_flags.h"
+#include "qkt_io.h"
 #include "qkt_study.h"
 
 /* "16,64" -> ints in [1, hi] (or positive numbers, or scale variants); -1 with a
@@ -163,6 +165,33 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     return 0;
 }
 
+/* The study in dir, locked: resume check, config, cells, report. Exit status. */
+static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir);
+
+/* SIGINT, SIGTERM or SIGHUP (an ssh session dropped): the sweep ends its running cells
+ * and waits for them, so nothing keeps writing after qkt ablate exits; finished cells are
+ * kept for the rerun. (Killed with SIGKILL, the cells notice their parent's end: cmd_cell.c.) */
+static volatile sig_atomic_t g_stop;
+static void on_stop(int sig) { g_stop = sig; }
+
+static void catch_stops(void) {
+    struct sigaction sa = {0};
+    sa.sa_handler = on_stop; /* no SA_RESTART: the sweep's waits return and see the flag */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN); /* stderr piped to a reader that left: keep going */
+}
+
+/* The run directory, locked for this process's life (one writer). */
+static int lock_run(const char *dir, const char *out, qkt_lock *lk) {
+    qkt_err err;
+    if (qkt_mkdirs(dir, &err) != 0) return fprintf(stderr, "qkt ablate: --out %s: %s\n", out, err.msg), 2;
+    if (qkt_dir_lock(lk, dir, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    return 0;
+}
+
 int qkt_cmd_ablate(int argc, char **argv) {
     ablate_args a;
     int rc = parse_args(argc, argv, &a);
@@ -171,19 +200,32 @@ int qkt_cmd_ablate(int argc, char **argv) {
     if (build_config(&a, &c)) return 2;
     command_line(argc, argv, &c);
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s/%s", a.out, c.name);
+    if (snprintf(dir, sizeof dir, "%s/%s", a.out, c.name) >= (int)sizeof dir)
+        return fprintf(stderr, "qkt ablate: --out %.40s...: the run directory's path is too long (at most %zu bytes)\n",
+                       a.out, sizeof dir - 1), 2;
+    qkt_lock lk;
+    if ((rc = lock_run(dir, a.out, &lk)) != 0) return rc;
+    catch_stops();
+    rc = run_study(&a, &c, dir);
+    qkt_dir_unlock(&lk);
+    return rc;
+}
+
+static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir) {
     qkt_err err;
     bool resuming;
-    if (qkt_ablate_check_resume(dir, &c, &resuming, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    if (qkt_ablate_check_resume(dir, c, &resuming, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
     if (resuming) fprintf(stderr, "qkt ablate: resuming %s (finished cells are kept)\n", dir);
-    if (qkt_ablate_start(dir, &c, &err) != 0) /* before any work, like a bad flag */
-        return fprintf(stderr, "qkt ablate: --out %s: %s\n", a.out, err.msg), 2;
+    if (qkt_ablate_start(dir, c, &err) != 0) /* before any work, like a bad flag */
+        return fprintf(stderr, "qkt ablate: --out %s: %s\n", a->out, err.msg), 2;
     time_t t0 = time(NULL);
-    if (!a.report_only) {
+    if (!a->report_only) {
         char exe[1024];
         if (self_exe(exe, sizeof exe) != 0) return fprintf(stderr, "qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1;
-        if (qkt_ablate_run(dir, exe, true, &err) != 0)
-            return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
+        if (qkt_ablate_run(dir, exe, true, &g_stop, &err) != 0) {
+            fprintf(stderr, "qkt ablate: %s\n", err.msg);
+            return g_stop ? 130 : 1;
+        }
     }
     if (qkt_ablate_report(dir, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
     fprintf(stderr, "qkt ablate: done in %.0f s: %s/report.md\n", difftime(time(NULL), t0), dir);

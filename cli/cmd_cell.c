@@ -4,6 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+#include <signal.h>
+#include <unistd.h>
+
 #include "qkt_ablate.h"
 #include "qkt_cli.h"
 #include "qkt_flags.h"
@@ -17,6 +23,12 @@ int qkt_cmd_cell(int argc, char **argv) {
     int rc = qkt_flags_parse("_cell", "Internal: runs one cell of a qkt ablate sweep.", flags, 2, argc, argv, NULL, 0, NULL);
     if (rc) return rc == 1 ? 0 : 2;
     if (!run || !id) return fprintf(stderr, "qkt _cell: --run and --cell are required\n"), 2;
+#ifdef __linux__
+    /* The study's parent killed outright (SIGKILL: it cannot stop us itself): end with it
+     * rather than keep writing into a run nobody holds. Its finished cells stay. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == 1) return fprintf(stderr, "qkt _cell: the qkt ablate that started this cell is gone\n"), 1;
+#endif
     qkt_ablate_cfg c;
     qkt_err err;
     if (qkt_ablate_load_config(run, &c, &err) != 0) return fprintf(stderr, "qkt _cell: %s\n", err.msg), 2;

@@ -5,6 +5,7 @@
 #include "qkt_ablate.h"
 #include "qkt_cli.h"
 #include "qkt_flags.h"
+#include "qkt_io.h"
 
 int qkt_cmd_plot(int argc, char **argv) {
     const char *pos[1];
@@ -23,7 +24,11 @@ int qkt_cmd_plot(int argc, char **argv) {
     snprintf(cells, sizeof cells, "%s/cells", pos[0]);
     struct stat sb;
     if (stat(cells, &sb) != 0 || !S_ISDIR(sb.st_mode)) return fprintf(stderr, "qkt plot: %s: not a directory (is %s a qkt ablate run?)\n", cells, pos[0]), 2;
-    if (qkt_ablate_report(pos[0], &err) != 0) return fprintf(stderr, "qkt plot: %s\n", err.msg), 1;
+    qkt_lock lk; /* it rewrites the derived files: not while a qkt ablate works in the run */
+    if (qkt_dir_lock(&lk, pos[0], &err) != 0) return fprintf(stderr, "qkt plot: %s\n", err.msg), 2;
+    rc = qkt_ablate_report(pos[0], &err);
+    qkt_dir_unlock(&lk);
+    if (rc != 0) return fprintf(stderr, "qkt plot: %s\n", err.msg), 1;
     printf("%s/report.md\n", pos[0]);
     return 0;
 }

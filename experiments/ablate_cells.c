@@ -277,7 +277,8 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
     if (!rc) { /* the csv last: its existence marks the cell done */
         char path[1024];
         qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
-        rc = qkt_write_atomic(path, b.s ? b.s : "", b.n, err);
+        qkt_cell_seal(&b);
+        rc = qkt_write_atomic(path, b.s, b.n, err);
     }
     free(st);
     qkt_buf_free(&b);
@@ -307,6 +308,7 @@ int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *e
     }
     char path[1024];
     snprintf(path, sizeof path, "%s/cells/init_iid.csv", run_dir);
+    qkt_cell_seal(&b);
     int rc = qkt_write_atomic(path, b.s, b.n, err);
     qkt_buf_free(&b);
     free(rows);

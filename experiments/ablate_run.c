@@ -40,7 +40,8 @@ double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell) {
 }
 
 /* The sweep of every planned cell, as separate `qkt _cell` processes. */
-static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *exe, bool verbose, qkt_err *err) {
+static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *exe, bool verbose,
+                     const volatile sig_atomic_t *stop, qkt_err *err) {
     qkt_cell *plan;
     int n = qkt_ablate_plan(c, &plan);
     int stale = qkt_ablate_forget_old_maps(run_dir, plan, n, err);
@@ -55,7 +56,7 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
                         "lr %d x %d, growth %d x %d), %d side by side with one thread each\n",
                 n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->n_lr_variants, c->n_lr, c->n_growth_dk,
                 QKT_STUDY_N_GROWTH, c->workers);
-    qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose};
+    qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose, stop};
     qkt_sweep_result res;
     int rc = qkt_sweep_run(&s, &res, err);
     if (rc) {
@@ -68,7 +69,7 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
     return rc;
 }
 
-int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, qkt_err *err) {
+int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const volatile sig_atomic_t *stop, qkt_err *err) {
     qkt_ablate_cfg c;
     char cells[1100];
     snprintf(cells, sizeof cells, "%s/cells", run_dir);
@@ -76,5 +77,5 @@ int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, qkt_err *
     if (qkt_mkdirs(cells, err) != 0) return -1;
     if (verbose) fprintf(stderr, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)\n", c.n_init_dk);
     if (qkt_ablate_init_iid(run_dir, &c, err) != 0) return -1;
-    return run_cells(run_dir, &c, exe, verbose, err);
+    return run_cells(run_dir, &c, exe, verbose, stop, err);
 }

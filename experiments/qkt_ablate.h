@@ -4,6 +4,7 @@
  * plots and report.md. */
 #ifndef QKT_ABLATE_H
 #define QKT_ABLATE_H
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,8 +113,10 @@ int qkt_ablate_start(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err)
 double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell);
 /* Runs the study saved in run_dir/config.json (cells/ made here): part 1 in this process, then every
  * unfinished cell as `exe _cell --run DIR --cell ID` (qkt_sweep_run), skipping those
- * whose cells/<id>.csv exists. verbose: progress on stderr. -1 if any cell failed. */
-int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, qkt_err *err);
+ * whose cells/<id>.csv is complete (sealed). verbose: progress on stderr. stop: NULL, or
+ * a flag a signal handler sets, which ends the running cells (qkt_sweep.stop). The caller
+ * holds the run directory's lock (qkt_dir_lock). -1 if any cell failed or it was stopped. */
+int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const volatile sig_atomic_t *stop, qkt_err *err);
 
 /* ---------------------------------------------------------------- report */
 /* Gathers the cells' CSV files into metrics.csv, then writes summary.csv, the plots and

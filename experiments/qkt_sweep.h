@@ -1,10 +1,12 @@
 /* Process-parallel sweep runner (see sweep.c). */
 #ifndef QKT_SWEEP_H
 #define QKT_SWEEP_H
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "qkt_autograd.h"
+#include "qkt_io.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,6 +20,9 @@ typedef struct {
     const char *const *cell_ids;
     const double *cell_weights; /* relative cost for the ETA (NULL: equal) */
     bool verbose;           /* progress line on a terminal, plain lines otherwise */
+    const volatile sig_atomic_t *stop; /* NULL, or a flag a signal handler sets: the sweep then
+                                          stops its running cells (SIGTERM), waits for them and
+                                          returns -1 (finished cells are kept) */
 } qkt_sweep;
 
 typedef struct {
@@ -26,6 +31,15 @@ typedef struct {
 
 int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err);
 /* Paths of a cell's result (csv), log and progress files; any may be NULL. */
+/* A cell file is complete when its last line is the seal "#end rows=N crc32c=XXXXXXXX":
+ * N data rows before it, and the CRC-32C of every byte before it. A file without it
+ * (cut short, edited, or written before the seal existed) is rerun.
+ * qkt_cell_seal appends the seal to b. qkt_cell_check: 0 and *body = the bytes before the
+ * seal, or -1 with why (one line, e.g. "12 rows, the seal says 40"). */
+void qkt_cell_seal(qkt_buf *b);
+int qkt_cell_check(const char *text, size_t n, size_t *body, char *why, size_t why_n);
+/* Does the cell's csv exist and pass qkt_cell_check? why (may be NULL) says what is wrong. */
+bool qkt_cell_done(const char *csv_path, char *why, size_t why_n);
 void qkt_cell_paths(const char *run_dir, const char *id, char *csv, char *log, char *progress, size_t n);
 
 #ifdef __cplusplus

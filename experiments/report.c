@@ -9,6 +9,7 @@
 #include "qkt_ablate.h"
 #include "qkt_io.h"
 #include "qkt_report.h"
+#include "qkt_sweep.h"
 #include "report_internal.h"
 
 /* ---------------------------------------------------------------- gather */
@@ -36,10 +37,16 @@ static int gather(const char *run_dir, qkt_err *err) {
     for (int i = 0; i < n && !rc; i++) {
         char path[1300];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        size_t len;
-        char *text = qkt_read_file(path, &len, err);
-        if (!text) rc = -1;
-        else qkt_buf_printf(&b, "%s", text);
+        size_t len, body;
+        char *text = qkt_read_file(path, &len, err), why[200];
+        if (!text) {
+            rc = -1;
+        } else if (qkt_cell_check(text, len, &body, why, sizeof why) != 0) {
+            rc = qkt_err_set(err, "%s %s: rerun the qkt ablate command of this run to recompute it", path, why);
+        } else {
+            text[body] = 0; /* metrics.csv holds the rows, not the seals */
+            qkt_buf_printf(&b, "%s", text);
+        }
         free(text);
     }
     for (int i = 0; i < n; i++) free(names[i]);

@@ -1,7 +1,8 @@
 /* Runs independent sweep cells as separate processes, `workers` at a time, one
  * thread each (small models are cheaper side by side than threaded). A cell is done
- * when its result file cells/<id>.csv exists (written atomically by the cell), so an
- * interrupted sweep resumes by skipping finished cells. */
+ * when its result file cells/<id>.csv exists (written atomically by the cell) and ends
+ * with its seal (qkt_cell_check), so an interrupted sweep resumes by skipping finished
+ * cells and reruns a file that was cut short or edited. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -23,6 +24,47 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- the seal */
+static size_t count_rows(const char *text, size_t n) {
+    size_t rows = 0;
+    for (size_t i = 0; i < n; i++) rows += text[i] == '\n';
+    return rows;
+}
+
+void qkt_cell_seal(qkt_buf *b) {
+    size_t n = b->n;
+    qkt_buf_printf(b, "#end rows=%zu crc32c=%08x\n", count_rows(b->s, n), (unsigned)qkt_crc32c(0, b->s, n));
+}
+
+int qkt_cell_check(const char *text, size_t n, size_t *body, char *why, size_t why_n) {
+    char tmp[8];
+    if (!why) why = tmp, why_n = sizeof tmp;
+    if (n == 0 || text[n - 1] != '\n') return snprintf(why, why_n, "does not end with a complete line"), -1;
+    size_t start = n - 1;
+    while (start > 0 && text[start - 1] != '\n') start--;
+    unsigned long rows, crc;
+    char end;
+    if (sscanf(text + start, "#end rows=%lu crc32c=%8lx%c", &rows, &crc, &end) != 3 || end != '\n')
+        return snprintf(why, why_n, "has no seal line (cut short, or written by an older qkt)"), -1;
+    size_t have = count_rows(text, start);
+    if (have != rows) return snprintf(why, why_n, "holds %zu rows, its seal says %lu", have, rows), -1;
+    if ((unsigned long)qkt_crc32c(0, text, start) != crc) return snprintf(why, why_n, "fails its checksum (edited or damaged)"), -1;
+    if (body) *body = start;
+    return 0;
+}
+
+bool qkt_cell_done(const char *csv_path, char *why, size_t why_n) {
+    if (why && why_n) why[0] = 0;
+    if (!qkt_file_exists(csv_path)) return false;
+    size_t n;
+    qkt_err err;
+    char *text = qkt_read_file(csv_path, &n, &err);
+    if (!text) return why ? (void)snprintf(why, why_n, "%s", err.msg) : (void)0, false;
+    bool ok = qkt_cell_check(text, n, NULL, why, why_n) == 0;
+    free(text);
+    return ok;
 }
 
 void qkt_cell_paths(const char *run_dir, const char *id, char *csv, char *log, char *progress, size_t n) {
@@ -91,10 +133,12 @@ static void sweep_plan(sweep_state *st) {
         qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
         st->weight[i] = s->cell_weights ? s->cell_weights[i] : 1;
         st->total_w += st->weight[i];
-        if (qkt_file_exists(path)) {
+        char why[200];
+        if (qkt_cell_done(path, why, sizeof why)) {
             st->res->skipped++;
             st->done_w += st->weight[i];
         } else {
+            if (why[0]) fprintf(stderr, "qkt: %s %s: rerunning the cell\n", path, why);
             st->todo[i] = true;
         }
     }
@@ -128,9 +172,12 @@ static void reap(sweep_state *st, int i, int ws) {
     st->finished++;
     st->done_w += st->weight[i];
     qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
-    bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && qkt_file_exists(path);
+    bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && qkt_cell_done(path, NULL, 0);
     if (ok) {
         st->res->ran++;
+    } else if (s->stop && *s->stop) { /* ended by the stop: not a failure, the rerun runs it */
+        st->res->failed++;
+        return;
     } else {
         st->res->failed++;
         char log[1024];
@@ -158,7 +205,14 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
     st.t0 = now_s(), st.w_at_start = st.done_w, st.finished = res->skipped;
     double last_print = 0;
     int next = 0, running = 0;
+    int stopped = 0;
     for (;;) {
+        if (s->stop && *s->stop && !stopped) { /* asked to stop: end the running cells, wait for them */
+            stopped = *s->stop;
+            for (int i = 0; i < n; i++)
+                if (st.pids[i] > 0) kill(st.pids[i], SIGTERM);
+            next = n;
+        }
         for (; running < workers && next < n; next++) {
             if (!st.todo[next]) continue;
             st.pids[next] = spawn_cell(s, s->cell_ids[next]);
@@ -189,5 +243,8 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
     free(st.pids);
     free(st.todo);
     free(st.weight);
+    if (stopped)
+        return qkt_err_set(err, "stopped by signal %d: the running cells were ended; %d cells are finished and kept",
+                           stopped, res->skipped + res->ran);
     return res->failed ? qkt_err_set(err, "%d of %d cells failed (logs in %s/cells)", res->failed, n, s->run_dir) : 0;
 }

@@ -9,6 +9,7 @@
 
 #include "qkt_ablate.h"
 #include "qkt_io.h"
+#include "qkt_sweep.h"
 #include "qkt_test.h"
 
 static char out[1 << 16];
@@ -46,7 +47,14 @@ static void make_all_diverged(const char *run) {
         char *p = strstr(s, ",diverged_step,-1,-1,-1\n");
         EXPECT(p != NULL, "%s has no diverged_step row", path);
         if (p) p[strlen(",diverged_step,-1,-1,")] = '3', memmove(p + 22, p + 23, strlen(p + 23) + 1);
-        EXPECT(qkt_write_atomic(path, s, strlen(s), &err) == 0, "%s", err.msg);
+        char *seal = strstr(s, "#end rows="); /* an edited cell file needs a new seal, or it is rerun */
+        EXPECT(seal != NULL, "%s has no seal", path);
+        if (seal) *seal = 0;
+        qkt_buf b = {0};
+        qkt_buf_printf(&b, "%s", s);
+        qkt_cell_seal(&b);
+        EXPECT(qkt_write_atomic(path, b.s, b.n, &err) == 0, "%s", err.msg);
+        qkt_buf_free(&b);
         free(s);
     }
 }
