@@ -179,7 +179,16 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
     return text;
 }
 
+int qkt_ablate_check_dir(const char *run_dir, qkt_err *err) {
+    size_t n = strlen(run_dir);
+    if (n > QKT_ABLATE_MAX_DIR)
+        return qkt_err_set(err, "run directory %.60s...: its path is %zu bytes, at most %d (the cells' files are named below it)",
+                           run_dir, n, QKT_ABLATE_MAX_DIR);
+    return 0;
+}
+
 int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
+    if (qkt_ablate_check_dir(run_dir, err) != 0) return -1;
     char *text = qkt_ablate_config_json(c);
     char path[1024];
     snprintf(path, sizeof path, "%s/config.json", run_dir);
@@ -253,6 +262,7 @@ static int get_qk_init(const char *path, cJSON *j, qkt_qk_init *out, qkt_err *er
 }
 
 int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err) {
+    if (qkt_ablate_check_dir(run_dir, err) != 0) return -1;
     char path[1024];
     snprintf(path, sizeof path, "%s/config.json", run_dir);
     size_t n;

@@ -64,6 +64,11 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err);
 int qkt_ablate_parse_variant(const char *field, const char *name, qkt_attn_scale *out, qkt_err *err);
 /* Checks every field (names the field on error). */
 int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err);
+/* A run directory's path may be at most QKT_ABLATE_MAX_DIR bytes, so every file below it
+ * (cells/<id>.attn.safetensors.tmp.PID.N) fits the study's path buffers: longer ones are
+ * refused (-1, one line) by the functions below before any work, never cut short. */
+#define QKT_ABLATE_MAX_DIR 800
+int qkt_ablate_check_dir(const char *run_dir, qkt_err *err);
 /* config.json <-> cfg; the JSON text (malloc'd) is what config.json holds. */
 char *qkt_ablate_config_json(const qkt_ablate_cfg *c);
 int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);

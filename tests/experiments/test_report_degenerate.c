@@ -156,7 +156,23 @@ static void test_pairing(void) {
     for (int i = 0; i < 3; i++) qkt_gpt_free(&g[i]);
 }
 
+/* A run directory too long for the cells' file names is refused up front, never cut short. */
+static void test_long_dir(void) {
+    char dir[1200];
+    memset(dir, 'd', sizeof dir - 1), dir[sizeof dir - 1] = 0;
+    dir[0] = '/';
+    qkt_err err;
+    qkt_ablate_cfg c;
+    EXPECT(qkt_ablate_check_dir(dir + (1199 - QKT_ABLATE_MAX_DIR), &err) == 0, "a %d-byte dir refused", QKT_ABLATE_MAX_DIR);
+    EXPECT(qkt_ablate_check_dir(dir + (1199 - QKT_ABLATE_MAX_DIR - 1), &err) == -1 && strstr(err.msg, "at most 800"),
+           "an %d-byte dir accepted: %s", QKT_ABLATE_MAX_DIR + 1, err.msg);
+    EXPECT(qkt_ablate_load_config(dir, &c, &err) == -1 && strstr(err.msg, "its path is 1199 bytes"), "load: %s", err.msg);
+    qkt_ablate_preset("quick", &c, &err);
+    EXPECT(qkt_ablate_save_config(dir, &c, &err) == -1 && strstr(err.msg, "its path is 1199 bytes"), "save: %s", err.msg);
+}
+
 int main(void) {
+    test_long_dir();
     test_qk_init_config();
     test_pairing();
     test_degenerate_run();
