@@ -48,6 +48,17 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
     if (stale < 0) return free(plan), -1;
     if (stale && verbose)
         fprintf(stderr, "qkt ablate: %d cells kept attention maps in the old .maps format: rerunning them\n", stale);
+    /* Temp files of cells killed mid-write (the caller holds the run's lock). */
+    qkt_buf gone = {0};
+    for (int i = 0; i < n; i++) {
+        char path[1100];
+        qkt_cell_paths(run_dir, plan[i].id, path, NULL, NULL, sizeof path);
+        qkt_remove_stale_temps(path, &gone, NULL);
+        snprintf(path, sizeof path, "%s/cells/%s.attn.safetensors", run_dir, plan[i].id);
+        qkt_remove_stale_temps(path, &gone, NULL);
+    }
+    if (gone.n && verbose) fprintf(stderr, "qkt ablate: removed temp files of stopped cells: %s\n", gone.s);
+    qkt_buf_free(&gone);
     const char **ids = qkt_malloc((size_t)n * sizeof *ids);
     double *w = qkt_malloc((size_t)n * sizeof *w);
     for (int i = 0; i < n; i++) ids[i] = plan[i].id, w[i] = qkt_ablate_cell_cost(c, &plan[i]);

@@ -80,6 +80,28 @@ static void test_stops(const char *straight) {
     }
 }
 
+/* A kill loop: one study interrupted again and again at different moments (some during
+ * part 1 or a cell's atomic write), by every signal, then finished: same metrics. */
+static void test_kill_loop(const char *straight) {
+    const struct { double after; int sig; } hits[] = {{0.3, SIGINT}, {1.1, SIGHUP}, {0.2, SIGKILL}, {1.7, SIGTERM}, {0.7, SIGKILL},
+                                                      {2.3, SIGINT}};
+    const char *dir = qkt_test_path(tmp, "loop");
+    for (size_t i = 0; i < sizeof hits / sizeof hits[0]; i++) {
+        int st = stop_study("loop", hits[i].sig, hits[i].after);
+        EXPECT(st == 0 || st == 130 || (hits[i].sig == SIGKILL && st == 128 + SIGKILL), "round %zu, signal %d: status %d", i,
+               hits[i].sig, st);
+        usleep(300000);
+        EXPECT(cells_running(dir) == 0, "round %zu: cells still running", i);
+    }
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s " STUDY " --out %s --name loop 2>&1", qkt_test_bin(), tmp);
+    int rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0, "the kill loop's final run: %d %s", rc, out);
+    char *m = metrics(dir);
+    EXPECT(m && straight && !strcmp(m, straight), "after the kill loop metrics.csv differs from a straight run's");
+    free(m);
+}
+
 static void test_cut_cell(const char *straight) {
     const char *dir = qkt_test_path(tmp, "two");
     const char *cell = qkt_test_path(qkt_test_path(dir, "cells"), "train_none_dk8_s1.csv");
@@ -99,10 +121,17 @@ static void test_cut_cell(const char *straight) {
     int rc = qkt_test_run(cmd, out, sizeof out);
     EXPECT(rc == 1 && strstr(out, "train_none_dk8_s1.csv has no seal line") && !strstr(out, "metrics.csv: line"),
            "qkt plot on a cut cell file: %d %s", rc, out);
+    /* A temp file a killed cell left mid-write (its pid no longer runs): removed by the rerun. */
+    const char *stale = qkt_test_path(qkt_test_path(dir, "cells"), "train_none_dk8_s0.csv.tmp.4000000.1");
+    f = fopen(stale, "wb");
+    fputs("half a cell", f);
+    fclose(f);
     snprintf(cmd, sizeof cmd, "%s " STUDY " --out %s --name two 2>&1", qkt_test_bin(), tmp);
     rc = qkt_test_run(cmd, out, sizeof out);
     EXPECT(rc == 0 && strstr(out, "train_none_dk8_s1.csv has no seal line") && strstr(out, "rerunning the cell"),
            "rerun with a cut cell: %d %s", rc, out);
+    EXPECT(!qkt_file_exists(stale) && strstr(out, "removed temp files of stopped cells: train_none_dk8_s0.csv.tmp.4000000.1"),
+           "stale temp file: %s", out);
     char *m = metrics(dir);
     EXPECT(m && straight && !strcmp(m, straight), "the recomputed cell changed metrics.csv");
     free(m);
@@ -117,6 +146,7 @@ int main(void) {
     char *straight = metrics(qkt_test_path(tmp, "straight"));
     test_two_writers();
     test_stops(straight);
+    test_kill_loop(straight);
     test_cut_cell(straight);
     free(straight);
     return qkt_test_finish();
