@@ -158,7 +158,11 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
  * With dropout, y = P' V (P' = P mask / (1-p)): dV uses P', dP = dP' mask / (1-p), and
  * D_i = dY_i . y_i is still sum_j P_ij dP_ij.
  * `store`: the grads are a new, unzeroed buffer, so results are stored, not added.
- * Returns dlog_scale[h]'s share from batch b. */
+ * Returns dlog_scale[h]'s share from batch b.
+ * One function of ~90 lines on purpose: the scratch layout, the per-tile strip and the
+ * final dQ pass share a dozen pointers into one buffer and the float32 order of every sum
+ * (the bits the gradient checks and the paths' comparisons pin); split, each piece would
+ * take most of them as arguments and the order would no longer be visible in one place. */
 static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
                        const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, bool store,
                        int b, int h, qkt_real *w) {
