@@ -33,7 +33,10 @@ static void default_text(const qkt_flag *f, char *def, size_t n) {
 }
 
 static void usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags) {
-    printf("usage: qkt %s [flags]\n%s\n\nflags:\n", cmd, summary ? summary : "");
+    if (summary && !strncmp(summary, "usage:", 6)) /* a command with positional arguments gives its own */
+        printf("%s\n\nflags:\n", summary);
+    else
+        printf("usage: qkt %s [flags]\n%s\n\nflags:\n", cmd, summary ? summary : "");
     for (int i = 0; i < n_flags; i++) {
         const qkt_flag *f = &flags[i];
         char def[64]; /* " (default N)": a number fits */
