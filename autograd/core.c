@@ -171,17 +171,26 @@ void qkt_thread_env_reexec(char **argv) {
  * loads, would compete with them for the cores). A bad QKT_THREADS is ignored here with a
  * warning (the CLI refuses it). qkt_set_threads later overrides it. */
 static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
-static void threads_from_env(void) {
+int qkt_threads_env(int *n, qkt_err *err) {
     const char *e = getenv("QKT_THREADS");
-    if (e && *e) {
-        char *end;
-        long n = strtol(e, &end, 10);
-        if (*end == 0 && n >= 0 && n <= 4096) {
-            if (g_threads == 0) qkt_set_threads((int)n);
-            return;
-        }
-        fprintf(stderr, "qkt: QKT_THREADS '%s' is not an integer in [0, 4096]; ignored\n", e);
+    if (!e || !*e) return 0;
+    char *end;
+    long v = strtol(e, &end, 10);
+    if (*end || v < 0 || v > QKT_MAX_THREADS)
+        return qkt_err_set(err, "QKT_THREADS '%s': expected an integer in [0, %d]", e, QKT_MAX_THREADS);
+    *n = (int)v;
+    return 1;
+}
+
+static void threads_from_env(void) {
+    int n;
+    qkt_err err;
+    int rc = qkt_threads_env(&n, &err);
+    if (rc == 1) {
+        if (g_threads == 0) qkt_set_threads(n);
+        return;
     }
+    if (rc < 0) fprintf(stderr, "qkt: %s; ignored\n", err.msg);
 #ifndef QKT_NO_BLAS
     openblas_set_num_threads(1);
 #endif

@@ -103,6 +103,10 @@ int qkt_err_set(qkt_err *err, const char *fmt, ...) __attribute__((format(printf
  * (else OpenMP's default, OMP_NUM_THREADS), and OpenBLAS on one thread. */
 void qkt_set_threads(int n);
 int qkt_get_threads(void);
+#define QKT_MAX_THREADS 4096
+/* QKT_THREADS from the environment: 0 when unset or empty, 1 with *n in [0, QKT_MAX_THREADS]
+ * (0 = all cores), -1 with "QKT_THREADS 'x': expected an integer in [0, 4096]". */
+int qkt_threads_env(int *n, qkt_err *err);
 /* Call first in main(argv): unless OMP_WAIT_POLICY (or GOMP_SPINCOUNT) and
  * OPENBLAS_NUM_THREADS are set, sets GOMP_SPINCOUNT=1000 and OPENBLAS_NUM_THREADS=1 and
  * re-executes the program once (both are read only when the libraries load). Idle OpenMP

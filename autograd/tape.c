@@ -75,9 +75,10 @@ void qkt__check_live(const qkt_ctx *ctx, const char *what, const qkt_tensor *t, 
               "its memory now belongs to this step", what, k);
 }
 
-qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_tensor **in) {
-    QKT_CHECK(n_in <= QKT_MAX_IN, "%s: %d inputs (at most %d)", qkt_op_name(op), n_in, QKT_MAX_IN);
-    for (int i = 0; i < n_in; i++) qkt__check_live(ctx, qkt_op_name(op), in[i], i);
+/* Records out = op(in) (name: the op's, or a custom op's own, for messages). */
+static qkt_node *record(qkt_ctx *ctx, qkt_op op, const char *name, qkt_tensor *out, int n_in, qkt_tensor **in) {
+    QKT_CHECK(n_in <= QKT_MAX_IN, "%s: %d inputs (at most %d)", name, n_in, QKT_MAX_IN);
+    for (int i = 0; i < n_in; i++) qkt__check_live(ctx, name, in[i], i);
     bool any = false;
     for (int i = 0; i < n_in; i++) any |= qkt__needs_grad(in[i]);
     out->requires_grad = any && !ctx->no_grad;
@@ -96,10 +97,13 @@ qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_
     return n;
 }
 
+qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_tensor **in) {
+    return record(ctx, op, qkt_op_name(op), out, n_in, in);
+}
+
 qkt_node *qkt_op_record_custom(qkt_ctx *ctx, const char *name, qkt_backward_fn backward, qkt_tensor *out,
                                int n_in, qkt_tensor **in) {
-    for (int i = 0; i < n_in; i++) qkt__check_live(ctx, name, in[i], i);
-    qkt_node *n = qkt_op_record(ctx, QKT_OP_CUSTOM, out, n_in, in);
+    qkt_node *n = record(ctx, QKT_OP_CUSTOM, name, out, n_in, in);
     if (n) n->custom_backward = backward, n->custom_name = name;
     check_output(ctx, name, out); /* the output is computed before it is recorded */
     return n;

@@ -201,9 +201,10 @@ int qkt_cmd_ablate(int argc, char **argv) {
     command_line(argc, argv, &c);
     char dir[1024];
     qkt_err err;
-    if (snprintf(dir, sizeof dir, "%s/%s", a.out, c.name) >= (int)sizeof dir || qkt_ablate_check_dir(dir, &err) != 0)
+    if (snprintf(dir, sizeof dir, "%s/%s", a.out, c.name) >= (int)sizeof dir) /* longer than QKT_ABLATE_MAX_DIR too */
         return fprintf(stderr, "qkt ablate: --out: run directory %.60s...: its path is too long (at most %d bytes)\n", dir,
                        QKT_ABLATE_MAX_DIR), 2;
+    if (qkt_ablate_check_dir(dir, &err) != 0) return fprintf(stderr, "qkt ablate: --out: %s\n", err.msg), 2;
     qkt_lock lk;
     if ((rc = lock_run(dir, a.out, &lk)) != 0) return rc;
     catch_stops();

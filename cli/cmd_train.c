@@ -72,18 +72,12 @@ typedef struct {
     double last_print; /* of the terminal's progress line */
 } run_opts;
 
-/* QKT_THREADS, when --threads is not given: 0 or the thread count; -1 + message if bad. */
+/* QKT_THREADS, when --threads is not given (qkt_threads_env); -1 + message if bad. */
 static int threads_from_env(int *threads) {
-    const char *e = getenv("QKT_THREADS");
-    if (!e || !*e) return 0;
-    char *end;
-    long v = strtol(e, &end, 10);
-    if (*end || v < 0 || v > QKT_FLAGS_MAX_THREADS) {
-        fprintf(stderr, CMD ": QKT_THREADS '%s': expected an integer in [0, %d]\n", e, QKT_FLAGS_MAX_THREADS);
-        return -1;
-    }
-    *threads = (int)v;
-    return 0;
+    qkt_err err;
+    if (qkt_threads_env(threads, &err) >= 0) return 0;
+    fprintf(stderr, CMD ": %s\n", err.msg);
+    return -1;
 }
 
 /* --resume DIR: the run's settings come from its train.json; flags that would change

@@ -5,12 +5,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "qkt_autograd.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* --threads of every command: 0 = all cores. */
-#define QKT_FLAGS_MAX_THREADS 4096
+#define QKT_FLAGS_MAX_THREADS QKT_MAX_THREADS
 /* The top of a flag range meaning [0, 1) (a probability, an Adam beta): ranges are inclusive. */
 #define QKT_FLAGS_BELOW_ONE 0.999999
 

@@ -61,7 +61,10 @@ bool qkt_cell_done(const char *csv_path, char *why, size_t why_n) {
     size_t n;
     qkt_err err;
     char *text = qkt_read_file(csv_path, &n, &err);
-    if (!text) return why ? (void)snprintf(why, why_n, "%s", err.msg) : (void)0, false;
+    if (!text) {
+        if (why) snprintf(why, why_n, "%s", err.msg);
+        return false;
+    }
     bool ok = qkt_cell_check(text, n, NULL, why, why_n) == 0;
     free(text);
     return ok;
