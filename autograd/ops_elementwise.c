@@ -1,22 +1,37 @@
-/* Elementwise ops: add, sub, mul (b broadcast over a's leading dims), scale,
+/* Elementwise ops: add, sub, mul, div (NumPy broadcasting), where and masked_fill, scale,
  * GELU, ReLU, dropout. */
+#include "generic_internal.h"
 #include "kern.h"
-#include "ops_internal.h"
 
-/* b must have a's shape or a's trailing dims. Returns the broadcast period (b->size). */
-static int64_t bcast_check(const char *op, const qkt_tensor *a, const qkt_tensor *b) {
-    bool ok = b->ndim <= a->ndim && a->size % b->size == 0;
-    for (int i = 0; ok && i < b->ndim; i++) ok = b->shape[b->ndim - 1 - i] == a->shape[a->ndim - 1 - i];
-    QKT_CHECK_SHAPES(ok, op, a, b);
-    return b->size;
+/* ---------------------------------------------------------------- add, sub, mul, div */
+/* NumPy broadcasting (generic_internal.h). The fast path, the kernels' own loops, is the
+ * GPT's every use: a with the output's shape and b a suffix of it (after dropping b's
+ * leading 1s): same shapes, a bias row (C) on (B, T, C), (T, C) over B. Then b repeats
+ * with period b->size over a's flat data. Everything else, and every div, takes the
+ * general strided loops. */
+static bool fast_path(const qkt_bcast *bc, const qkt_tensor *a) {
+    if (a->size != (int64_t)bc->shape[0] * bc->shape[1] * bc->shape[2] * bc->shape[3]) return false;
+    int d = 0;
+    while (d < 4 && bc->dims[1][d] == 1) d++;
+    for (; d < 4; d++)
+        if (bc->dims[1][d] != bc->shape[d]) return false;
+    return true;
 }
 
 static qkt_tensor *binary(qkt_ctx *ctx, qkt_op op, const char *name, qkt_tensor *a, qkt_tensor *b) {
     QKT_LIVE(ctx, name, a, b);
-    int64_t nb = bcast_check(name, a, b), na = a->size;
-    qkt_tensor *y = qkt_op_output(ctx, a->ndim, a->shape);
-    qkt__kern_get()->binary_forward(op, a->data, b->data, y->data, na, nb);
-    qkt_op_record(ctx, op, y, 2, (qkt_tensor *[]){a, b});
+    qkt_bcast bc;
+    QKT_CHECK_SHAPES(qkt__bcast_init(&bc, 2, (qkt_tensor *[]){a, b}), name, a, b);
+    int shape[QKT_MAX_DIMS];
+    qkt__bcast_shape(&bc, shape);
+    qkt_tensor *y = qkt_op_output(ctx, bc.ndim, shape);
+    bool fast = op != QKT_OP_DIV && fast_path(&bc, a);
+    if (fast)
+        qkt__kern_get()->binary_forward(op, a->data, b->data, y->data, a->size, b->size);
+    else
+        qkt__bcast_forward(&bc, op, a->data, b->data, NULL, y->data);
+    qkt_node *n = qkt_op_record(ctx, op, y, 2, (qkt_tensor *[]){a, b});
+    if (n) n->p.i[0] = fast;
     qkt_op_done(ctx, op, y);
     return y;
 }
@@ -24,10 +39,36 @@ static qkt_tensor *binary(qkt_ctx *ctx, qkt_op op, const char *name, qkt_tensor 
 qkt_tensor *qkt_add(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b) { return binary(ctx, QKT_OP_ADD, "add", a, b); }
 qkt_tensor *qkt_sub(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b) { return binary(ctx, QKT_OP_SUB, "sub", a, b); }
 qkt_tensor *qkt_mul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b) { return binary(ctx, QKT_OP_MUL, "mul", a, b); }
+qkt_tensor *qkt_div(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b) { return binary(ctx, QKT_OP_DIV, "div", a, b); }
 
-/* y = a +- b: da += dy; db += +-sum over broadcast rows of dy.
+/* The general path's backward: each input's grad sums its terms over the dims it was
+ * broadcast along (qkt__bcast_reduce).
+ *   a + b: da = dy, db = dy;  a - b: da = dy, db = -dy;  a * b: da = dy b, db = dy a;
+ *   a / b: da = dy / b, db = -dy a / b^2 */
+static void binary_backward_general(qkt_ctx *ctx, qkt_node *n) {
+    qkt_tensor *a = n->in[0], *b = n->in[1];
+    qkt_bcast bc;
+    qkt__bcast_init(&bc, 2, n->in);
+    const qkt_real *dY = n->out->grad;
+    qkt_op op = n->op;
+    if (qkt__needs_grad(a)) {
+        qkt_bc_term t = op == QKT_OP_MUL ? QKT_BC_MUL : op == QKT_OP_DIV ? QKT_BC_DIV : QKT_BC_DY;
+        qkt__bcast_reduce(&bc, 0, t, dY, 1, b->data, a->data, qkt_grad(ctx, a));
+    }
+    if (qkt__needs_grad(b)) {
+        qkt_bc_term t = op == QKT_OP_ADD ? QKT_BC_DY : op == QKT_OP_SUB ? QKT_BC_NEG_DY : op == QKT_OP_MUL ? QKT_BC_MUL : QKT_BC_DIV_DEN;
+        qkt__bcast_reduce(&bc, 1, t, dY, 0, a->data, b->data, qkt_grad(ctx, b));
+    }
+}
+
+/* The fast path's backward (b a suffix of a's shape):
+ * y = a +- b: da += dy; db += +-sum over broadcast rows of dy.
  * y = a * b:  da += dy * b; db += sum over rows of dy * a. */
 static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
+    if (!n->p.i[0]) {
+        binary_backward_general(ctx, n);
+        return;
+    }
     qkt_tensor *a = n->in[0], *b = n->in[1];
     const qkt_real *dY = n->out->grad;
     int64_t na = a->size, nb = b->size, rows = na / nb;
@@ -70,6 +111,52 @@ static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
 void qkt__add_backward(qkt_ctx *ctx, qkt_node *n) { binary_backward(ctx, n); }
 void qkt__sub_backward(qkt_ctx *ctx, qkt_node *n) { binary_backward(ctx, n); }
 void qkt__mul_backward(qkt_ctx *ctx, qkt_node *n) { binary_backward(ctx, n); }
+void qkt__div_backward(qkt_ctx *ctx, qkt_node *n) { binary_backward_general(ctx, n); }
+
+/* ---------------------------------------------------------------- where, masked_fill */
+qkt_tensor *qkt_tensor_scalar(qkt_ctx *ctx, double v) {
+    qkt_tensor *t = qkt_tensor_new(ctx, 0, NULL);
+    t->data[0] = (qkt_real)v;
+    return t;
+}
+
+qkt_tensor *qkt_where(qkt_ctx *ctx, qkt_tensor *cond, qkt_tensor *a, qkt_tensor *b) {
+    QKT_LIVE(ctx, "where", cond, a, b);
+    qkt_bcast bc;
+    if (!qkt__bcast_init(&bc, 3, (qkt_tensor *[]){cond, a, b})) {
+        char s0[64], s1[64], s2[64];
+        QKT_CHECK(false, "where: shapes %s (cond), %s (a) and %s (b) do not broadcast", qkt_shape_str(cond, s0, sizeof s0),
+                  qkt_shape_str(a, s1, sizeof s1), qkt_shape_str(b, s2, sizeof s2));
+    }
+    int shape[QKT_MAX_DIMS];
+    qkt__bcast_shape(&bc, shape);
+    qkt_tensor *y = qkt_op_output(ctx, bc.ndim, shape);
+    qkt__bcast_forward(&bc, QKT_OP_WHERE, cond->data, a->data, b->data, y->data);
+    qkt_op_record(ctx, QKT_OP_WHERE, y, 3, (qkt_tensor *[]){cond, a, b});
+    qkt_op_done(ctx, QKT_OP_WHERE, y);
+    return y;
+}
+/* da = dy where cond != 0, db = dy where cond == 0 (summed over broadcast dims); cond none */
+void qkt__where_backward(qkt_ctx *ctx, qkt_node *n) {
+    qkt_bcast bc;
+    qkt__bcast_init(&bc, 3, n->in);
+    const qkt_real *dY = n->out->grad, *cond = n->in[0]->data;
+    if (qkt__needs_grad(n->in[1])) qkt__bcast_reduce(&bc, 1, QKT_BC_IF_TRUE, dY, 0, cond, NULL, qkt_grad(ctx, n->in[1]));
+    if (qkt__needs_grad(n->in[2])) qkt__bcast_reduce(&bc, 2, QKT_BC_IF_FALSE, dY, 0, cond, NULL, qkt_grad(ctx, n->in[2]));
+}
+
+qkt_tensor *qkt_masked_fill(qkt_ctx *ctx, qkt_tensor *x, const uint8_t *mask, int ndim, const int *shape,
+                            double value) {
+    QKT_LIVE(ctx, "masked_fill", x);
+    qkt_tensor *m = qkt_tensor_new(ctx, ndim, shape);
+    for (int64_t i = 0; i < m->size; i++) m->data[i] = mask[i] != 0;
+    qkt_bcast bc;
+    bool ok = qkt__bcast_init(&bc, 2, (qkt_tensor *[]){x, m});
+    for (int d = 0; ok && d < 4; d++) ok = bc.shape[d] == bc.dims[0][d];
+    ok = ok && m->ndim <= x->ndim;
+    QKT_CHECK_SHAPES(ok, "masked_fill (mask must broadcast to x)", x, m);
+    return qkt_where(ctx, m, qkt_tensor_scalar(ctx, value), x);
+}
 
 /* ---------------------------------------------------------------- scale */
 qkt_tensor *qkt_scale(qkt_ctx *ctx, qkt_tensor *x, double c) {

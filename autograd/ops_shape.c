@@ -1,5 +1,5 @@
-/* Shape ops: reshape, permute/transpose, split and concat on the last axis. */
-#include "ops_internal.h"
+/* Shape ops: reshape, permute/transpose, split on the last axis, concat on any axis. */
+#include "generic_internal.h"
 
 /* ---------------------------------------------------------------- reshape */
 qkt_tensor *qkt_reshape(qkt_ctx *ctx, qkt_tensor *x, int ndim, const int *shape) {
@@ -122,41 +122,67 @@ void qkt__split_backward(qkt_ctx *ctx, qkt_node *n) {
     }
 }
 
-qkt_tensor *qkt_concat(qkt_ctx *ctx, int n, qkt_tensor **xs) {
+/* Along any axis: x_k viewed as (outer, w_k inner), y as (outer, W inner), W = sum w_k;
+ * p.i[0] = the axis. At most QKT_MAX_IN inputs per node: more are grouped. */
+qkt_tensor *qkt_concat_axis(qkt_ctx *ctx, int n, qkt_tensor **xs, int axis) {
+    QKT_CHECK(n >= 1, "concat of %d tensors (need at least 1)", n);
     for (int i = 0; i < n; i++) qkt__check_live(ctx, "concat", xs[i], i);
-    QKT_CHECK(n >= 1 && n <= QKT_MAX_IN, "concat of %d tensors (1 to %d)", n, QKT_MAX_IN);
+    if (n > QKT_MAX_IN) { /* concat(concat(first 4), rest...) */
+        qkt_tensor *head = qkt_concat_axis(ctx, QKT_MAX_IN, xs, axis);
+        qkt_tensor *rest[QKT_MAX_IN];
+        int m = 0;
+        rest[m++] = head;
+        for (int k = QKT_MAX_IN; k < n; k += QKT_MAX_IN - 1) {
+            int c = n - k < QKT_MAX_IN - 1 ? n - k : QKT_MAX_IN - 1;
+            m = 1;
+            for (int j = 0; j < c; j++) rest[m++] = xs[k + j];
+            rest[0] = qkt_concat_axis(ctx, m, rest, axis);
+        }
+        return rest[0];
+    }
+    axis = qkt__axis("concat", xs[0], axis);
     int C = 0;
     for (int k = 0; k < n; k++) {
-        bool ok = xs[k]->ndim == xs[0]->ndim && xs[k]->ndim >= 1;
-        for (int d = 0; ok && d < xs[0]->ndim - 1; d++) ok = xs[k]->shape[d] == xs[0]->shape[d];
+        bool ok = xs[k]->ndim == xs[0]->ndim;
+        for (int d = 0; ok && d < xs[0]->ndim; d++) ok = d == axis || xs[k]->shape[d] == xs[0]->shape[d];
         QKT_CHECK_SHAPES(ok, "concat", xs[0], xs[k]);
-        C += qkt__last(xs[k]);
+        C += xs[k]->shape[axis];
     }
     int shape[QKT_MAX_DIMS];
     memcpy(shape, xs[0]->shape, sizeof shape);
-    shape[xs[0]->ndim - 1] = C;
+    shape[axis] = C;
     qkt_tensor *y = qkt_op_output(ctx, xs[0]->ndim, shape);
-    int64_t rows = y->size / C;
-    int off = 0;
+    int64_t outer, inner;
+    int Wn;
+    qkt__axis_view(y, axis, &outer, &Wn, &inner);
+    int64_t W = (int64_t)Wn * inner, off = 0;
     for (int k = 0; k < n; k++) {
-        int w = qkt__last(xs[k]);
-        for (int64_t r = 0; r < rows; r++) memcpy(y->data + r * C + off, xs[k]->data + r * w, (size_t)w * sizeof(qkt_real));
+        int64_t w = (int64_t)xs[k]->shape[axis] * inner;
+        for (int64_t r = 0; r < outer; r++) memcpy(y->data + r * W + off, xs[k]->data + r * w, (size_t)w * sizeof(qkt_real));
         off += w;
     }
-    qkt_op_record(ctx, QKT_OP_CONCAT, y, n, xs);
+    qkt_node *nd = qkt_op_record(ctx, QKT_OP_CONCAT, y, n, xs);
+    if (nd) nd->p.i[0] = axis;
+    qkt_op_done(ctx, QKT_OP_CONCAT, y);
     return y;
 }
-/* dx_k += dy[:, off_k : off_k + w_k] */
+qkt_tensor *qkt_concat(qkt_ctx *ctx, int n, qkt_tensor **xs) {
+    QKT_CHECK(n >= 1, "concat of %d tensors (need at least 1)", n);
+    return qkt_concat_axis(ctx, n, xs, -1);
+}
+/* dx_k += dy[:, off_k : off_k + w_k] in the (outer, W inner) view */
 void qkt__concat_backward(qkt_ctx *ctx, qkt_node *n) {
-    int C = qkt__last(n->out), off = 0;
-    int64_t rows = n->out->size / C;
+    int64_t outer, inner;
+    int Wn;
+    qkt__axis_view(n->out, n->p.i[0], &outer, &Wn, &inner);
+    int64_t W = (int64_t)Wn * inner, off = 0;
     const qkt_real *dY = n->out->grad;
     for (int k = 0; k < n->n_in; k++) {
-        int w = qkt__last(n->in[k]);
+        int64_t w = (int64_t)n->in[k]->shape[n->p.i[0]] * inner;
         if (qkt__needs_grad(n->in[k])) {
             qkt_real *dX = qkt_grad(ctx, n->in[k]);
-            for (int64_t r = 0; r < rows; r++)
-                for (int j = 0; j < w; j++) dX[r * w + j] += dY[r * C + off + j];
+            for (int64_t r = 0; r < outer; r++)
+                for (int64_t j = 0; j < w; j++) dX[r * w + j] += dY[r * W + off + j];
         }
         off += w;
     }

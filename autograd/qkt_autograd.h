@@ -323,8 +323,9 @@ qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool
  * One node (the bias is added inside the gemm), so x W^T is never a separate tensor. */
 qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b);
 
-/* y = a + b, a - b, a * b. b has a's shape or a's trailing dims (broadcast over
- * a's leading dims, e.g. a bias (C) on (B, T, C)); db sums over those dims. */
+/* y = a + b, a - b, a * b, with NumPy broadcasting (see qkt_div below): e.g. a bias (C)
+ * on (B, T, C), (B, T, 1) * (B, T, C), (2, 1) + (1, 3), a scalar. Grads sum over the
+ * broadcast dims. b a suffix of a's shape (same shape, bias rows) is the fast path. */
 qkt_tensor *qkt_add(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
 qkt_tensor *qkt_sub(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
 qkt_tensor *qkt_mul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
@@ -342,7 +343,7 @@ qkt_tensor *qkt_permute(qkt_ctx *ctx, qkt_tensor *x, const int *perm);
 qkt_tensor *qkt_transpose(qkt_ctx *ctx, qkt_tensor *x, int d0, int d1);
 /* Split the last axis into n parts of the given sizes (sum = last dim). */
 void qkt_split(qkt_ctx *ctx, qkt_tensor *x, int n, const int *sizes, qkt_tensor **outs);
-/* Concatenate n tensors along the last axis (other dims equal). */
+/* Concatenate n tensors along the last axis (other dims equal); qkt_concat_axis for any axis. */
 qkt_tensor *qkt_concat(qkt_ctx *ctx, int n, qkt_tensor **xs);
 
 /* y[b,t,:] = W[idx[b,t], :]. W: (V, C). idx (n_idx values, copied) with the given
@@ -408,6 +409,92 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
  * the last axis (nanoGPT's c_attn rows), read in place: no split copies, and backward
  * writes one (B, T, 3C) grad. */
 qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const qkt_attn_opts *o);
+
+/* ---------------------------------------------------------------- generic ops (issue 13) */
+/* The ops researchers compose new layers from; formulas, gradients and edge cases in
+ * docs/autograd.md. Non-finite values follow IEEE arithmetic and are never hidden: a NaN
+ * input gives a NaN output (and a NaN gradient to the input it came from); the maths
+ * edges are log(0) = -inf, x / 0 = +-inf (0 / 0 = NaN), sqrt(0) = 0 with gradient +inf.
+ *
+ * Broadcasting (qkt_add, qkt_sub, qkt_mul, qkt_div, qkt_where) is NumPy's: shapes are
+ * aligned on the right, a missing leading dim counts as 1, and each dim must be equal in
+ * both or 1 in one of them; the output takes the larger, so (2, 1) and (3) give (2, 3) and
+ * a scalar (ndim 0) goes with anything. An input's grad is the output grad summed over the
+ * dims it was broadcast along. Shapes that do not broadcast are a usage error naming both.
+ * An axis may be negative (-1 = the last); out of range is a usage error naming the shape. */
+
+/* A scalar (ndim 0) tensor holding v: a constant operand for the broadcasting ops. */
+qkt_tensor *qkt_tensor_scalar(qkt_ctx *ctx, double v);
+
+/* y = a / b (broadcast). da = dy / b, db = -dy a / b^2. x / 0 = +-inf, 0 / 0 = NaN. */
+qkt_tensor *qkt_div(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
+
+/* Elementwise maths; dx = dy * f'(x):
+ *   exp      y = e^x                          f' = y
+ *   log      y = ln x                         f' = 1 / x     (log 0 = -inf, grad inf; x < 0: NaN)
+ *   sqrt     y = x^(1/2)                      f' = 1 / (2 y) (sqrt 0 = 0 with grad +inf; x < 0: NaN)
+ *   rsqrt    y = x^(-1/2)                     f' = -y^3 / 2  (rsqrt 0 = +inf, grad -inf)
+ *   pow      y = x^p, p a constant            f' = p x^(p-1) (p = 0: y = 1, grad 0; x < 0 and p
+ *                                                             not an integer: NaN, as C's pow)
+ *   sigmoid  y = 1 / (1 + e^-x)               f' = y (1 - y)
+ *   tanh     y = tanh x                       f' = 1 - y^2
+ *   silu     y = x sigmoid(x)                 f' = s (1 + x (1 - s)), s = sigmoid(x)
+ *   abs      y = |x|                          f' = sign(x), 0 at x = 0 (PyTorch's choice)
+ *   clamp    y = min(max(x, lo), hi)          f' = 1 for lo <= x <= hi, else 0; lo <= hi, either
+ *                                             may be -inf / +inf (one-sided); a NaN x stays NaN
+ * A NaN x gives y = NaN and passes a NaN gradient (also through abs and clamp). */
+qkt_tensor *qkt_exp(qkt_ctx *ctx, qkt_tensor *x);
+qkt_tensor *qkt_log(qkt_ctx *ctx, qkt_tensor *x);
+qkt_tensor *qkt_sqrt(qkt_ctx *ctx, qkt_tensor *x);
+qkt_tensor *qkt_rsqrt(qkt_ctx *ctx, qkt_tensor *x);
+qkt_tensor *qkt_pow(qkt_ctx *ctx, qkt_tensor *x, double p);
+qkt_tensor *qkt_sigmoid(qkt_ctx *ctx, qkt_tensor *x);
+qkt_tensor *qkt_tanh(qkt_ctx *ctx, qkt_tensor *x);
+qkt_tensor *qkt_silu(qkt_ctx *ctx, qkt_tensor *x);
+qkt_tensor *qkt_abs(qkt_ctx *ctx, qkt_tensor *x);
+qkt_tensor *qkt_clamp(qkt_ctx *ctx, qkt_tensor *x, double lo, double hi);
+
+/* y = cond != 0 ? a : b, cond, a and b broadcast together (cond never gets a grad; a NaN
+ * in cond counts as true). da = dy where cond, db = dy elsewhere (0, not 0 * dy, where
+ * the other branch was taken: a NaN in the branch not taken does not reach the grads). */
+qkt_tensor *qkt_where(qkt_ctx *ctx, qkt_tensor *cond, qkt_tensor *a, qkt_tensor *b);
+/* y = mask != 0 ? value : x, PyTorch's masked_fill: mask (uint8, copied) has the given
+ * shape, which must broadcast to x's; y has x's shape. dx = dy where mask is 0, else 0.
+ * value may be -inf (a blocked logit). One where node. */
+qkt_tensor *qkt_masked_fill(qkt_ctx *ctx, qkt_tensor *x, const uint8_t *mask, int ndim, const int *shape,
+                            double value);
+
+/* Reductions over one axis; keepdim keeps it as a dim of size 1, else it is removed (a 1-D
+ * x gives a scalar). Sums accumulate in float64.
+ *   sum_axis   y = sum_k x[..k..]                 dx = dy
+ *   mean_axis  y = sum_k x[..k..] / n             dx = dy / n
+ *   max_axis   y = max_k x[..k..]                 dx = dy at the argmax, 0 elsewhere. Ties: the
+ *              first (lowest) index gets it all. A NaN in the row gives y = NaN and the first
+ *              NaN is the argmax (its grad is dy).
+ *   logsumexp  y = m + log sum_k e^(x_k - m), m = max_k x_k   dx = dy e^(x - y) (the softmax).
+ *              A row of all -inf gives -inf and a zero grad (as softmax's fully blocked row);
+ *              a +inf gives +inf; a NaN gives NaN. */
+qkt_tensor *qkt_sum_axis(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim);
+qkt_tensor *qkt_mean_axis(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim);
+qkt_tensor *qkt_max_axis(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim);
+qkt_tensor *qkt_logsumexp(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim);
+
+/* y = x[.., start : start + len, ..] along `axis` (a copy; 0 <= start, len >= 1,
+ * start + len <= the axis' size). dx[.., start + k, ..] += dy[.., k, ..]. */
+qkt_tensor *qkt_narrow(qkt_ctx *ctx, qkt_tensor *x, int axis, int start, int len);
+/* y = x[.., idx[k], ..] along `axis` for k < n (PyTorch's index_select): y's axis has
+ * size n. idx copied; each in [0, size of the axis); repeats allowed (dx scatter-adds). */
+qkt_tensor *qkt_index_select(qkt_ctx *ctx, qkt_tensor *x, int axis, const int32_t *idx, int n);
+/* PyTorch's gather: idx has the given shape (same ndim as x, each dim but `axis` at most
+ * x's) and y has idx's shape, y[i][j][k] = x[i][idx[i][j][k]][k] for axis 1. idx copied;
+ * each in [0, size of the axis). dx scatter-adds dy. */
+qkt_tensor *qkt_gather(qkt_ctx *ctx, qkt_tensor *x, int axis, const int32_t *idx, int ndim, const int *shape);
+/* Concatenate n >= 1 tensors along `axis` (other dims equal). One node per 4 inputs:
+ * more are concatenated in groups. dx_k = dy's slice. */
+qkt_tensor *qkt_concat_axis(qkt_ctx *ctx, int n, qkt_tensor **xs, int axis);
+/* Stack n >= 1 tensors of one shape along a new dim at `axis` (0 .. ndim; negative counts
+ * from ndim + 1): reshape views plus qkt_concat_axis. The result has ndim + 1 <= 4 dims. */
+qkt_tensor *qkt_stack(qkt_ctx *ctx, int n, qkt_tensor **xs, int axis);
 
 /* ---------------------------------------------------------------- helpers for op files */
 /* Internal, but public so that nn/ can define fused ops with the same machinery:

@@ -113,6 +113,86 @@ static qkt_tensor *f_twice(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     return qkt_add(ctx, qkt_matmul(ctx, x[0], x[1], false, false), qkt_mul(ctx, x[0], x[0]));
 }
 
+/* ---------------------------------------------------------------- generic ops (issue 13) */
+/* Broadcasting binary ops: flags 0 add, 1 sub, 2 mul, 3 div (x[1] is the divisor). */
+static qkt_tensor *f_bcast(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    qkt_tensor *(*op[4])(qkt_ctx *, qkt_tensor *, qkt_tensor *) = {qkt_add, qkt_sub, qkt_mul, qkt_div};
+    return op[c->flags](ctx, x[0], x[1]);
+}
+/* an input used as both operands of a broadcast op, and a constant scalar operand */
+static qkt_tensor *f_bcast_twice(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    (void)c;
+    qkt_tensor *t = qkt_mul(ctx, x[0], qkt_reshape(ctx, x[0], 3, (int[]){3, 1, 1})); /* (3) * (3,1,1) -> (3,1,3) */
+    return qkt_div(ctx, qkt_sub(ctx, qkt_tensor_scalar(ctx, 0.5), t), qkt_add(ctx, x[1], qkt_tensor_scalar(ctx, 3.0)));
+}
+/* Unary maths; flags pick the op. log, sqrt, rsqrt and pow -1.5 see |x| (inputs |x| >= 0.3). */
+static qkt_tensor *f_unary(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    switch (c->flags) {
+    case 0: return qkt_exp(ctx, x[0]);
+    case 1: return qkt_log(ctx, qkt_abs(ctx, x[0]));
+    case 2: return qkt_sqrt(ctx, qkt_abs(ctx, x[0]));
+    case 3: return qkt_rsqrt(ctx, qkt_abs(ctx, x[0]));
+    case 4: return qkt_pow(ctx, x[0], 3.0);
+    case 5: return qkt_pow(ctx, qkt_abs(ctx, x[0]), -1.5);
+    case 6: return qkt_pow(ctx, x[0], 2.0);
+    case 7: return qkt_sigmoid(ctx, qkt_scale(ctx, x[0], 3.0));
+    case 8: return qkt_tanh(ctx, qkt_scale(ctx, x[0], 1.5));
+    case 9: return qkt_silu(ctx, qkt_scale(ctx, x[0], 2.0));
+    case 10: return qkt_abs(ctx, x[0]);
+    default: return qkt_clamp(ctx, x[0], -0.5, 0.8);
+    }
+}
+/* where(cond, a, b): cond (2, 1, 7) a fixed pattern, a (2, 3, 7), b (3, 1) or a scalar
+ * constant (flags 1); masked_fill (flags 2): x (2, 3, 5), mask (3, 5), value -2.5. */
+static const uint8_t mf_mask[15] = {1, 0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1};
+static qkt_tensor *f_where(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    if (c->flags == 2) return qkt_masked_fill(ctx, x[0], mf_mask, 2, (int[]){3, 5}, -2.5);
+    qkt_tensor *cond = qkt_tensor_new(ctx, 3, (int[]){2, 1, 7});
+    for (int i = 0; i < 14; i++) cond->data[i] = (qkt_real)(i % 3 == 0 ? 0 : i % 3 == 1 ? 1 : -2); /* nonzero = true */
+    return qkt_where(ctx, cond, x[0], c->flags == 1 ? qkt_tensor_scalar(ctx, 0.25) : x[1]);
+}
+/* Reductions: flags = op (0 sum, 1 mean, 2 max, 3 logsumexp) + 4 * (axis + 4) + 64 * keepdim */
+static qkt_tensor *f_reduce_axis(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    qkt_tensor *(*op[4])(qkt_ctx *, qkt_tensor *, int, bool) = {qkt_sum_axis, qkt_mean_axis, qkt_max_axis, qkt_logsumexp};
+    return op[c->flags & 3](ctx, x[0], ((c->flags >> 2) & 15) - 4, (c->flags & 64) != 0);
+}
+#define RED(op, axis, keep) ((op) + 4 * ((axis) + 4) + 64 * (keep))
+/* reduced twice, so the upstream grad of the first reduction is not uniform */
+static qkt_tensor *f_reduce_chain(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    (void)c;
+    qkt_tensor *m = qkt_max_axis(ctx, x[0], 1, true);                     /* (2, 1, 4, 3) */
+    qkt_tensor *l = qkt_logsumexp(ctx, qkt_sub(ctx, x[0], m), -1, false); /* (2, 5, 4) */
+    return qkt_mul(ctx, qkt_mean_axis(ctx, l, 0, false), qkt_sum_axis(ctx, x[0], 3, false)); /* (5, 4) * (2, 5, 4) */
+}
+/* narrow: flags 0 axis 1 of (2, 5, 7) [1, 4); 1 the last axis [6, 7); 2 axis 0 of (4, 3) [2, 4) */
+static qkt_tensor *f_narrow(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    if (c->flags == 0) return qkt_narrow(ctx, x[0], 1, 1, 3);
+    if (c->flags == 1) return qkt_narrow(ctx, x[0], -1, 6, 1);
+    return qkt_narrow(ctx, x[0], 0, 2, 2);
+}
+static const int32_t isel_idx[6] = {4, 0, 2, 2, 4, 1}; /* repeats */
+/* index_select: flags 0 axis 0 of (5, 3), 6 indices; 1 axis 2 of (2, 3, 5, 2), 4 indices */
+static qkt_tensor *f_index_select(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    return c->flags == 0 ? qkt_index_select(ctx, x[0], 0, isel_idx, 6) : qkt_index_select(ctx, x[0], 2, isel_idx, 4);
+}
+/* gather: flags 0 axis 1 of x (3, 4, 5) with idx (2, 6, 5); 1 axis 0 of x (4, 3) with idx (5, 2) */
+static int32_t gather_idx[60];
+static qkt_tensor *f_gather(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    int n = x[0]->shape[c->flags == 0 ? 1 : 0];
+    for (int i = 0; i < 60; i++) gather_idx[i] = (int32_t)((i * 7 + 3) % n); /* repeats */
+    if (c->flags == 0) return qkt_gather(ctx, x[0], 1, gather_idx, 3, (int[]){2, 6, 5});
+    return qkt_gather(ctx, x[0], 0, gather_idx, 2, (int[]){5, 2});
+}
+/* concat on axis 0 (flags 0) or 1 (flags 1) of 3 inputs; flags 2: 6 inputs (grouped) */
+static qkt_tensor *f_concat_axis(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    if (c->flags == 2) return qkt_concat_axis(ctx, 6, (qkt_tensor *[]){x[0], x[1], x[0], x[2], x[1], x[0]}, 1);
+    return qkt_concat_axis(ctx, 3, (qkt_tensor *[]){x[0], x[1], x[2]}, c->flags);
+}
+/* stack 3 inputs of (3, 4) on axis flags - 3 (-3 .. 2) */
+static qkt_tensor *f_stack(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    return qkt_stack(ctx, 3, (qkt_tensor *[]){x[0], x[1], x[2]}, c->flags - 3);
+}
+
 #define S1(a) 1, {{a}}
 #define CASE(nm, f, tol_, fl, nin, ...) {.name = nm, .fn = f, .tol = tol_, .flags = fl, .n_inputs = nin, __VA_ARGS__}
 
@@ -184,6 +264,60 @@ static const qkt_gc_case op_cases[] = {
          .shape = {{1, 70, 8}, {1, 70, 8}, {1, 70, 8}, {2}}),
     CASE("chain with fresh grads", f_fresh_chain, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 5, 6}, {18, 6}, {18}}),
     CASE("input used twice", f_twice, TOL, 0, 2, .ndim = {2, 2}, .shape = {{3, 3}, {3, 3}}),
+    /* ---------------- generic ops (issue 13); kink_margin 0.3 keeps divisors and the
+     * arguments of log, sqrt, rsqrt and pow -1.5 (|x|) away from 0 */
+    CASE("add (2,1) + (1,3)", f_bcast, TOL, 0, 2, .ndim = {2, 2}, .shape = {{2, 1}, {1, 3}}),
+    CASE("add (C) + (B,T,C): a broadcast", f_bcast, TOL, 0, 2, .ndim = {1, 3}, .shape = {{7}, {2, 3, 7}}),
+    CASE("add scalar", f_bcast, TOL, 0, 2, .ndim = {2, 0}, .shape = {{3, 7}, {0}}),
+    CASE("sub (B,T,1) - (B,T,C)", f_bcast, TOL, 1, 2, .ndim = {3, 3}, .shape = {{2, 3, 1}, {2, 3, 5}}),
+    CASE("sub (1,3,7) - (2,1,7)", f_bcast, TOL, 1, 2, .ndim = {3, 3}, .shape = {{1, 3, 7}, {2, 1, 7}}),
+    CASE("mul (2,3,1,5) * (3,4,1)", f_bcast, TOL, 2, 2, .ndim = {4, 3}, .shape = {{2, 3, 1, 5}, {3, 4, 1}}),
+    CASE("mul (B,T,C) * (B,T,1)", f_bcast, TOL, 2, 2, .ndim = {3, 3}, .shape = {{2, 5, 7}, {2, 5, 1}}),
+    CASE("mul scalar * (3,5)", f_bcast, TOL, 2, 2, .ndim = {0, 2}, .shape = {{0}, {3, 5}}),
+    CASE("div same", f_bcast, TOL, 3, 2, .ndim = {2, 2}, .shape = {{3, 7}, {3, 7}}, .kink_margin = 0.3),
+    CASE("div (2,3,7) / (3,1)", f_bcast, TOL, 3, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {3, 1}}, .kink_margin = 0.3),
+    CASE("div (5) / (2,1,1)", f_bcast, TOL, 3, 2, .ndim = {1, 3}, .shape = {{5}, {2, 1, 1}}, .kink_margin = 0.3),
+    CASE("div scalar / (2,3)", f_bcast, TOL, 3, 2, .ndim = {0, 2}, .shape = {{0}, {2, 3}}, .kink_margin = 0.3),
+    CASE("broadcast, input twice, constants", f_bcast_twice, TOL, 0, 2, .ndim = {1, 2}, .shape = {{3}, {1, 3}}),
+    CASE("exp", f_unary, TOL, 0, 1, .ndim = {2}, .shape = {{3, 7}}),
+    CASE("log |x|", f_unary, TOL, 1, 1, .ndim = {2}, .shape = {{3, 7}}, .kink_margin = 0.3),
+    CASE("sqrt |x|", f_unary, TOL, 2, 1, .ndim = {2}, .shape = {{3, 7}}, .kink_margin = 0.3),
+    CASE("rsqrt |x|", f_unary, TOL, 3, 1, .ndim = {2}, .shape = {{3, 7}}, .kink_margin = 0.3),
+    CASE("pow 3", f_unary, TOL, 4, 1, .ndim = {3}, .shape = {{2, 3, 5}}),
+    CASE("pow |x|^-1.5", f_unary, TOL, 5, 1, .ndim = {2}, .shape = {{3, 7}}, .kink_margin = 0.3),
+    CASE("pow 2", f_unary, TOL, 6, 1, .ndim = {1}, .shape = {{33}}),
+    CASE("sigmoid 3x", f_unary, TOL, 7, 1, .ndim = {2}, .shape = {{7, 5}}),
+    CASE("tanh 1.5x", f_unary, TOL, 8, 1, .ndim = {2}, .shape = {{7, 5}}),
+    CASE("silu 2x", f_unary, TOL, 9, 1, .ndim = {2}, .shape = {{7, 5}}),
+    CASE("abs (away from 0)", f_unary, TOL, 10, 1, .ndim = {2}, .shape = {{3, 7}}, .kink_margin = 0.05),
+    CASE("clamp [-0.5, 0.8]", f_unary, TOL, 11, 1, .ndim = {2}, .shape = {{5, 7}}),
+    CASE("where (2,1,7) ? (2,3,7) : (3,1)", f_where, TOL, 0, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {3, 1}}),
+    CASE("where cond ? x : scalar", f_where, TOL, 1, 1, .ndim = {3}, .shape = {{2, 3, 7}}),
+    CASE("masked_fill (3,5) on (2,3,5)", f_where, TOL, 2, 1, .ndim = {3}, .shape = {{2, 3, 5}}),
+    CASE("sum_axis 1", f_reduce_axis, TOL, RED(0, 1, 0), 1, .ndim = {3}, .shape = {{2, 3, 7}}),
+    CASE("sum_axis 0 keepdim", f_reduce_axis, TOL, RED(0, 0, 1), 1, .ndim = {3}, .shape = {{2, 3, 7}}),
+    CASE("sum_axis of 1-D: scalar", f_reduce_axis, TOL, RED(0, 0, 0), 1, .ndim = {1}, .shape = {{33}}),
+    CASE("mean_axis -1", f_reduce_axis, TOL, RED(1, -1, 0), 1, .ndim = {4}, .shape = {{2, 3, 1, 5}}),
+    CASE("mean_axis 2 keepdim", f_reduce_axis, TOL, RED(1, 2, 1), 1, .ndim = {4}, .shape = {{2, 3, 4, 5}}),
+    CASE("max_axis 1", f_reduce_axis, TOL, RED(2, 1, 0), 1, .ndim = {3}, .shape = {{2, 7, 3}}),
+    CASE("max_axis -1 keepdim", f_reduce_axis, TOL, RED(2, -1, 1), 1, .ndim = {2}, .shape = {{5, 7}}),
+    CASE("max_axis 0, size 1", f_reduce_axis, TOL, RED(2, 0, 0), 1, .ndim = {2}, .shape = {{1, 7}}),
+    CASE("logsumexp -1", f_reduce_axis, TOL, RED(3, -1, 0), 1, .ndim = {3}, .shape = {{2, 3, 7}}),
+    CASE("logsumexp 0 keepdim", f_reduce_axis, TOL, RED(3, 0, 1), 1, .ndim = {3}, .shape = {{5, 3, 2}}),
+    CASE("max, logsumexp, mean, sum chained", f_reduce_chain, TOL, 0, 1, .ndim = {4}, .shape = {{2, 5, 4, 3}}),
+    CASE("narrow axis 1 [1, 4)", f_narrow, TOL, 0, 1, .ndim = {3}, .shape = {{2, 5, 7}}),
+    CASE("narrow last axis [6, 7)", f_narrow, TOL, 1, 1, .ndim = {3}, .shape = {{2, 5, 7}}),
+    CASE("narrow axis 0 [2, 4)", f_narrow, TOL, 2, 1, .ndim = {2}, .shape = {{4, 3}}),
+    CASE("index_select axis 0 (repeats)", f_index_select, TOL, 0, 1, .ndim = {2}, .shape = {{5, 3}}),
+    CASE("index_select axis 2 of 4-D", f_index_select, TOL, 1, 1, .ndim = {4}, .shape = {{2, 3, 5, 2}}),
+    CASE("gather axis 1, smaller index", f_gather, TOL, 0, 1, .ndim = {3}, .shape = {{3, 4, 5}}),
+    CASE("gather axis 0", f_gather, TOL, 1, 1, .ndim = {2}, .shape = {{4, 3}}),
+    CASE("concat axis 0", f_concat_axis, TOL, 0, 3, .ndim = {3, 3, 3}, .shape = {{1, 3, 2}, {2, 3, 2}, {3, 3, 2}}),
+    CASE("concat axis 1", f_concat_axis, TOL, 1, 3, .ndim = {3, 3, 3}, .shape = {{2, 1, 3}, {2, 4, 3}, {2, 2, 3}}),
+    CASE("concat 6 inputs (grouped)", f_concat_axis, TOL, 2, 3, .ndim = {2, 2, 2}, .shape = {{3, 2}, {3, 1}, {3, 4}}),
+    CASE("stack axis 0", f_stack, TOL, 3, 3, .ndim = {2, 2, 2}, .shape = {{3, 4}, {3, 4}, {3, 4}}),
+    CASE("stack axis 1", f_stack, TOL, 4, 3, .ndim = {2, 2, 2}, .shape = {{3, 4}, {3, 4}, {3, 4}}),
+    CASE("stack axis -1", f_stack, TOL, 2, 3, .ndim = {2, 2, 2}, .shape = {{3, 4}, {3, 4}, {3, 4}}),
 };
 #define N_OP_CASES ((int)(sizeof op_cases / sizeof op_cases[0]))
 
