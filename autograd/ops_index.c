@@ -123,11 +123,9 @@ qkt_tensor *qkt_gather(qkt_ctx *ctx, qkt_tensor *x, int axis, const int32_t *idx
     QKT_LIVE(ctx, "gather", x);
     axis = qkt__axis("gather", x, axis);
     qkt_tensor it = {.ndim = ndim};
+    for (int d = 0; d < ndim && d < QKT_MAX_DIMS; d++) it.shape[d] = shape[d];
     bool ok = ndim == x->ndim;
-    for (int d = 0; ok && d < ndim; d++) {
-        it.shape[d] = shape[d];
-        ok = shape[d] >= 1 && (d == axis || shape[d] <= x->shape[d]);
-    }
+    for (int d = 0; ok && d < ndim; d++) ok = shape[d] >= 1 && (d == axis || shape[d] <= x->shape[d]);
     QKT_CHECK_SHAPES(ok, "gather (index dims must be <= x's but on the axis)", x, &it);
     qkt_tensor *y = qkt_op_output(ctx, ndim, shape);
     int32_t *ix = copy_idx(ctx, "gather", idx, y->size, x->shape[axis], axis, x);
