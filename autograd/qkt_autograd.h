@@ -434,15 +434,16 @@ qkt_tensor *qkt_div(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
  *   log      y = ln x                         f' = 1 / x     (log 0 = -inf, grad inf; x < 0: NaN)
  *   sqrt     y = x^(1/2)                      f' = 1 / (2 y) (sqrt 0 = 0 with grad +inf; x < 0: NaN)
  *   rsqrt    y = x^(-1/2)                     f' = -y^3 / 2  (rsqrt 0 = +inf, grad -inf)
- *   pow      y = x^p, p a constant            f' = p x^(p-1) (p = 0: y = 1, grad 0; x < 0 and p
- *                                                             not an integer: NaN, as C's pow)
+ *   pow      y = x^p, p a finite constant     f' = p x^(p-1) (p = 0: y = 1 for every x, NaN too, as
+ *                                                             C and PyTorch, grad 0; x < 0 and p not
+ *                                                             an integer: NaN, as C's pow)
  *   sigmoid  y = 1 / (1 + e^-x)               f' = y (1 - y)
  *   tanh     y = tanh x                       f' = 1 - y^2
  *   silu     y = x sigmoid(x)                 f' = s (1 + x (1 - s)), s = sigmoid(x)
  *   abs      y = |x|                          f' = sign(x), 0 at x = 0 (PyTorch's choice)
  *   clamp    y = min(max(x, lo), hi)          f' = 1 for lo <= x <= hi, else 0; lo <= hi, either
  *                                             may be -inf / +inf (one-sided); a NaN x stays NaN
- * A NaN x gives y = NaN and passes a NaN gradient (also through abs and clamp). */
+ * A NaN x gives y = NaN (but pow 0) and a NaN gradient (also through abs and clamp). */
 qkt_tensor *qkt_exp(qkt_ctx *ctx, qkt_tensor *x);
 qkt_tensor *qkt_log(qkt_ctx *ctx, qkt_tensor *x);
 qkt_tensor *qkt_sqrt(qkt_ctx *ctx, qkt_tensor *x);
@@ -455,8 +456,8 @@ qkt_tensor *qkt_abs(qkt_ctx *ctx, qkt_tensor *x);
 qkt_tensor *qkt_clamp(qkt_ctx *ctx, qkt_tensor *x, double lo, double hi);
 
 /* y = cond != 0 ? a : b, cond, a and b broadcast together (cond never gets a grad; a NaN
- * in cond counts as true). da = dy where cond, db = dy elsewhere (0, not 0 * dy, where
- * the other branch was taken: a NaN in the branch not taken does not reach the grads). */
+ * in cond counts as true). da = dy where cond holds, db = dy elsewhere, and exactly 0 in
+ * the other places: a NaN in the branch not taken reaches neither y nor the grads. */
 qkt_tensor *qkt_where(qkt_ctx *ctx, qkt_tensor *cond, qkt_tensor *a, qkt_tensor *b);
 /* y = mask != 0 ? value : x, PyTorch's masked_fill: mask (uint8, copied) has the given
  * shape, which must broadcast to x's; y has x's shape. dx = dy where mask is 0, else 0.
