@@ -73,6 +73,31 @@ void qkt__bcast_reduce(const qkt_bcast *b, int k, qkt_bc_term term, const qkt_re
     const int *S = b->shape, *D = b->dims[k];
     const int64_t *so = other_k >= 0 ? b->str[other_k] : b->str[k];
     int64_t nx = (int64_t)D[0] * D[1] * D[2] * D[3], total = (int64_t)S[0] * S[1] * S[2] * S[3];
+    if (nx == total) { /* not broadcast: one term per element, rows of the last dim as in the forward */
+        int64_t s3 = so[3];
+#pragma omp parallel for collapse(3) if (total > QKT_PAR_MIN)
+        for (int i0 = 0; i0 < S[0]; i0++)
+            for (int i1 = 0; i1 < S[1]; i1++)
+                for (int i2 = 0; i2 < S[2]; i2++) {
+                    int64_t o = i0 * b->ostr[0] + i1 * b->ostr[1] + i2 * b->ostr[2];
+                    const qkt_real *dyr = dy + o, *ot = other + (i0 * so[0] + i1 * so[1] + i2 * so[2]);
+                    qkt_real *dxr = dx + o;
+                    const qkt_real *sf = self ? self + o : NULL;
+                    int n3 = S[3];
+                    switch (term) {
+                    case QKT_BC_DY: for (int j = 0; j < n3; j++) dxr[j] += dyr[j]; break;
+                    case QKT_BC_NEG_DY: for (int j = 0; j < n3; j++) dxr[j] -= dyr[j]; break;
+                    case QKT_BC_MUL: for (int j = 0; j < n3; j++) dxr[j] += dyr[j] * ot[j * s3]; break;
+                    case QKT_BC_DIV: for (int j = 0; j < n3; j++) dxr[j] += dyr[j] / ot[j * s3]; break;
+                    case QKT_BC_DIV_DEN:
+                        for (int j = 0; j < n3; j++) dxr[j] -= dyr[j] * ot[j * s3] / (sf[j] * sf[j]);
+                        break;
+                    case QKT_BC_IF_TRUE: for (int j = 0; j < n3; j++) dxr[j] += ot[j * s3] != 0 ? dyr[j] : 0; break;
+                    case QKT_BC_IF_FALSE: for (int j = 0; j < n3; j++) dxr[j] += ot[j * s3] == 0 ? dyr[j] : 0; break;
+                    }
+                }
+        return;
+    }
 #pragma omp parallel for if (total > QKT_PAR_MIN)
     for (int64_t j = 0; j < nx; j++) {
         /* j's coords in the operand; the output coords reading it: c[d] alone, or every
