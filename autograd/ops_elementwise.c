@@ -7,14 +7,15 @@
 /* NumPy broadcasting (generic_internal.h). The fast path, the kernels' own loops, is the
  * GPT's every use: a with the output's shape and b a suffix of it (after dropping b's
  * leading 1s): same shapes, a bias row (C) on (B, T, C), (T, C) over B. Then b repeats
- * with period b->size over a's flat data. Everything else, and every div, takes the
- * general strided loops. */
-static bool fast_path(const qkt_bcast *bc, const qkt_tensor *a) {
+ * with period b->size over a's flat data. add and mul also take it with the operands
+ * swapped ((C) + (B, T, C)). Everything else, and every div, takes the general strided
+ * loops. */
+static bool fast_path(const qkt_bcast *bc, const qkt_tensor *a, int kb) {
     if (a->size != (int64_t)bc->shape[0] * bc->shape[1] * bc->shape[2] * bc->shape[3]) return false;
     int d = 0;
-    while (d < 4 && bc->dims[1][d] == 1) d++;
+    while (d < 4 && bc->dims[kb][d] == 1) d++;
     for (; d < 4; d++)
-        if (bc->dims[1][d] != bc->shape[d]) return false;
+        if (bc->dims[kb][d] != bc->shape[d]) return false;
     return true;
 }
 
@@ -25,9 +26,12 @@ static qkt_tensor *binary(qkt_ctx *ctx, qkt_op op, const char *name, qkt_tensor 
     int shape[QKT_MAX_DIMS];
     qkt__bcast_shape(&bc, shape);
     qkt_tensor *y = qkt_op_output(ctx, bc.ndim, shape);
-    bool fast = op != QKT_OP_DIV && fast_path(&bc, a);
-    if (fast)
+    /* p.i[0]: 0 general, 1 fast, 2 fast with a and b swapped */
+    int fast = op == QKT_OP_DIV ? 0 : fast_path(&bc, a, 1) ? 1 : op != QKT_OP_SUB && fast_path(&bc, b, 0) ? 2 : 0;
+    if (fast == 1)
         qkt__kern_get()->binary_forward(op, a->data, b->data, y->data, a->size, b->size);
+    else if (fast == 2)
+        qkt__kern_get()->binary_forward(op, b->data, a->data, y->data, b->size, a->size);
     else
         qkt__bcast_forward(&bc, op, a->data, b->data, NULL, y->data);
     qkt_node *n = qkt_op_record(ctx, op, y, 2, (qkt_tensor *[]){a, b});
@@ -61,7 +65,8 @@ static void binary_backward_general(qkt_ctx *ctx, qkt_node *n) {
     }
 }
 
-/* The fast path's backward (b a suffix of a's shape):
+/* The fast path's backward (b a suffix of a's shape; for a swapped add or mul, a and b
+ * below are the inputs 1 and 0):
  * y = a +- b: da += dy; db += +-sum over broadcast rows of dy.
  * y = a * b:  da += dy * b; db += sum over rows of dy * a. */
 static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
@@ -69,7 +74,8 @@ static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
         binary_backward_general(ctx, n);
         return;
     }
-    qkt_tensor *a = n->in[0], *b = n->in[1];
+    bool swap = n->p.i[0] == 2;
+    qkt_tensor *a = n->in[swap], *b = n->in[!swap];
     const qkt_real *dY = n->out->grad;
     int64_t na = a->size, nb = b->size, rows = na / nb;
     qkt_op op = n->op;

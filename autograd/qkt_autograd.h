@@ -325,7 +325,8 @@ qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b
 
 /* y = a + b, a - b, a * b, with NumPy broadcasting (see qkt_div below): e.g. a bias (C)
  * on (B, T, C), (B, T, 1) * (B, T, C), (2, 1) + (1, 3), a scalar. Grads sum over the
- * broadcast dims. b a suffix of a's shape (same shape, bias rows) is the fast path. */
+ * broadcast dims. b a suffix of a's shape (same shape, bias rows; for add and mul, either
+ * way round) is the fast path. */
 qkt_tensor *qkt_add(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
 qkt_tensor *qkt_sub(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);
 qkt_tensor *qkt_mul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b);

@@ -73,11 +73,12 @@ static void test_fast_path(void) {
     qkt_add(&ctx, x, x);
     qkt_add(&ctx, x, bias);
     qkt_mul(&ctx, x, tc);
-    qkt_add(&ctx, bias, x);                                   /* a broadcast: general */
+    qkt_add(&ctx, bias, x);                                        /* swapped: still fast */
+    qkt_sub(&ctx, bias, x);                                        /* sub does not commute: general */
     qkt_mul(&ctx, x, qkt_tensor_zeros(&ctx, 3, (int[]){2, 3, 1})); /* (B, T, 1): general */
-    EXPECT(ctx.n_nodes == 5, "%d nodes", ctx.n_nodes);
-    int want[5] = {1, 1, 1, 0, 0};
-    for (int k = 0; k < 5 && k < ctx.n_nodes; k++) EXPECT(ctx.tape[k].p.i[0] == want[k], "node %d fast %d", k, ctx.tape[k].p.i[0]);
+    EXPECT(ctx.n_nodes == 6, "%d nodes", ctx.n_nodes);
+    int want[6] = {1, 1, 1, 2, 0, 0}; /* p.i[0]: 0 general, 1 fast, 2 fast with a and b swapped */
+    for (int k = 0; k < 6 && k < ctx.n_nodes; k++) EXPECT(ctx.tape[k].p.i[0] == want[k], "node %d fast %d", k, ctx.tape[k].p.i[0]);
     qkt_ctx_free(&ctx);
 }
 
