@@ -2,7 +2,7 @@
  * built program, so the docs cannot drift from it:
  *  1. every `qkt COMMAND ... --flag` anywhere in them (code blocks, inline code, tables)
  *     names a command of `qkt --help` and flags its `qkt COMMAND --help` lists;
- *  2. every line of a ```sh block that starts with `qkt ` runs, shrunk (--steps 2,
+ *  2. every line of a ```sh block that starts with `qkt ` (or `build/qkt `) runs, shrunk (--steps 2,
  *     --tokens 10, ... : shrink[] below), in a temp dir whose data/ is the repository's,
  *     and exits 0;
  *  3. every ``` block whose first line is `$ qkt ARGS` prints its body (stdout) exactly
@@ -21,13 +21,14 @@
 #include "qkt_test.h"
 
 static const char *src, *tmp;
-static int problems; /* found in the file being checked */
+static char workdir[600]; /* of the file being checked: its examples' outputs */
+static int problems;      /* found in the file being checked */
 
 /* stdout of `sh -c cmd` (stderr to *err_out if given, else dropped); exit status or -1. */
 static int run_sh(const char *cmd, char **out, char **err_out) {
     char full[16384], errf[512];
     snprintf(errf, sizeof errf, "%s/stderr.txt", tmp);
-    snprintf(full, sizeof full, "cd '%s/work' && (QKT_THREADS=1 timeout 120 %s) 2>'%s'", tmp, cmd, errf);
+    snprintf(full, sizeof full, "cd '%s' && (QKT_THREADS=1 timeout 120 %s) 2>'%s'", workdir, cmd, errf);
     FILE *p = popen(full, "r");
     if (!p) return -1;
     size_t cap = 1 << 16, n = 0, k;
@@ -163,6 +164,11 @@ static void shrunk(const char *cmd, char *out, size_t n) {
 
 /* ---------------------------------------------------------------- one file */
 static void check_file(const char *path, const char *label) {
+    static int n_files;
+    char mk[2048];
+    snprintf(workdir, sizeof workdir, "%s/work%d", tmp, n_files++); /* each doc its own, with the repository's data/ */
+    snprintf(mk, sizeof mk, "mkdir '%s' && ln -s '%s/data' '%s/data'", workdir, src, workdir);
+    EXPECT(system(mk) == 0, "%s", mk);
     char *doc = qkt_test_read_file(path, NULL);
     EXPECT(doc != NULL, "cannot read %s", path);
     if (!doc) return;
@@ -213,9 +219,10 @@ static void check_file(const char *path, const char *label) {
         snprintf(joined + jl, sizeof joined - jl, "%.*s", (int)(cont ? l - 1 : l), text);
         if (cont) continue;
         check_flags(label, start, joined);
-        if (in_fence && sh && !strncmp(joined, "qkt ", 4)) { /* check 2 */
+        const char *q = !strncmp(joined, "build/qkt ", 10) ? joined + 6 : joined; /* README's build/qkt */
+        if (in_fence && sh && !strncmp(q, "qkt ", 4)) { /* check 2 */
             char cmd[16384], *out, *err;
-            shrunk(joined, cmd, sizeof cmd);
+            shrunk(q, cmd, sizeof cmd);
             int rc = run_sh(cmd, &out, &err);
             if (rc != 0) {
                 problems++;
@@ -286,16 +293,18 @@ static void planted(void) {
 }
 
 int main(int argc, char **argv) {
-    src = getenv("QKT_SOURCE_DIR");
-    if (!src || !*src) src = "..";
+    const char *s = getenv("QKT_SOURCE_DIR");
+    char *src_abs = realpath(s && *s ? s : "..", NULL); /* the work dirs link to its data/ */
+    EXPECT(src_abs != NULL, "no source directory %s", s && *s ? s : "..");
+    if (!src_abs) return qkt_test_finish();
+    src = src_abs;
     const char *bin = qkt_test_bin();
     qkt_path = realpath(bin, NULL);
     EXPECT(qkt_path != NULL, "no qkt program at %s", bin);
     if (!qkt_path) return qkt_test_finish();
     tmp = qkt_test_tmpdir("docs");
+    snprintf(workdir, sizeof workdir, "%s", tmp);
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "mkdir '%s/work' && ln -s '%s/data' '%s/work/data'", tmp, src, tmp);
-    EXPECT(system(cmd) == 0, "%s", cmd);
     load_commands();
     if (argc > 1) {
         for (int i = 1; i < argc; i++) {
@@ -310,6 +319,6 @@ int main(int argc, char **argv) {
     }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
-    free(qkt_path);
+    free(qkt_path), free(src_abs);
     return qkt_test_finish();
 }
