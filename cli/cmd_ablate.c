@@ -113,12 +113,13 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
     return rc;
 }
 
-/* The command as typed, minus --workers (a machine setting, not part of the study). */
+/* The command as typed, minus --workers (a machine setting, not part of the study) and
+ * --report-only (report.md's "Reproduce:" line must rerun the study). */
 static void command_line(int argc, char **argv, qkt_ablate_cfg *c) {
     size_t k = (size_t)snprintf(c->command, sizeof c->command, "qkt ablate");
     for (int i = 1; i < argc && k < sizeof c->command; i++) {
         if (!strcmp(argv[i], "--workers")) { i++; continue; }
-        if (!strncmp(argv[i], "--workers=", 10)) continue;
+        if (!strncmp(argv[i], "--workers=", 10) || !strncmp(argv[i], "--report-only", 13)) continue;
         k += (size_t)snprintf(c->command + k, sizeof c->command - k, " %s", argv[i]);
     }
 }

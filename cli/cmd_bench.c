@@ -177,7 +177,7 @@ static int parse(int argc, char **argv, bench_args *a) {
         {"n-embd", QKT_FLAG_INT, &z->C, "width C; unset: the config's", 1, QKT_TRAIN_MAX_N_EMBD, true, false},
         {"n-layer", QKT_FLAG_INT, &z->L, "layers L; unset: the config's", 1, QKT_TRAIN_MAX_N_LAYER, true, false},
         {"n-head", QKT_FLAG_INT, &z->NH, "heads NH, a divisor of C; unset: the config's", 1, QKT_TRAIN_MAX_N_HEAD, true, false},
-        {"threads", QKT_FLAG_INT, &a->threads, "threads (the OpenMP team; 0 = all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
+        {"threads", QKT_FLAG_INT, &a->threads, "threads, the OpenMP team (0 = all cores; default env QKT_THREADS, else all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
         {"replicas", QKT_FLAG_INT, &a->replicas, "data-parallel replicas: batch shards run side by side, grads summed (at most the batch)", 1, QKT_DP_MAX, true, false},
         {"steps", QKT_FLAG_INT, &a->steps, "timed steps (median reported)", 1, BENCH_MAX_STEPS, true, false},
         {"warmup", QKT_FLAG_INT, &a->warmup, "untimed steps first", 0, BENCH_MAX_STEPS, false, false},
@@ -186,8 +186,11 @@ static int parse(int argc, char **argv, bench_args *a) {
         {"peak", QKT_FLAG_DOUBLE, &a->peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, BENCH_MAX_PEAK, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
-    int rc = qkt_flags_parse("bench", "Time steady-state GPT training steps (forward, backward, AdamW), or the sgemm peak.",
+    int rc = qkt_flags_parse("bench",
+                             "Time qkt's steady-state GPT training steps (forward, backward, AdamW), or the sgemm peak.\n"
+                             "qkt only: bench/compare.sh runs PyTorch's step (bench/torch_gpt.py) beside it.",
                              flags, nf, argc, argv, NULL, 0, NULL);
+    if (!rc) rc = qkt_flags_threads("bench", flags, nf, &a->threads);
     return rc == 1 ? -1 : rc ? 2 : 0;
 }
 

@@ -110,16 +110,17 @@ int qkt_cmd_sample(int argc, char **argv) {
     sample_args a = sample_defaults;
     qkt_flag f[] = {
         {"ckpt", QKT_FLAG_STRING, &ckpt, "checkpoint written by qkt train (OUT/ckpt.safetensors)", 1, 0, false, false},
-        {"prompt", QKT_FLAG_STRING, &prompt, "start text (text models; default a newline) or token ids", 1, 0, false, false},
+        {"prompt", QKT_FLAG_STRING, &prompt, "text models: start text (default a newline); task models: token ids, e.g. \"3 17 5\" (default token 0)", 1, 0, false, false},
         {"tokens", QKT_FLAG_INT, &a.tokens, "tokens to generate", 1, MAX_TOKENS, true, false},
         {"temperature", QKT_FLAG_DOUBLE, &a.temperature, "softmax temperature (0 = greedy)", 0, MAX_TEMPERATURE, false, false},
         {"top-k", QKT_FLAG_INT, &a.top_k, "sample among the k most likely tokens (0 = all)", 0, MAX_TOKENS, false, false},
         {"seed", QKT_FLAG_U64, &a.seed, "seed of the sampling stream", 1, 0, false, false},
-        {"threads", QKT_FLAG_INT, &a.threads, "threads (0 = all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
+        {"threads", QKT_FLAG_INT, &a.threads, "threads (0 = all cores; default env QKT_THREADS, else all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
     };
     int nf = (int)(sizeof f / sizeof *f);
     int rc = qkt_flags_parse("sample", "Generate from a qkt train checkpoint; text models print characters, tasks their tokens.", f,
                              nf, argc, argv, NULL, 0, NULL);
+    if (!rc) rc = qkt_flags_threads("sample", f, nf, &a.threads);
     if (rc) return rc == 1 ? 0 : 2;
     if (!ckpt) return fprintf(stderr, CMD ": --ckpt is required (run 'qkt sample --help')\n"), 2;
     qkt_set_threads(a.threads);

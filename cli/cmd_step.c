@@ -70,22 +70,29 @@ static int parse(int argc, char **argv, step_args *a) {
     *a = (step_args){.oc = qkt_optim_defaults(QKT_OPTIM_ADAMW)}; /* torch.optim.AdamW's defaults */
     qkt_flag flags[] = {
         {"ckpt", QKT_FLAG_STRING, &a->ckpt, "model checkpoint (.safetensors with the config in __metadata__)", 1, 0, false, false},
-        {"batch", QKT_FLAG_STRING, &a->batch, "batch file: idx and targets, integer (B, T); targets -1 are ignored", 1, 0, false, false},
+        {"batch", QKT_FLAG_STRING, &a->batch, "batch: safetensors with 'idx' and 'targets', int32 (B, T) (see above)", 1, 0, false, false},
         {"out", QKT_FLAG_STRING, &a->out, "output: scalar 'loss' and every parameter's gradient under its name", 1, 0, false, false},
-        {"threads", QKT_FLAG_INT, &a->threads, "threads (0 = all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
-        {"seed", QKT_FLAG_U64, &a->seed, "seed of the dropout draws (only if the config has dropout)", 1, 0, false, false},
+        {"threads", QKT_FLAG_INT, &a->threads, "threads (0 = all cores; default env QKT_THREADS, else all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
+        {"seed", QKT_FLAG_U64, &a->seed, "seed of the dropout draws (only if the config has dropout; default 0)", 1, 0, false, false},
         {"adamw-lr", QKT_FLAG_DOUBLE, &a->adamw_lr, "then apply one AdamW step (fresh state) with this lr ...", 1, 0, true, false},
         {"params-out", QKT_FLAG_STRING, &a->params_out, "... and write the updated model here (a checkpoint)", 1, 0, false, false},
-        {"weight-decay", QKT_FLAG_DOUBLE, &a->oc.weight_decay, "AdamW decoupled weight decay (2-D weights only)", 0, 1e300, false, false},
+        {"weight-decay", QKT_FLAG_DOUBLE, &a->oc.weight_decay, "AdamW decoupled weight decay on the 2-D weights (torch's; qkt train: 0.1)", 0, 1e300, false, false},
         {"beta1", QKT_FLAG_DOUBLE, &a->oc.beta1, "AdamW beta1", 0, QKT_FLAGS_BELOW_ONE, false, false},
-        {"beta2", QKT_FLAG_DOUBLE, &a->oc.beta2, "AdamW beta2", 0, QKT_FLAGS_BELOW_ONE, false, false},
+        {"beta2", QKT_FLAG_DOUBLE, &a->oc.beta2, "AdamW beta2 (torch's; qkt train: 0.95)", 0, QKT_FLAGS_BELOW_ONE, false, false},
         {"eps", QKT_FLAG_DOUBLE, &a->oc.eps, "AdamW eps", 1, 0, true, false},
         {"grad-clip", QKT_FLAG_DOUBLE, &a->clip, "clip the global gradient norm before the step (0 = off)", 0, 1e300, false, false},
     };
     int n_flags = (int)(sizeof flags / sizeof flags[0]);
     int rc = qkt_flags_parse("step", "One forward and backward of a GPT checkpoint on a batch; writes the loss and every\n"
-                                     "parameter's gradient (safetensors), for checks against other frameworks.",
+                                     "parameter's gradient (safetensors), for checks against other frameworks.\n"
+                                     "--batch is a safetensors file with two tensors, 'idx' (inputs) and 'targets', both (B, T)\n"
+                                     "with T <= the model's block_size, int32 (any integer dtype is read, e.g. torch's int64);\n"
+                                     "idx in [0, vocab), targets in [0, vocab) or -1 (ignored). The loss is the mean over the\n"
+                                     "counted targets. --adamw-lr with --params-out then applies one AdamW step from fresh\n"
+                                     "state with torch.optim.AdamW's defaults (weight decay 0.01, betas 0.9/0.999, eps 1e-8;\n"
+                                     "qkt train's are 0.1 and 0.9/0.95) on the 2-D weights.",
                              flags, n_flags, argc, argv, NULL, 0, NULL);
+    if (!rc) rc = qkt_flags_threads("step", flags, n_flags, &a->threads);
     if (rc) return rc == 1 ? -1 : 2;
     for (int i = 0; i < 3; i++) /* ckpt, batch, out */
         if (!flags[i].seen) return fprintf(stderr, "qkt step: --%s is required (run 'qkt step --help')\n", flags[i].name), 2;

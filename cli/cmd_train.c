@@ -1,5 +1,5 @@
-/* qkt train: train a GPT on a text file or a synthetic task, with nanoGPT's flag
- * names. Writes OUT/train.json, OUT/log.csv and OUT/ckpt.safetensors; --resume OUT
+/* qkt train: train a GPT on a text file or a synthetic task (nanoGPT's flag names are
+ * aliases: nanogpt_aliases.c). Writes OUT/train.json, OUT/log.csv and OUT/ckpt.safetensors; --resume OUT
  * continues bit-identically. Faults: a non-finite loss or gradient norm stops the run
  * (exit 1) keeping the last good checkpoint; SIGINT/SIGTERM/SIGHUP finish the step, save
  * and exit 130 (a second one exits at once). The run itself is the library's qkt_session (train/qkt_train_run.h); this
@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nanogpt_aliases.h"
 #include "qkt_cli.h"
 #include "qkt_flags.h"
 #include "qkt_io.h"
@@ -178,11 +179,10 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"detect-anomaly", QKT_FLAG_BOOL, &anomaly, "check every op's output; name the first op and layer giving NaN/Inf", 1, 0, false, false},
     };
     int nf = (int)(sizeof f / sizeof *f);
-    int rc = qkt_flags_parse("train",
-                             "Train a GPT (AdamW, warmup + cosine) on text or a synthetic task; nanoGPT's flag names.\n"
-                             "Writes OUT/train.json, OUT/log.csv (every step) and OUT/ckpt.safetensors (model, optimizer,\n"
-                             "RNG state, vocabulary). Ctrl-C saves and exits 130; --resume OUT continues bit-identically.",
-                             f, nf, argc, argv, NULL, 0, NULL);
+    int rc = qkt_nanogpt_parse("Train a GPT (AdamW, warmup + cosine) on text or a synthetic task; nanoGPT's names work too.\n"
+                               "Writes OUT/train.json, OUT/log.csv (every step) and OUT/ckpt.safetensors (model, optimizer,\n"
+                               "RNG state, vocabulary). Ctrl-C saves and exits 130; --resume OUT continues bit-identically.",
+                               f, nf, argc, argv, r);
     if (rc) return rc == 1 ? -1 : 2;
     o->log_every = log_every, o->anomaly = anomaly, o->pause_at = pause_at;
     if (!qkt_flag_seen(f, nf, "threads") && threads_from_env(&threads)) return 2;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "qkt_flags.h"
 
@@ -32,7 +33,28 @@ static void default_text(const qkt_flag *f, char *def, size_t n) {
     }
 }
 
-static void usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags) {
+/* "  --name X", padded to the help column, which the caller prints. */
+static void flag_head(const char *name, bool takes_value) {
+    int w = printf("  --%s%s", name, takes_value ? " X" : "");
+    printf("%*s ", w < 26 ? 26 - w : 0, "");
+}
+
+/* The other names a command takes (qkt_flag_more), after its own flags. */
+static void usage_more(const qkt_flag_more *more) {
+    if (!more) return;
+    printf("\n%s\n", more->title);
+    for (int i = 0; i < more->n_aliases; i++) {
+        const qkt_flag_alias *a = &more->aliases[i];
+        flag_head(a->alias, true);
+        printf("= --%s%s%s\n", a->name, a->note ? "; " : "", a->note ? a->note : "");
+    }
+    for (int i = 0; i < more->n_extra; i++) {
+        flag_head(more->extra[i].name, more->extra[i].type != QKT_FLAG_BOOL);
+        printf("%s\n", more->extra[i].help);
+    }
+}
+
+static void usage(const char *cmd, const char *summary, const qkt_flag *flags, int n_flags, const qkt_flag_more *more) {
     if (summary && !strncmp(summary, "usage:", 6)) /* a command with positional arguments gives its own */
         printf("%s\n\nflags:\n", summary);
     else
@@ -42,11 +64,11 @@ static void usage(const char *cmd, const char *summary, const qkt_flag *flags, i
         char def[64]; /* " (default N)": a number fits */
         default_text(f, def, sizeof def);
         const char *sdef = f->type == QKT_FLAG_STRING && !strstr(f->help, "(default") ? *(const char **)f->dst : NULL;
-        int w = printf("  --%s%s", f->name, f->type == QKT_FLAG_BOOL ? "" : " X");
-        printf("%*s %s%s%s%s%s\n", w < 26 ? 26 - w : 0, "", f->help, def, sdef ? " (default " : "", sdef ? sdef : "",
-               sdef ? ")" : "");
+        flag_head(f->name, f->type != QKT_FLAG_BOOL);
+        printf("%s%s%s%s%s\n", f->help, def, sdef ? " (default " : "", sdef ? sdef : "", sdef ? ")" : "");
     }
     printf("  %-24s %s\n", "--help", "show this help");
+    usage_more(more);
 }
 
 bool qkt_flag_seen(const qkt_flag *flags, int n_flags, const char *name) {
@@ -75,18 +97,19 @@ static bool in_range(const qkt_flag *f, double x) {
     return x >= f->min && x <= f->max;
 }
 
-static int set_value(const char *cmd, qkt_flag *f, const char *v) {
+/* `shown`: the name the user typed (an alias of f, or f's own). */
+static int set_value(const char *cmd, qkt_flag *f, const char *shown, const char *v) {
     char want[256]; /* the range and a note on a subnormal: fits */
     char *end;
     errno = 0;
     if (f->type == QKT_FLAG_INT || f->type == QKT_FLAG_I64 || f->type == QKT_FLAG_U64) {
         describe(f, true, want, sizeof want);
-        if (!*v || (f->type == QKT_FLAG_U64 && *v == '-')) return bad(cmd, f->name, v, want);
+        if (!*v || (f->type == QKT_FLAG_U64 && *v == '-')) return bad(cmd, shown, v, want);
         long long x = f->type == QKT_FLAG_U64 ? (long long)strtoull(v, &end, 10) : strtoll(v, &end, 10);
-        if (*end || errno) return bad(cmd, f->name, v, want);
-        if (!in_range(f, (double)x)) return bad(cmd, f->name, v, want);
+        if (*end || errno) return bad(cmd, shown, v, want);
+        if (!in_range(f, (double)x)) return bad(cmd, shown, v, want);
         if (f->type == QKT_FLAG_INT) {
-            if (x < -2147483647LL || x > 2147483647LL) return bad(cmd, f->name, v, want);
+            if (x < -2147483647LL || x > 2147483647LL) return bad(cmd, shown, v, want);
             *(int *)f->dst = (int)x;
         } else if (f->type == QKT_FLAG_I64) {
             *(int64_t *)f->dst = x;
@@ -100,29 +123,56 @@ static int set_value(const char *cmd, qkt_flag *f, const char *v) {
             size_t l = strlen(want);
             snprintf(want + l, sizeof want - l, "; this is a subnormal, too small to compute with: give 0 or a magnitude >= %g",
                      DBL_MIN);
-            return bad(cmd, f->name, v, want);
+            return bad(cmd, shown, v, want);
         }
         if (*v && !*end && errno == ERANGE && x == 0) { /* below even the subnormals */
             size_t l = strlen(want);
             snprintf(want + l, sizeof want - l, "; this rounds to 0, too small: give 0 or a magnitude >= %g", DBL_MIN);
-            return bad(cmd, f->name, v, want);
+            return bad(cmd, shown, v, want);
         }
-        if (!*v || *end || errno || !isfinite(x) || !in_range(f, x)) return bad(cmd, f->name, v, want);
+        if (!*v || *end || errno || !isfinite(x) || !in_range(f, x)) return bad(cmd, shown, v, want);
         *(double *)f->dst = x;
     } else {
-        if (!*v) return bad(cmd, f->name, v, "a non-empty value");
+        if (!*v) return bad(cmd, shown, v, "a non-empty value");
         *(const char **)f->dst = v;
     }
     return 0;
 }
 
-int qkt_flags_parse(const char *cmd, const char *summary, qkt_flag *flags, int n_flags, int argc, char **argv,
-                    const char **positional, int max_positional, int *n_positional) {
+/* The flag named by `name` (len chars): the command's own, an alias of one, or an extra.
+ * *shown: the name as typed (for messages). */
+static qkt_flag *find_flag(qkt_flag *flags, int n_flags, const qkt_flag_more *more, const char *name, size_t len,
+                           const char **shown) {
+    *shown = NULL;
+    for (int k = 0; k < n_flags; k++)
+        if (strlen(flags[k].name) == len && !strncmp(flags[k].name, name, len)) return *shown = flags[k].name, &flags[k];
+    if (!more) return NULL;
+    for (int k = 0; k < more->n_extra; k++)
+        if (strlen(more->extra[k].name) == len && !strncmp(more->extra[k].name, name, len))
+            return *shown = more->extra[k].name, &more->extra[k];
+    for (int a = 0; a < more->n_aliases; a++) {
+        const qkt_flag_alias *al = &more->aliases[a];
+        if (strlen(al->alias) != len || strncmp(al->alias, name, len)) continue;
+        for (int k = 0; k < n_flags; k++)
+            if (!strcmp(flags[k].name, al->name)) return *shown = al->alias, &flags[k];
+    }
+    return NULL;
+}
+
+/* 1/true/True/TRUE or 0/false/False/FALSE (Python's spellings too: nanoGPT users type them). */
+int qkt_flag_bool_parse(const char *v, bool *out) {
+    if (!strcmp(v, "1") || !strcasecmp(v, "true")) return *out = true, 0;
+    if (!strcmp(v, "0") || !strcasecmp(v, "false")) return *out = false, 0;
+    return -1;
+}
+
+int qkt_flags_parse_more(const char *cmd, const char *summary, qkt_flag *flags, int n_flags, const qkt_flag_more *more,
+                         int argc, char **argv, const char **positional, int max_positional, int *n_positional) {
     if (n_positional) *n_positional = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(cmd, summary, flags, n_flags);
+            usage(cmd, summary, flags, n_flags, more);
             return 1;
         }
         if (strncmp(a, "--", 2) != 0) {
@@ -133,33 +183,47 @@ int qkt_flags_parse(const char *cmd, const char *summary, qkt_flag *flags, int n
             fprintf(stderr, "qkt %s: unexpected argument '%s' (run 'qkt %s --help')\n", cmd, a, cmd);
             return 2;
         }
-        const char *name = a + 2, *eq = strchr(name, '=');
+        const char *name = a + 2, *eq = strchr(name, '='), *shown;
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        qkt_flag *f = NULL;
-        for (int k = 0; k < n_flags; k++)
-            if (strlen(flags[k].name) == len && !strncmp(flags[k].name, name, len)) f = &flags[k];
+        qkt_flag *f = find_flag(flags, n_flags, more, name, len, &shown);
         if (!f) {
             fprintf(stderr, "qkt %s: unknown flag '--%.*s' (run 'qkt %s --help')\n", cmd, (int)len, name, cmd);
             return 2;
         }
         if (f->seen) {
-            fprintf(stderr, "qkt %s: --%s given twice\n", cmd, f->name);
+            const char *other = NULL; /* the flag's other spelling, if it has one */
+            for (int k = 0; more && k < more->n_aliases && !other; k++)
+                if (!strcmp(more->aliases[k].name, f->name)) other = more->aliases[k].alias;
+            if (other) fprintf(stderr, "qkt %s: --%s given twice (as --%s or --%s)\n", cmd, f->name, f->name, other);
+            else fprintf(stderr, "qkt %s: --%s given twice\n", cmd, f->name);
             return 2;
         }
         f->seen = true;
         if (f->type == QKT_FLAG_BOOL) {
             if (eq) {
-                if (!strcmp(eq + 1, "1") || !strcmp(eq + 1, "true")) *(bool *)f->dst = true;
-                else if (!strcmp(eq + 1, "0") || !strcmp(eq + 1, "false")) *(bool *)f->dst = false;
-                else return bad(cmd, f->name, eq + 1, "true or false");
+                if (qkt_flag_bool_parse(eq + 1, (bool *)f->dst)) return bad(cmd, shown, eq + 1, "true or false");
             } else {
                 *(bool *)f->dst = true;
             }
             continue;
         }
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!v) return bad(cmd, f->name, NULL, "a value after it");
-        if (set_value(cmd, f, v) != 0) return 2;
+        if (!v) return bad(cmd, shown, NULL, "a value after it");
+        if (set_value(cmd, f, shown, v) != 0) return 2;
     }
     return 0;
+}
+
+int qkt_flags_parse(const char *cmd, const char *summary, qkt_flag *flags, int n_flags, int argc, char **argv,
+                    const char **positional, int max_positional, int *n_positional) {
+    return qkt_flags_parse_more(cmd, summary, flags, n_flags, NULL, argc, argv, positional, max_positional, n_positional);
+}
+
+/* --threads if given, else QKT_THREADS if set, else 0 (all cores); 2 after one line on a bad QKT_THREADS. */
+int qkt_flags_threads(const char *cmd, const qkt_flag *flags, int n_flags, int *threads) {
+    if (qkt_flag_seen(flags, n_flags, "threads")) return 0;
+    qkt_err err;
+    if (qkt_threads_env(threads, &err) >= 0) return 0;
+    fprintf(stderr, "qkt %s: %s\n", cmd, err.msg);
+    return 2;
 }

@@ -38,6 +38,35 @@ int qkt_flags_parse(const char *cmd, const char *summary, qkt_flag *flags, int n
 /* Did the user give this flag? */
 bool qkt_flag_seen(const qkt_flag *flags, int n_flags, const char *name);
 
+/* Another spelling of one of the command's flags (nanoGPT's --n_layer for --n-layer). */
+typedef struct {
+    const char *alias; /* "n_layer" */
+    const char *name;  /* the flag it sets: "n-layer" */
+    const char *note;  /* how its meaning differs, for --help; or NULL */
+} qkt_flag_alias;
+
+/* Names a command takes besides its own flags, listed under `title` after them by
+ * --help: aliases, which set the command's flags (errors name the spelling typed), and
+ * extra flags the caller acts on after parsing (their help says what they do). */
+typedef struct {
+    const char *title;
+    const qkt_flag_alias *aliases;
+    int n_aliases;
+    qkt_flag *extra;
+    int n_extra;
+} qkt_flag_more;
+
+/* qkt_flags_parse, also taking `more`'s names (NULL: none). */
+int qkt_flags_parse_more(const char *cmd, const char *summary, qkt_flag *flags, int n_flags, const qkt_flag_more *more,
+                         int argc, char **argv, const char **positional, int max_positional, int *n_positional);
+/* "1", "true", "0", "false" in any case (Python's True/False too) -> *out; -1 otherwise. */
+int qkt_flag_bool_parse(const char *v, bool *out);
+/* The thread count of a command with a --threads flag: the flag if given, else
+ * QKT_THREADS if set, else *threads as it is (0 = all cores). 0, or 2 after one line
+ * naming a bad QKT_THREADS. */
+int qkt_flags_threads(const char *cmd, const qkt_flag *flags, int n_flags, int *threads);
+
+
 #ifdef __cplusplus
 }
 #endif
