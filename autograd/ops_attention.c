@@ -72,6 +72,7 @@ static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt
     QKT_CHECK(H > 0 && C % H == 0, "attention: %d channels do not split into %d heads", C, H);
     QKT_CHECK(!o->log_scale || o->log_scale->size == H, "attention: log_scale has %lld values for %d heads",
               (long long)(o->log_scale ? o->log_scale->size : 0), H);
+    QKT_CHECK(!o->full && !o->bias && !o->alibi, "attention: full mask, bias and alibi are not implemented yet");
     int d = C / H, dp = qkt__round_up(d, QKT_MK_PAD);
     qkt__attn *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
     *a = (qkt__attn){B, T, C, H, d, ld, packed, NULL, NULL, NULL, NULL, false, 0, 0, 0};
@@ -180,4 +181,12 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
             g[h] += (qkt_real)acc;
         }
     }
+}
+
+void qkt_alibi_slopes(int n_head, qkt_real *out) {
+    QKT_CHECK(n_head > 0, "alibi slopes: %d heads", n_head);
+    int n = 1;
+    while (2 * n <= n_head) n *= 2;
+    for (int h = 0; h < n_head; h++) /* 2^(-8 (h + 1) / n), then the odd ones of 2n heads */
+        out[h] = (qkt_real)(h < n ? exp2(-8.0 * (h + 1) / n) : exp2(-8.0 * (2 * (h - n) + 1) / (2 * n)));
 }
