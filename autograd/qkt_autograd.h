@@ -232,7 +232,7 @@ typedef enum qkt_op {
 } qkt_op;
 const char *qkt_op_name(qkt_op op);
 
-#define QKT_MAX_IN 4
+#define QKT_MAX_IN 5 /* the attention: q, k, v, log_scale, bias */
 struct qkt_ctx;
 typedef struct qkt_node {
     qkt_op op;
