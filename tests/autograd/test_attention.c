@@ -3,8 +3,9 @@
  * mask, an additive bias of each shape with its gradient, ALiBi, and cross-attention
  * with Tq < Tk and Tq > Tk), backward against the reference's gradients, capture of
  * probs and logits, fully blocked rows giving exactly 0, results independent of the
- * thread count (bit for bit, y and every grad), and memory linear in T (no (T, T) kept
- * per head). */
+ * thread count (bit for bit, y and every grad), memory linear in T (no (T, T) kept
+ * per head), and shapes that do not fit refused with a message naming them. */
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -334,8 +335,54 @@ static void check_dropout(void) {
     qkt_params_free(&p);
 }
 
+static jmp_buf jb;
+static char got[1024];
+static void hook(qkt_fatal_kind kind, const char *msg, void *user) {
+    (void)kind, (void)user;
+    snprintf(got, sizeof got, "%s", msg);
+    longjmp(jb, 1);
+}
+/* Each call must end in the fatal handler with a message containing `want`. */
+static void expect_refused(qkt_ctx *ctx, const char *want, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int H,
+                           const qkt_attn_opts *o) {
+    got[0] = 0;
+    if (setjmp(jb) == 0) {
+        qkt_attention(ctx, q, k, v, H, o);
+        EXPECT(0, "not refused (wanted '%s')", want);
+    } else {
+        EXPECT(strstr(got, want) != NULL, "got '%s', wanted '%s'", got, want);
+    }
+}
+static void check_misuse(void) {
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
+    qkt_tensor *q = qkt_tensor_zeros(&ctx, 3, (int[]){2, 5, 8}), *k = qkt_tensor_zeros(&ctx, 3, (int[]){2, 7, 8});
+    qkt_tensor *k6 = qkt_tensor_zeros(&ctx, 3, (int[]){2, 7, 6}), *k3 = qkt_tensor_zeros(&ctx, 3, (int[]){3, 7, 8});
+    qkt_tensor *v5 = qkt_tensor_zeros(&ctx, 3, (int[]){2, 5, 8});
+    qkt_tensor *b_tt = qkt_tensor_zeros(&ctx, 3, (int[]){2, 7, 5}), *b_b = qkt_tensor_zeros(&ctx, 4, (int[]){3, 2, 5, 7});
+    qkt_tensor *b2 = qkt_tensor_zeros(&ctx, 2, (int[]){5, 7});
+    qkt_set_fatal_handler(hook, NULL);
+    qkt_attn_opts o = {.scale = 1};
+    expect_refused(&ctx, "attention (q, k)", q, k6, k6, 2, &o);
+    expect_refused(&ctx, "attention (q, k)", q, k3, k3, 2, &o);
+    expect_refused(&ctx, "attention (k, v)", q, k, v5, 2, &o);
+    expect_refused(&ctx, "8 channels do not split into 3 heads", q, k, k, 3, &o);
+    o.bias = b_tt; /* (H, Tk, Tq): transposed */
+    expect_refused(&ctx, "attention: bias (2, 7, 5) is not (H, Tq, Tk) = (2, 5, 7)", q, k, k, 2, &o);
+    o.bias = b_b; /* a batch of 3 for B = 2 */
+    expect_refused(&ctx, "attention: bias (3, 2, 5, 7) is not", q, k, k, 2, &o);
+    o.bias = b2;
+    expect_refused(&ctx, "attention: bias (5, 7) is not", q, k, k, 2, &o);
+    qkt_real bad_slopes[2] = {0.5f, NAN};
+    o = (qkt_attn_opts){.scale = 1, .alibi = bad_slopes};
+    expect_refused(&ctx, "attention: ALiBi slope 1 is nan", q, k, k, 2, &o);
+    qkt_set_fatal_handler(NULL, NULL);
+    qkt_ctx_free(&ctx);
+}
+
 int main(void) {
     qkt_test_isa_or_skip();
+    check_misuse();
     check_dropout();
     /* B, Tq, Tk, C, H, full, bias, alibi, pad */
     check_config((cfg){2, 45, 45, 24, 3, false, 0, false, 1});
