@@ -229,11 +229,10 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
         qkt_real *Qi = Q + (size_t)rs * dp, *dYi = dY + (size_t)rs * dp;
         qkt__mk_gemm(M, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (M, BK) */
         qkt__mk_gemm(M, BK, d, dYi, dp, 1, VT, BK, G, BK, false); /* dP = dY V^T */
+        int jn_rs = a->full ? BK : rs + off - c0 + 1; /* row rs sees keys c0 + j, j < jn_rs (causal: c0 + j <= i + off) */
         for (int r = 0; r < M; r++) {
-            int i = rs + r;
+            int i = rs + r, jn = a->full ? BK : jn_rs + r;
             qkt_real *p = P + (size_t)r * BK, *g = G + (size_t)r * BK, mi = rm[i], li = ri[i], Di = D[i];
-            int jn = a->full ? BK : i + off - c0 + 1; /* causal: keys c0 + j <= i + off */
-            if (jn > BK) jn = BK;
             if (mi == -INFINITY) jn = 0, mi = 0; /* fully blocked row: no P */
             if (add && jn > 0) add_bias(a, b, h, i, c0, jn < nk ? jn : nk, p);
             if (a->drop) { /* y = P' V with P' = P mask / (1-p): dV from P', dP = dP' mask / (1-p) */
