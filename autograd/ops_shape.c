@@ -127,7 +127,7 @@ void qkt__split_backward(qkt_ctx *ctx, qkt_node *n) {
 qkt_tensor *qkt_concat_axis(qkt_ctx *ctx, int n, qkt_tensor **xs, int axis) {
     QKT_CHECK(n >= 1, "concat of %d tensors (need at least 1)", n);
     for (int i = 0; i < n; i++) qkt__check_live(ctx, "concat", xs[i], i);
-    if (n > QKT_MAX_IN) { /* concat(concat(first 4), rest...) */
+    if (n > QKT_MAX_IN) { /* concat(concat(first QKT_MAX_IN), rest...) */
         qkt_tensor *head = qkt_concat_axis(ctx, QKT_MAX_IN, xs, axis);
         qkt_tensor *rest[QKT_MAX_IN];
         int m = 0;
