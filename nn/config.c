@@ -1,34 +1,10 @@
-/* Model config: defaults, attention-scale names, validation. */
+/* Model config: defaults, names, validation (the scale variants' names: variants.c). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "qkt_nn.h"
-
-static const char *const scale_names[QKT_ATTN_SCALE_COUNT] = {
-    [QKT_ATTN_SQRT_DK] = "sqrt_dk",         [QKT_ATTN_NONE] = "none",
-    [QKT_ATTN_DK] = "dk",                   [QKT_ATTN_SQRT_DMODEL] = "sqrt_dmodel",
-    [QKT_ATTN_LEARNED] = "learned",         [QKT_ATTN_QK_LAYERNORM] = "qk_layernorm",
-};
-
-const char *qkt_attn_scale_name(qkt_attn_scale s) {
-    return (int)s >= 0 && s < QKT_ATTN_SCALE_COUNT ? scale_names[s] : "?";
-}
-
-int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err) {
-    for (int i = 0; i < QKT_ATTN_SCALE_COUNT; i++)
-        if (name && !strcmp(name, scale_names[i])) {
-            *out = (qkt_attn_scale)i;
-            return 0;
-        }
-    char names[256] = "";
-    for (int i = 0; i < QKT_ATTN_SCALE_COUNT; i++) {
-        size_t k = strlen(names);
-        snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", scale_names[i]);
-    }
-    return qkt_err_set(err, "attn_scale '%s' is not one of %s", name ? name : "(null)", names);
-}
 
 static const char *const qk_init_names[QKT_QK_INIT_COUNT] = {[QKT_QK_INIT_GPT2] = "gpt2", [QKT_QK_INIT_UNIT] = "unit"};
 
@@ -66,7 +42,7 @@ int qkt_gpt_config_validate(const qkt_gpt_config *c, qkt_err *err) {
     if (c->n_embd % c->n_head)
         return qkt_err_set(err, "n_embd %d is not divisible by n_head %d", c->n_embd, c->n_head);
     if (!(c->dropout >= 0 && c->dropout < 1)) return qkt_err_set(err, "dropout must be in [0, 1), got %g", c->dropout);
-    if ((int)c->attn_scale < 0 || c->attn_scale >= QKT_ATTN_SCALE_COUNT)
+    if (!qkt_attn_variant_get(c->attn_scale))
         return qkt_err_set(err, "attn_scale %d is not a known variant", (int)c->attn_scale);
     if (!(isfinite(c->attn_temp) && c->attn_temp > 0))
         return qkt_err_set(err, "attn_temp must be a positive number, got %g", c->attn_temp);

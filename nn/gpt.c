@@ -23,9 +23,8 @@ void qkt_block_add(qkt_block *b, qkt_params *p, const char *prefix, const qkt_gp
 }
 
 /* x (B, T, C) -> x + drop(attn(ln_1(x))) -> x + drop(mlp(ln_2(x))) */
-qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const uint8_t *key_pad,
-                              qkt_attn_capture *capture) {
-    qkt_tensor *a = qkt_attn_forward(ctx, &b->attn, qkt_ln_forward(ctx, &b->ln_1, x), key_pad, capture);
+qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const qkt_attn_call *call) {
+    qkt_tensor *a = qkt_attn_forward(ctx, &b->attn, qkt_ln_forward(ctx, &b->ln_1, x), call);
     x = qkt_add(ctx, x, qkt_dropout(ctx, a, b->dropout));
     qkt_tensor *m = qkt_mlp_forward(ctx, &b->mlp, qkt_ln_forward(ctx, &b->ln_2, x));
     return qkt_add(ctx, x, qkt_dropout(ctx, m, b->dropout));
@@ -49,7 +48,15 @@ int qkt_gpt_init(qkt_gpt *g, const qkt_gpt_config *cfg, qkt_err *err) {
     }
     qkt_ln_add(&g->ln_f, &g->params, "transformer.ln_f", c->n_embd, c->bias, c->ln_eps);
     qkt_params_finalize(&g->params);
+    g->n_model = g->params.n;
     return 0;
+}
+
+void qkt_gpt_advance_state(qkt_gpt *g) {
+    for (int l = 0; l < g->cfg.n_layer; l++) {
+        const qkt_attn *a = &g->h[l].attn;
+        if (a->variant->advance) a->variant->advance(a);
+    }
 }
 
 void qkt_gpt_free(qkt_gpt *g) {
@@ -72,7 +79,6 @@ qkt_tensor *qkt_gpt_hidden(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, int B, 
     qkt_tensor *tok = qkt_embed_forward(ctx, &g->wte, idx, 2, (int[]){B, T}); /* (B, T, C) */
     qkt_tensor *pe = qkt_embed_forward(ctx, &g->wpe, pos, 1, (int[]){T});    /* (T, C), broadcast over B */
     qkt_tensor *x = qkt_dropout(ctx, qkt_add(ctx, tok, pe), c->dropout);
-    const uint8_t *key_pad = opts ? opts->key_pad : NULL;
     for (int l = 0; l < c->n_layer; l++) {
         qkt_attn_capture *cap = NULL;
         if (opts && opts->capture) {
@@ -83,7 +89,8 @@ qkt_tensor *qkt_gpt_hidden(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, int B, 
             if (!cap->probs && !cap->logits) cap = NULL;
         }
         ctx->scope = g->h[l].scope;
-        x = qkt_block_forward(ctx, &g->h[l], x, key_pad, cap);
+        qkt_attn_call call = {.key_pad = opts ? opts->key_pad : NULL, .capture = cap, .hold_state = opts && opts->hold_state};
+        x = qkt_block_forward(ctx, &g->h[l], x, &call);
     }
     ctx->scope = "ln_f";
     x = qkt_ln_forward(ctx, &g->ln_f, x);

@@ -73,6 +73,7 @@ static double check_store(const nn_case *c, uint64_t seed) {
     for (int64_t j = 0; j < p->size; j++) gmax = fmax(gmax, fabs(analytic[j]));
     for (int i = 0; i < p->n; i++) {
         qkt_tensor *t = p->t[i];
+        if (p->flags[i] & QKT_PARAM_BUFFER) continue; /* state, not a function input: no gradient by design */
         int64_t base = qkt_params_offset(p, t), n = t->size, npts = n <= MAX_POINTS ? n : MAX_POINTS;
         double maxdiff = 0, scale = 1e-6, maxabs = 0;
         for (int64_t k = 0; k < npts; k++) {
@@ -132,11 +133,13 @@ static qkt_tensor *input(qkt_ctx *ctx, const nn_case *c) {
 }
 
 static qkt_tensor *f_attn(qkt_ctx *ctx, const nn_case *c) {
-    return qkt_attn_forward(ctx, &c->attn, input(ctx, c), c->key_pad, NULL);
+    qkt_attn_call call = {.key_pad = c->key_pad};
+    return qkt_attn_forward(ctx, &c->attn, input(ctx, c), &call);
 }
 static qkt_tensor *f_mlp(qkt_ctx *ctx, const nn_case *c) { return qkt_mlp_forward(ctx, &c->mlp, input(ctx, c)); }
 static qkt_tensor *f_block(qkt_ctx *ctx, const nn_case *c) {
-    return qkt_block_forward(ctx, &c->block, input(ctx, c), c->key_pad, NULL);
+    qkt_attn_call call = {.key_pad = c->key_pad};
+    return qkt_block_forward(ctx, &c->block, input(ctx, c), &call);
 }
 static qkt_tensor *f_gpt(qkt_ctx *ctx, const nn_case *c) {
     qkt_gpt_opts o = {.key_pad = c->key_pad};
@@ -206,7 +209,9 @@ static void test_attention(void) {
                 double g = 0;
                 for (int64_t j = 0; j < c.p.t[i]->size; j++)
                     g = fmax(g, fabs(c.p.grad[qkt_params_offset(&c.p, c.p.t[i]) + j]));
-                if (strstr(c.p.t[i]->name, "k_ln.bias"))
+                if (c.p.flags[i] & QKT_PARAM_BUFFER)
+                    EXPECT(g == 0, "%s: the buffer %s has a gradient (%g)", name, c.p.t[i]->name, g);
+                else if (strstr(c.p.t[i]->name, "k_ln.bias"))
                     EXPECT(g < 1e-9 * gmax, "%s: k_ln.bias gradient %g should vanish", name, g);
                 else
                     EXPECT(g > 1e-3 * gmax, "%s: no gradient reached %s (%g)", name, c.p.t[i]->name, g);
@@ -264,6 +269,29 @@ static void test_gpt(void) {
     }
 }
 
+/* power:ALPHA (a family member named at run time) and cosine with one head's temperature
+ * above the clamp (log 100): that head's tau gets no gradient, the others do. */
+static void test_power_cosine_clamp(void) {
+    qkt_err err = {{0}};
+    qkt_attn_scale pw;
+    EXPECT(qkt_attn_scale_parse("power:0.75", &pw, &err) == 0, "%s", err.msg);
+    nn_case c;
+    layer_case(&c, "attention power:0.75", f_attn, cfg_of(pw), 2, 5, 700);
+    EXPECT(fabs(c.attn.scale - pow(4.0, -0.75)) < 1e-15, "power:0.75 scale %g", c.attn.scale);
+    double e = check_store(&c, 701);
+    EXPECT(e <= TOL, "power:0.75: err %g", e);
+    qkt_params_free(&c.p);
+
+    layer_case(&c, "attention cosine, head 0 clamped", f_attn, cfg_of(QKT_ATTN_COSINE), 2, 5, 710);
+    qkt_tensor *tau = qkt_params_find(&c.p, "attn.logit_scale");
+    tau->data[0] = (qkt_real)log(150.0);
+    e = check_store(&c, 711);
+    EXPECT(e <= TOL, "cosine clamped: err %g", e);
+    EXPECT(tau->grad[0] == 0 && tau->grad[1] != 0 && tau->grad[2] != 0, "cosine clamp: tau grads %g %g %g",
+           tau->grad[0], tau->grad[1], tau->grad[2]);
+    qkt_params_free(&c.p);
+}
+
 /* Data-parallel replicas (qkt_dp) give the gradient checked above: the sharded step
  * against the plain step in float64, to 1e-12 of the largest grad (uneven shards,
  * ignored targets, a shard with none counted, 2 threads). */
@@ -309,6 +337,7 @@ int main(void) {
     test_attention();
     test_mlp_block();
     test_gpt();
+    test_power_cosine_clamp();
     test_dp();
     return qkt_test_finish();
 }
