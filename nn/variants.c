@@ -365,7 +365,8 @@ int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err) {
         int i = find(name);
         if (i >= 0 && !is_family(i)) return *out = (qkt_attn_scale)i, 0;
         if (i >= 0) return qkt_err_set(err, "attn_scale '%s' needs an argument: %s:ALPHA (%s)", name, name, table[i].v.summary);
-        return qkt_err_set(err, "attn_scale '%s' is not one of %s", name, qkt_attn_scale_list(list, sizeof list));
+        return qkt_err_set(err, "attn_scale '%s' is not one of %s (a program's own variant must be registered first: qkt_attn_variant_register)",
+                           name, qkt_attn_scale_list(list, sizeof list));
     }
     char fam[QKT_VARIANT_NAME];
     size_t k = (size_t)(colon - name);

@@ -295,39 +295,53 @@ static void test_power_cosine_clamp(void) {
 /* Data-parallel replicas (qkt_dp) give the gradient checked above: the sharded step
  * against the plain step in float64, to 1e-12 of the largest grad (uneven shards,
  * ignored targets, a shard with none counted, 2 threads). */
-static void test_dp(void) {
+static void test_dp_variant(qkt_attn_scale variant) {
     enum { B = 3, T = 5 };
     int32_t idx[B * T] = {1, 4, 7, 10, 0, 3, 3, 9, 2, 5, 6, 1, 8, 2, 2};
     int32_t tgt[B * T] = {-1, -1, -1, -1, -1, -1, 9, 2, -1, 8, 4, 4, 0, -1, 7};
-    qkt_gpt_config cfg = cfg_of(QKT_ATTN_LEARNED);
+    qkt_gpt_config cfg = cfg_of(variant);
     qkt_gpt g;
     qkt_err err = {{0}};
     EXPECT(qkt_gpt_init(&g, &cfg, &err) == 0, "%s", err.msg);
     randomize(&g.params, 77, 1.0);
     int64_t P = g.params.size;
-    qkt_real *ref = malloc((size_t)P * sizeof *ref);
+    /* the whole store (persistent state included) before the step, and after the plain one */
+    qkt_real *ref = malloc((size_t)P * sizeof *ref), *before = malloc((size_t)P * sizeof *before),
+             *state = malloc((size_t)P * sizeof *state);
+    memcpy(before, g.params.data, (size_t)P * sizeof *before);
     qkt_ctx ctx;
     qkt_ctx_init(&ctx, 0, 1);
     qkt_dp one;
     qkt_dp_init(&one, &ctx, &g.params, 1);
     double l1 = qkt_dp_forward_backward(&one, &g, idx, tgt, B, T);
     memcpy(ref, g.params.grad, (size_t)P * sizeof *ref);
+    memcpy(state, g.params.data, (size_t)P * sizeof *state);
     qkt_dp_free(&one);
     qkt_set_threads(2);
     for (int n = 2; n <= 3; n++) {
+        memcpy(g.params.data, before, (size_t)P * sizeof *before);
         qkt_dp dp;
         qkt_dp_init(&dp, &ctx, &g.params, n);
         double ln = qkt_dp_forward_backward(&dp, &g, idx, tgt, B, T);
         double d = 0, m = 0;
         for (int64_t i = 0; i < P; i++) d = fmax(d, fabs(g.params.grad[i] - ref[i])), m = fmax(m, fabs(ref[i]));
-        EXPECT(fabs(ln - l1) <= 1e-12 * fabs(l1), "replicas %d: loss %.17g, plain %.17g", n, ln, l1);
-        EXPECT(d <= 1e-12 * m, "replicas %d: grads off by %.3g of the largest %.3g", n, d / m, m);
+        EXPECT(fabs(ln - l1) <= 1e-12 * fabs(l1), "%s replicas %d: loss %.17g, plain %.17g", qkt_attn_scale_name(variant), n, ln, l1);
+        EXPECT(d <= 1e-12 * m, "%s replicas %d: grads off by %.3g of the largest %.3g", qkt_attn_scale_name(variant), n, d / m, m);
+        /* persistent state (sigma_reparam's u) advanced exactly once, as in the plain step */
+        EXPECT(!memcmp(g.params.data, state, (size_t)P * sizeof *state), "%s replicas %d: the store differs after the step",
+               qkt_attn_scale_name(variant), n);
         qkt_dp_free(&dp);
     }
+    if (variant == QKT_ATTN_SIGMA_REPARAM)
+        EXPECT(memcmp(state, before, (size_t)P * sizeof *state), "sigma_reparam: a training step did not advance u");
     qkt_set_threads(1);
     qkt_ctx_free(&ctx);
-    free(ref);
+    free(ref), free(before), free(state);
     qkt_gpt_free(&g);
+}
+static void test_dp(void) {
+    test_dp_variant(QKT_ATTN_LEARNED);
+    test_dp_variant(QKT_ATTN_SIGMA_REPARAM);
 }
 
 int main(void) {
