@@ -145,6 +145,8 @@ static int parse(int argc, char **argv, run_opts *o) {
     const char *data = NULL, *out = "out", *resume = NULL;
     int threads = 0, log_every = 10, pause_at = 0;
     bool anomaly = false;
+    char scales[512], scale_help[600]; /* the registry's names: built-ins, power:ALPHA, registered */
+    snprintf(scale_help, sizeof scale_help, "attention scale variant (docs/nn.md): %s", qkt_attn_scale_list(scales, sizeof scales));
     qkt_flag f[] = {
         {"data", QKT_FLAG_STRING, &data, "data: text:PATH[,val_frac=F] or a synthetic task (qkt data --help)", 1, 0, false, false},
         {"out", QKT_FLAG_STRING, &out, "run directory: train.json, log.csv, ckpt.safetensors", 1, 0, false, false},
@@ -164,7 +166,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"warmup-steps", QKT_FLAG_I64, &c->warmup_steps, "linear warmup steps (default min(100, steps/10))", 0, QKT_TRAIN_MAX_STEPS, false, false},
         {"schedule", QKT_FLAG_STRING, &sched, "learning rate after warmup: cosine (to min-lr) or constant", 1, 0, false, false},
         {"grad-clip", QKT_FLAG_DOUBLE, &c->grad_clip, "clip the global gradient norm (0 = off)", 0, 1e300, false, false},
-        {"attn-scale", QKT_FLAG_STRING, &scale, "sqrt_dk, none, dk, sqrt_dmodel, learned or qk_layernorm", 1, 0, false, false},
+        {"attn-scale", QKT_FLAG_STRING, &scale, scale_help, 1, 0, false, false},
         {"attn-temp", QKT_FLAG_DOUBLE, &m->attn_temp, "fixed multiplier on the attention logits", 1, 0, true, false},
         {"qk-init-mult", QKT_FLAG_DOUBLE, &m->qk_init_mult, "multiplier on the W_q, W_k init std", 0, 1e300, false, false},
         {"dropout", QKT_FLAG_DOUBLE, &m->dropout, "dropout probability in [0, 1)", 0, QKT_FLAGS_BELOW_ONE, false, false},

@@ -104,6 +104,29 @@ static void expect_same_run(const char *a, const char *b, int n_rows, int line) 
     free(la), free(lb);
 }
 
+/* The scale variants with their own tensors or state resume bit-identically too:
+ * sigma_reparam's power-iteration vectors (a checkpointed buffer; with 2 replicas on 2
+ * threads, resumed on 1), cosine's temperatures, a power:ALPHA named on the command line. */
+static void test_resume_variants(void) {
+    static const char *const v[] = {"sigma_reparam --replicas 2", "cosine", "power:0.75"};
+    for (int i = 0; i < 3; i++) {
+        char args[2048], a[512], b[512];
+        snprintf(a, sizeof a, "%s/var%d_straight", tmp, i);
+        snprintf(b, sizeof b, "%s/var%d_paused", tmp, i);
+        snprintf(args, sizeof args, "train " TINY_MODEL " --threads 1 --attn-scale %s --steps 12 --eval-every 4 --out %s", v[i], a);
+        int rc = run(args);
+        EXPECT(rc == 0, "%s: straight run exited %d: %s", v[i], rc, out);
+        snprintf(args, sizeof args, "train " TINY_MODEL " --threads 2 --attn-scale %s --steps 12 --eval-every 4 --out %s --pause-at 6",
+                 v[i], b);
+        rc = run(args);
+        EXPECT(rc == 0 && strstr(out, "paused after step 6"), "%s: pause exited %d: %s", v[i], rc, out);
+        snprintf(args, sizeof args, "train --resume %s --threads 1", b);
+        rc = run(args);
+        EXPECT(rc == 0 && strstr(out, "done"), "%s: resume exited %d: %s", v[i], rc, out);
+        expect_same_run(a, b, 13, __LINE__);
+    }
+}
+
 static void test_resume(void) {
     char args[2048];
     snprintf(args, sizeof args, "train " TINY " --steps 20 --eval-every 5 --out %s/straight", tmp);
@@ -385,6 +408,7 @@ int main(void) {
     tmp = qkt_test_tmpdir("train");
     test_bad_flags();
     test_resume();
+    test_resume_variants();
     test_signal(SIGINT, "int");
     test_signal(SIGTERM, "term");
     test_nonfinite();
