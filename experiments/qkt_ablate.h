@@ -17,6 +17,7 @@ extern "C" {
 #endif
 
 #define QKT_AB_MAX_LIST 16
+#define QKT_AB_NAME 64 /* longest variant name in config.json, with its NUL */
 /* Sequences of iid q, k per d_k in part 1: 64 x T queries, enough for the std to within ~1 %. */
 #define QKT_IID_BATCH 64
 
