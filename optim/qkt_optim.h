@@ -72,7 +72,8 @@ void qkt_optim_init(qkt_optim *o, qkt_params *p, const qkt_optim_config *cfg);
 void qkt_optim_step(qkt_optim *o, double lr);
 /* After tensors were added to the store past finalize (qkt_params_add): grows m and v
  * to the new size (the new tensors' state starts at zero, as a fresh optimizer's; the
- * old tensors keep theirs) and rebuilds the runs. No-op when nothing was added. */
+ * old tensors keep theirs) and rebuilds the runs. No-op when nothing was added. Adam's bias
+ * correction keeps using `step`, shared by all tensors (not restarted for the new ones). */
 void qkt_optim_sync(qkt_optim *o);
 /* Zero m, v and step (a fresh optimizer on the same store). */
 void qkt_optim_reset(qkt_optim *o);
