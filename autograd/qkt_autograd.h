@@ -395,6 +395,11 @@ qkt_tensor *qkt_rmsnorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, double eps);
 /* y = x / max(||x||_2, eps) over the last axis (torch.nn.functional.normalize); view
  * (B, T, C) as (B, T, H, d) to normalise each head's q or k. */
 qkt_tensor *qkt_l2norm(qkt_ctx *ctx, qkt_tensor *x, double eps);
+/* Rotary position embeddings on x (B, T, C) = (B, T, H, d), d even, position t = 0..T-1:
+ * per head, for i < d/2 with angle a = t base^(-2i/d),
+ *   y_i = x_i cos a - x_{i+d/2} sin a,   y_{i+d/2} = x_{i+d/2} cos a + x_i sin a
+ * (GPT-NeoX / LLaMA's rotate-half pairing). Backward: the inverse rotation. */
+qkt_tensor *qkt_rope(qkt_ctx *ctx, qkt_tensor *x, int n_head, double base);
 
 /* Causal multi-head attention, heads contiguous in the channel axis:
  *   y[b,i,h,:] = sum_j P[b,h,i,j] v[b,j,h,:],

@@ -37,6 +37,8 @@ void qkt_attn_add(qkt_attn *a, qkt_params *p, const char *prefix, const qkt_gpt_
     QKT_CHECK(n >= 0 && n < (int)sizeof a->prefix, "attention prefix %s is too long", prefix);
     a->scale = fixed_scale(v, C, d) * c->attn_temp;
     a->dropout = c->dropout;
+    a->pos = c->pos;
+    a->rope_base = c->rope_base > 0 ? c->rope_base : 10000.0;
     snprintf(name, sizeof name, "%s.c_attn", prefix);
     qkt_linear_add(&a->c_attn, p, name, C, 3 * C, c->bias);
     snprintf(name, sizeof name, "%s.c_proj", prefix);
@@ -70,6 +72,11 @@ qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, con
         QKT_CHECK(io.packed || (io.q && io.k && io.v), "attention variant %s gave no q, k, v", a->variant->name);
     } else {
         io.packed = qkt_attn_project(ctx, a, x);
+    }
+    if (a->pos == QKT_POS_ROPE) { /* rotate q and k after the variant (a norm on q, k comes first) */
+        if (io.packed) qkt_attn_split(ctx, a, io.packed, &io);
+        io.q = qkt_rope(ctx, io.q, a->n_head, a->rope_base);
+        io.k = qkt_rope(ctx, io.k, a->n_head, a->rope_base);
     }
     o.log_scale = io.log_scale;
     if (io.packed) y = qkt_attention_qkv(ctx, io.packed, a->n_head, &o); /* reads q, k, v in place: no split copies */

@@ -63,6 +63,38 @@ const char *qkt_qk_init_name(qkt_qk_init k);
 /* Name -> enum; -1 (and a one-line message listing the names) if unknown. */
 int qkt_qk_init_parse(const char *name, qkt_qk_init *out, qkt_err *err);
 
+/* Model options (docs/nn.md); each zero value is GPT-2's, so a zeroed field and an old
+ * checkpoint without the key mean the original model. */
+typedef enum qkt_norm_kind {
+    QKT_NORM_LAYERNORM = 0, /* "layernorm": (x - mean) rstd w + b */
+    QKT_NORM_RMSNORM,       /* "rmsnorm":   x rstd_rms w (no mean, no bias) */
+    QKT_NORM_COUNT
+} qkt_norm_kind;
+typedef enum qkt_mlp_kind {
+    QKT_MLP_GELU = 0, /* "gelu":   c_proj(gelu(c_fc(x))), C -> 4C -> C */
+    QKT_MLP_SWIGLU,   /* "swiglu": c_proj(silu(a) * b), [a | b] = c_fc(x), C -> 2 x F -> F -> C,
+                       *           F = qkt_swiglu_hidden(C) */
+    QKT_MLP_COUNT
+} qkt_mlp_kind;
+typedef enum qkt_pos_kind {
+    QKT_POS_LEARNED = 0, /* "learned": wpe (block_size, C) added to the token embeddings */
+    QKT_POS_ROPE,        /* "rope":    rotary embeddings on q and k per head (no wpe) */
+    QKT_POS_ALIBI,       /* "alibi":   per-head linear bias -m_h (i - j) on the logits (no wpe) */
+    QKT_POS_NONE,        /* "none":    no position information but the causal mask (no wpe) */
+    QKT_POS_COUNT
+} qkt_pos_kind;
+/* Names <-> enums, as the scale variants' ("?" for a bad enum; -1 and a one-line message
+ * listing the names for an unknown name). */
+const char *qkt_norm_name(qkt_norm_kind k);
+const char *qkt_mlp_name(qkt_mlp_kind k);
+const char *qkt_pos_name(qkt_pos_kind k);
+int qkt_norm_parse(const char *name, qkt_norm_kind *out, qkt_err *err);
+int qkt_mlp_parse(const char *name, qkt_mlp_kind *out, qkt_err *err);
+int qkt_pos_parse(const char *name, qkt_pos_kind *out, qkt_err *err);
+/* SwiGLU's hidden width F: 2/3 of the GELU MLP's 4C (so the three matrices hold about as
+ * many weights as GELU's two), rounded up to a multiple of 8: 8C/3 -> 2048 at C 768. */
+int qkt_swiglu_hidden(int n_embd);
+
 typedef struct qkt_gpt_config {
     int vocab_size, block_size, n_layer, n_head, n_embd;
     double dropout;            /* on embeddings and on attention / MLP outputs; 0 = off */
@@ -72,7 +104,11 @@ typedef struct qkt_gpt_config {
     double qk_init_mult;       /* multiplier on the W_q and W_k init std (1) */
     double init_std;           /* std of the weight init; 0 = GPT-2's 0.02 (c_proj: init_std/sqrt(2 n_layer)) */
     qkt_qk_init qk_init;       /* W_q, W_k init rule (QKT_QK_INIT_GPT2); init only, not saved in checkpoints */
-    double ln_eps;             /* LayerNorm epsilon (1e-5, as PyTorch) */
+    double ln_eps;             /* LayerNorm / RMSNorm epsilon (1e-5, as PyTorch) */
+    qkt_norm_kind norm;        /* ln_1, ln_2, ln_f (QKT_NORM_LAYERNORM) */
+    qkt_mlp_kind mlp;          /* QKT_MLP_GELU */
+    qkt_pos_kind pos;          /* QKT_POS_LEARNED; rope needs an even d_k */
+    double rope_base;          /* RoPE's theta (0 = 10000) */
 } qkt_gpt_config;
 /* nanoGPT's GPT-2 small shape: V 50304, block 1024, 12 layers, 12 heads, C 768, no
  * dropout, biases on, sqrt_dk, temp 1, qk_init_mult 1, eps 1e-5. */
@@ -97,19 +133,28 @@ typedef struct qkt_embed {
 void qkt_embed_add(qkt_embed *e, qkt_params *p, const char *name, int n, int C); /* name is the full weight name */
 qkt_tensor *qkt_embed_forward(qkt_ctx *ctx, const qkt_embed *e, const int32_t *idx, int ndim, const int *shape);
 
-/* y = (x - mean) / sqrt(var + eps) * w + b over the last axis (biased var). w: (C), b: (C) or NULL. */
+/* y = (x - mean) / sqrt(var + eps) * w + b over the last axis (biased var). w: (C), b: (C) or NULL.
+ * rms: RMSNorm instead, y = x / sqrt(mean(x^2) + eps) * w (no bias tensor). */
 typedef struct qkt_ln {
     qkt_tensor *weight, *bias;
     double eps;
+    bool rms;
 } qkt_ln;
 void qkt_ln_add(qkt_ln *ln, qkt_params *p, const char *prefix, int C, bool bias, double eps);
+/* The model's norm: LayerNorm as qkt_ln_add, or RMSNorm (`<prefix>.weight` only). */
+void qkt_norm_add(qkt_ln *ln, qkt_params *p, const char *prefix, int C, const qkt_gpt_config *c);
 qkt_tensor *qkt_ln_forward(qkt_ctx *ctx, const qkt_ln *ln, qkt_tensor *x);
 
-/* y = c_proj(gelu(c_fc(x))): C -> 4C -> C, GELU in GPT-2's tanh form. */
+/* y = c_proj(gelu(c_fc(x))): C -> 4C -> C, GELU in GPT-2's tanh form.
+ * swiglu: y = c_proj(silu(a) * b), [a | b] = c_fc(x) (2F, C), c_proj (C, F) (Shazeer 2020). */
 typedef struct qkt_mlp {
     qkt_linear c_fc, c_proj;
+    bool swiglu;
 } qkt_mlp;
 void qkt_mlp_add(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias);
+void qkt_mlp_add_kind(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias, qkt_mlp_kind kind);
+/* y = silu(a) * b = a sigmoid(a) b for x = [a | b] on the last axis (..., 2F) -> (..., F); fused. */
+qkt_tensor *qkt_swiglu(qkt_ctx *ctx, qkt_tensor *x);
 qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x);
 
 /* Causal multi-head self-attention, x (B, T, C) -> (B, T, C):
@@ -130,6 +175,8 @@ typedef struct qkt_attn {
     qkt_attn_scale kind;
     double scale;          /* the fixed part of s: variant's s times attn_temp */
     double dropout;        /* on the attention weights (training only) */
+    qkt_pos_kind pos;      /* rope: q, k rotated per head after the variant's forward */
+    double rope_base;
     const qkt_attn_variant *variant; /* kind's registry entry */
     qkt_tensor *vp[QKT_ATTN_MAX_VP]; /* the variant's tensors, in registration order */
     int n_vp;
@@ -223,7 +270,7 @@ typedef struct qkt_gpt {
     qkt_gpt_config cfg;
     qkt_params params; /* the model's tensors first (n_model of them); a user's module may add more */
     int n_model;
-    qkt_embed wte, wpe;
+    qkt_embed wte, wpe;  /* wpe.weight NULL unless pos is learned */
     qkt_block *h; /* n_layer */
     qkt_ln ln_f;
 } qkt_gpt;

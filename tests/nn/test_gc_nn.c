@@ -158,7 +158,7 @@ static void layer_case(nn_case *c, const char *name, nn_fn fn, qkt_gpt_config cf
     c->name = name, c->fn = fn, c->cfg = cfg, c->B = B, c->T = T;
     qkt_params_init(&c->p);
     if (fn == f_attn) qkt_attn_add(&c->attn, &c->p, "attn", &c->cfg);
-    if (fn == f_mlp) qkt_mlp_add(&c->mlp, &c->p, "mlp", cfg.n_embd, cfg.bias);
+    if (fn == f_mlp) qkt_mlp_add_kind(&c->mlp, &c->p, "mlp", cfg.n_embd, cfg.bias, cfg.mlp);
     if (fn == f_block) qkt_block_add(&c->block, &c->p, "h.0", &c->cfg);
     c->x = qkt_params_add(&c->p, "x", 3, (int[]){B, T, cfg.n_embd}, 0);
     qkt_params_finalize(&c->p);
@@ -292,6 +292,45 @@ static void test_power_cosine_clamp(void) {
     qkt_params_free(&c.p);
 }
 
+/* The model options: RMSNorm, the SwiGLU MLP, RoPE and no position embedding, in a
+ * whole-model check (with the cosine and sigma_reparam variants on top), and the SwiGLU
+ * MLP alone. */
+static void test_options(void) {
+    int32_t idx[10] = {1, 4, 7, 10, 0, 3, 3, 9, 2, 5};
+    int32_t tgt[10] = {4, -1, 10, 0, 6, -1, 9, 2, -1, 8};
+    struct {
+        const char *name;
+        qkt_norm_kind norm;
+        qkt_mlp_kind mlp;
+        qkt_pos_kind pos;
+        qkt_attn_scale scale;
+    } cases[] = {
+        {"gpt rmsnorm swiglu rope cosine", QKT_NORM_RMSNORM, QKT_MLP_SWIGLU, QKT_POS_ROPE, QKT_ATTN_COSINE},
+        {"gpt rmsnorm gelu rope sigma_reparam", QKT_NORM_RMSNORM, QKT_MLP_GELU, QKT_POS_ROPE, QKT_ATTN_SIGMA_REPARAM},
+        {"gpt layernorm swiglu pos none", QKT_NORM_LAYERNORM, QKT_MLP_SWIGLU, QKT_POS_NONE, QKT_ATTN_SQRT_DK},
+    };
+    for (int k = 0; k < 3; k++) {
+        qkt_gpt_config cfg = cfg_of(cases[k].scale);
+        cfg.n_head = 2, cfg.norm = cases[k].norm, cfg.mlp = cases[k].mlp, cfg.pos = cases[k].pos;
+        qkt_gpt g;
+        qkt_err err = {{0}};
+        EXPECT(qkt_gpt_init(&g, &cfg, &err) == 0, "%s", err.msg);
+        randomize(&g.params, 800 + (uint64_t)k, 1.0);
+        nn_case c = {.fn = f_gpt, .gpt = &g, .idx = idx, .targets = tgt, .B = 2, .T = 5, .cfg = cfg, .name = cases[k].name};
+        c.p = g.params;
+        double e = check_store(&c, 810 + (uint64_t)k);
+        EXPECT(e <= TOL, "%s: err %g", cases[k].name, e);
+        qkt_gpt_free(&g);
+    }
+    nn_case c;
+    qkt_gpt_config cfg = cfg_of(QKT_ATTN_SQRT_DK);
+    cfg.mlp = QKT_MLP_SWIGLU;
+    layer_case(&c, "mlp swiglu", f_mlp, cfg, 2, 5, 820);
+    double e = check_store(&c, 821);
+    EXPECT(e <= TOL, "mlp swiglu: err %g", e);
+    qkt_params_free(&c.p);
+}
+
 /* Data-parallel replicas (qkt_dp) give the gradient checked above: the sharded step
  * against the plain step in float64, to 1e-12 of the largest grad (uneven shards,
  * ignored targets, a shard with none counted, 2 threads). */
@@ -352,6 +391,7 @@ int main(void) {
     test_mlp_block();
     test_gpt();
     test_power_cosine_clamp();
+    test_options();
     test_dp();
     return qkt_test_finish();
 }
