@@ -10,13 +10,19 @@
 _Static_assert(BK == 32, "the row max uses qkt__max32");
 
 struct qkt__attn {
-    int B, T, C, H, d;
+    int B, Tq, Tk, C, H, d; /* q, y (B, Tq, C); k, v (B, Tk, C) */
+    int off;          /* Tk - Tq: query i sits at key position i + off (the causal limit, ALiBi's distance) */
     int ld;           /* row stride of q, k, v and their grads: C, or 3C for packed qkv */
     bool packed;      /* inputs are one (B, T, 3C) tensor [q | k | v] */
-    qkt_real *rmax;   /* (B, H, T) m_i = max_j z_ij; -inf for a fully blocked row */
-    qkt_real *rinv;   /* (B, H, T) 1 / sum_j exp(z_ij - m_i); 0 for a fully blocked row */
+    bool full;        /* no causal mask */
+    qkt_real *rmax;   /* (B, H, Tq) m_i = max_j z_ij; -inf for a fully blocked row */
+    qkt_real *rinv;   /* (B, H, Tq) 1 / sum_j exp(z_ij - m_i); 0 for a fully blocked row */
     qkt_real *s;      /* (H) per-head scale used */
-    uint8_t *key_pad; /* copy of the (B, T) mask, or NULL */
+    uint8_t *key_pad; /* copy of the (B, Tk) mask, or NULL */
+    const qkt_real *bias; /* the bias tensor's (.., H, Tq, Tk) data, or NULL */
+    size_t bias_bstride;  /* its stride over b: 0 when shared by the batch, else H Tq Tk */
+    qkt_real *dbias;      /* backward only: the bias's grad (+= dZ), or NULL */
+    qkt_real *alibi;      /* copy of the (H) ALiBi slopes, or NULL */
     bool drop;        /* dropout on P: keep (i, j) when its hash (below) >= drop_thr, scaled by keep_scale */
     uint32_t drop_thr;
     qkt_real keep_scale;
@@ -27,8 +33,9 @@ struct qkt__attn {
 static inline int kt_ld(int n) { return n + 16; }
 
 /* Scratch per thread, in reals: the forward's (K^T, V, key bias, Q, O and the strip;
- * Tp = T rounded up to BK, dp = d rounded up to QKT_MK_PAD) and the backward's. */
-#define FWD_SCRATCH(Tp, dp, d) ((size_t)(d) * kt_ld(Tp) + (size_t)(Tp) * (dp) + (Tp) + (size_t)BQ * (dp) + (size_t)BQ * (dp) + (size_t)BQ * (Tp))
-#define BWD_SCRATCH(T, dp, d) ((size_t)(T) * (dp) * 4 + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * (size_t)(T) * BK + (T) + BK)
+ * Tkp = Tk rounded up to BK (at least BK), dp = d rounded up to QKT_MK_PAD) and the
+ * backward's (s Q, K, dY, dQ slabs, the K, V tile, dK, dV of the tile, P and dZ strips, D). */
+#define FWD_SCRATCH(Tkp, dp, d) ((size_t)(d) * kt_ld(Tkp) + (size_t)(Tkp) * (dp) + (Tkp) + (size_t)BQ * (dp) + (size_t)BQ * (dp) + (size_t)BQ * (Tkp))
+#define BWD_SCRATCH(Tq, Tk, dp, d) ((size_t)(Tq) * (dp) * 3 + (size_t)(Tk) * (dp) + (size_t)(d) * BK * 2 + (size_t)BK * (dp) * 2 + 2 * (size_t)(Tq) * BK + (Tq) + BK)
 
 #endif

@@ -23,10 +23,27 @@ static uint32_t drop_row_key(const qkt__attn *a, int b, int h, int i) {
 #define DROP_GOLDEN 0x9E3779B9u
 
 /* Key bias of keys c0 .. c0+n (n a multiple of BK): 0 for a visible key, -inf for
- * padding (key_pad) and for slots past T. The causal limit is applied per row. */
+ * padding (key_pad) and for slots past Tk. The causal limit is applied per row. */
 static void key_bias(const qkt__attn *a, int b, int c0, int n, qkt_real *kb) {
     for (int j = 0; j < n; j++)
-        kb[j] = (c0 + j < a->T && !(a->key_pad && a->key_pad[(size_t)b * a->T + c0 + j])) ? 0 : -INFINITY;
+        kb[j] = (c0 + j < a->Tk && !(a->key_pad && a->key_pad[(size_t)b * a->Tk + c0 + j])) ? 0 : -INFINITY;
+}
+
+/* z[j] += bias[i, c0 + j], then -= m_h |i + off - (c0 + j)| (ALiBi), for j < n: query
+ * row i of head (b, h), keys c0 .. c0+n (all < Tk). The forward (on a strip) and the
+ * backward (on a key tile) both go through here, so both see the same z bits. */
+static inline void add_bias(const qkt__attn *a, int b, int h, int i, int c0, int n, qkt_real *z) {
+    if (a->bias) {
+        const qkt_real *br = a->bias + (size_t)b * a->bias_bstride + ((size_t)h * a->Tq + i) * a->Tk + c0;
+#pragma omp simd
+        for (int j = 0; j < n; j++) z[j] += br[j];
+    }
+    if (a->alibi) {
+        qkt_real m = a->alibi[h];
+        int p = i + a->off - c0; /* query position relative to key c0 */
+#pragma omp simd
+        for (int j = 0; j < n; j++) z[j] -= m * (qkt_real)(p - j >= 0 ? p - j : j - p);
+    }
 }
 
 /* (n, d) rows of a head (row stride C) -> dst (n, ld), columns d..ld zeroed; times f.
@@ -60,8 +77,8 @@ static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *
     }
 }
 /* Query rows r0 .. r0+nq of a head, all their visible keys at once (a strip of
- * nq x nc scores, nc = keys up to the diagonal rounded up to BK; slots past it are
- * -inf): S = (s Q) K^T in one product, then per row the exact max m, P = e^{z - m}
+ * nq x nc scores, nc = keys up to the causal limit of the last row, or all Tk under the
+ * full mask, rounded up to BK; slots past it are -inf), plus the bias and ALiBi terms: S = (s Q) K^T in one product, then per row the exact max m, P = e^{z - m}
  * summed into l, P scaled by 1/l, and O = P V in one product (a convex combination of
  * V rows: it cannot overflow where the output does not). This two-pass form replaced
  * FlashAttention's online softmax over key tiles (rescaling l and O per tile): the
@@ -73,13 +90,17 @@ static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *
 static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, const qkt_real *KT, int ldk,
                        const qkt_real *V, const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, qkt_real *O, qkt_real *m,
                        double *l) {
-    int nc = qkt__round_up(r0 + nq < a->T ? r0 + nq : a->T, BK);
+    int Tk = a->Tk, last = a->full ? Tk : r0 + nq + a->off; /* the strip's rows see keys < last */
+    if (last > Tk) last = Tk;
+    int nc = last > 0 ? qkt__round_up(last, BK) : BK;
+    bool add = a->bias || a->alibi;
     qkt__mk_gemm(nq, nc, a->d, Q, dp, 1, KT, ldk, S, nc, false);   /* S = s Q K^T (nq, nc) */
     for (int r = 0; r < nq; r++) {
         qkt_real *z = S + (size_t)r * nc;
-        int jn = r0 + r + 1; /* causal: keys j <= r0 + r */
+        int jn = a->full ? nc : r0 + r + a->off + 1; /* causal: keys j <= i + off (none when <= 0) */
 #pragma omp simd
         for (int j = 0; j < nc; j++) z[j] = j < jn ? z[j] + kb[j] : -INFINITY;
+        if (add && jn > 0) add_bias(a, b, h, r0 + r, 0, jn < Tk ? jn : Tk, z);
         qkt_real mx = -INFINITY;
         for (int j0 = 0; j0 < nc; j0 += BK) {
             qkt_real t = qkt__max32(z + j0);
@@ -117,22 +138,26 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
  * (FWD_SCRATCH, attention_internal.h); the keys the tiles see are copied once, K transposed. */
 static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_real *k, const qkt_real *v, int b, int h,
                       int qt0, int qt1, qkt_real *y, qkt_real *w) {
-    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), Tp = qkt__round_up(T, BK);
-    int nkeys = qt1 * BQ < T ? qt1 * BQ : T, nkp = qkt__round_up(nkeys, BK);
+    int Tq = a->Tq, Tk = a->Tk, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), Tkp = qkt__round_up(Tk, BK);
+    int rows_end = qt1 * BQ < Tq ? qt1 * BQ : Tq;
+    int nkeys = a->full ? Tk : rows_end + a->off < Tk ? rows_end + a->off : Tk; /* keys the tiles see */
+    if (nkeys < 0) nkeys = 0;
+    int nkp = nkeys > 0 ? qkt__round_up(nkeys, BK) : BK;
     int ldk = kt_ld(nkp);
-    qkt_real *KT = w, *V = KT + (size_t)d * kt_ld(Tp), *kb = V + (size_t)Tp * dp, *Q = kb + Tp, *O = Q + BQ * dp;
+    qkt_real *KT = w, *V = KT + (size_t)d * kt_ld(Tkp), *kb = V + (size_t)Tkp * dp, *Q = kb + Tkp, *O = Q + BQ * dp;
     qkt_real *S = O + BQ * dp, m[BQ];
     double l[BQ];
     int ld = a->ld;
-    size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
-    copy_transposed(k + base, nkeys, d, ld, KT, ldk); /* K^T (d, nkp) */
-    copy_rows(v + base, nkeys, d, ld, 1, V, dp);
+    size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
+    size_t obase = (size_t)b * Tq * C + (size_t)h * d;
+    copy_transposed(k + kbase, nkeys, d, ld, KT, ldk); /* K^T (d, nkp) */
+    copy_rows(v + kbase, nkeys, d, ld, 1, V, dp);
     memset(V + (size_t)nkeys * dp, 0, (size_t)(nkp - nkeys) * dp * sizeof *V);
     key_bias(a, b, 0, nkp, kb);
-    size_t row0 = ((size_t)b * a->H + h) * T;
-    for (int r0 = qt0 * BQ; r0 < qt1 * BQ && r0 < T; r0 += BQ) {
-        int nq = T - r0 < BQ ? T - r0 : BQ;
-        copy_rows(q + base + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
+    size_t row0 = ((size_t)b * a->H + h) * Tq;
+    for (int r0 = qt0 * BQ; r0 < rows_end; r0 += BQ) {
+        int nq = Tq - r0 < BQ ? Tq - r0 : BQ;
+        copy_rows(q + qbase + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
         strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, O, m, l);
         for (int r = 0; r < nq; r++) {
             qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
@@ -144,40 +169,45 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
 }
 
 /* One head (b, h), all of it, so the thread owns dQ, dK, dV of that head. With
- * z = s_h q.k + mask, P = exp(z - m) / l and D_i = sum_c dY_ic y_ic (= sum_j P_ij dP_ij):
- *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   dZ_ij = P_ij (dP_ij - D_i);
+ * z = s_h q.k + bias + ALiBi + mask, P = exp(z - m) / l and D_i = sum_c dY_ic y_ic (= sum_j P_ij dP_ij):
+ *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   dZ_ij = P_ij (dP_ij - D_i);   dbias_ij += dZ_ij;
  *   dQ_i += s_h sum_j dZ_ij k_j;   dK_j += s_h sum_i dZ_ij q_i = sum_i dZ_ij (s_h q_i);
  *   ds_h = sum_ij dZ_ij q_i.k_j, so dlog_scale[h] = s_h ds_h = sum_i q_i . dQ_i.
- * Blocked entries have P = 0, hence dZ = 0. Per key tile, all query rows from the
- * diagonal down as one strip (T x BK scratch for P and dZ): dK_j and dV_j are then one
- * product each over the whole strip, not a sum of 32-row products. The float32 details matter
- * when a row is nearly one-hot (dZ is then a small difference): z is recomputed from
- * s q rounded exactly as in the forward (the same bits), P from the saved m and 1/l
- * (see attn_forward_tiles), and D_i in float64, so P here and the P behind y agree to rounding.
+ * Blocked entries have P = 0, hence dZ = 0. Per key tile, all query rows that see it (from
+ * the causal diagonal down, or all under the full mask) as one strip (Tq x BK scratch for
+ * P and dZ): dK_j and dV_j are then one product each over the whole strip, not a sum of
+ * 32-row products. The float32 details matter when a row is nearly one-hot (dZ is then a
+ * small difference): z is recomputed from s q rounded exactly as in the forward, with the
+ * bias added by the same add_bias (the same bits), P from the saved m and 1/l (see
+ * attn_forward_tiles), and D_i in float64, so P here and the P behind y agree to rounding.
  * dlog_scale uses q . dQ once at the end (summing dZ z per tile loses that accuracy).
  * With dropout, y = P' V (P' = P mask / (1-p)): dV uses P', dP = dP' mask / (1-p), and
  * D_i = dY_i . y_i is still sum_j P_ij dP_ij.
- * `store`: the grads are a new, unzeroed buffer, so results are stored, not added.
+ * `store`: the grads are a new, unzeroed buffer, so results are stored, not added (dbias
+ * is always added to: a bias shared by the batch sums the heads (b, h) of every b, which
+ * the op runs in order of b on one thread).
  * Returns dlog_scale[h]'s share from batch b.
- * One function of ~90 lines on purpose: the scratch layout, the per-tile strip and the
+ * One function of ~100 lines on purpose: the scratch layout, the per-tile strip and the
  * final dQ pass share a dozen pointers into one buffer and the float32 order of every sum
  * (the bits the gradient checks and the paths' comparisons pin); split, each piece would
  * take most of them as arguments and the order would no longer be visible in one place. */
 static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
                        const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv, bool store,
                        int b, int h, qkt_real *w) {
-    int T = a->T, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), ld = a->ld;
-    qkt_real *Q = w, *K = Q + (size_t)T * dp, *dY = K + (size_t)T * dp, *dQ = dY + (size_t)T * dp;
-    qkt_real *KT = dQ + (size_t)T * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
-    qkt_real *P = dVj + BK * dp, *G = P + (size_t)T * BK, *D = G + (size_t)T * BK, *kb = D + T;
-    size_t base = (size_t)b * T * ld + (size_t)h * d, obase = (size_t)b * T * C + (size_t)h * d;
-    size_t row0 = ((size_t)b * a->H + h) * T;
+    int Tq = a->Tq, Tk = a->Tk, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), ld = a->ld, off = a->off;
+    qkt_real *Q = w, *K = Q + (size_t)Tq * dp, *dY = K + (size_t)Tk * dp, *dQ = dY + (size_t)Tq * dp;
+    qkt_real *KT = dQ + (size_t)Tq * dp, *VT = KT + d * BK, *dKj = VT + d * BK, *dVj = dKj + BK * dp;
+    qkt_real *P = dVj + BK * dp, *G = P + (size_t)Tq * BK, *D = G + (size_t)Tq * BK, *kb = D + Tq;
+    size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
+    size_t obase = (size_t)b * Tq * C + (size_t)h * d, row0 = ((size_t)b * a->H + h) * Tq;
     const qkt_real *rm = a->rmax + row0, *ri = a->rinv + row0, s = a->s[h];
-    copy_rows(q + base, T, d, ld, s, Q, dp); /* s q, rounded as in the forward: the same z bits */
-    copy_rows(k + base, T, d, ld, 1, K, dp);
-    copy_rows(dy + obase, T, d, C, 1, dY, dp);
-    memset(dQ, 0, (size_t)T * dp * sizeof *dQ);
-    for (int i = 0; i < T; i++) { /* D_i = dY_i . y_i in float64: 8 lanes (one chain was latency-bound) */
+    qkt_real *db = a->dbias ? a->dbias + (size_t)b * a->bias_bstride + (size_t)h * Tq * Tk : NULL; /* (Tq, Tk) */
+    bool add = a->bias || a->alibi;
+    copy_rows(q + qbase, Tq, d, ld, s, Q, dp); /* s q, rounded as in the forward: the same z bits */
+    copy_rows(k + kbase, Tk, d, ld, 1, K, dp);
+    copy_rows(dy + obase, Tq, d, C, 1, dY, dp);
+    memset(dQ, 0, (size_t)Tq * dp * sizeof *dQ);
+    for (int i = 0; i < Tq; i++) { /* D_i = dY_i . y_i in float64: 8 lanes (one chain was latency-bound) */
         const qkt_real *dyi = dy + obase + (size_t)i * C, *yi = y + obase + (size_t)i * C;
         double lane[8] = {0}, acc = 0;
         int c = 0;
@@ -188,22 +218,25 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
         for (int l = 0; l < 8; l++) acc += lane[l];
         D[i] = (qkt_real)acc;
     }
-    for (int c0 = 0; c0 < T; c0 += BK) {
-        int nk = T - c0 < BK ? T - c0 : BK;
-        copy_transposed(k + base + (size_t)c0 * ld, nk, d, ld, KT, BK);
-        copy_transposed(v + base + (size_t)c0 * ld, nk, d, ld, VT, BK);
+    for (int c0 = 0; c0 < Tk; c0 += BK) {
+        int nk = Tk - c0 < BK ? Tk - c0 : BK;
+        /* the strip: rows rs .. Tq, rs the first query row that sees key c0 (the last
+         * query, at position Tk - 1, sees every key, so the strip is never empty) */
+        int rs = a->full || c0 - off < 0 ? 0 : c0 - off, M = Tq - rs;
+        copy_transposed(k + kbase + (size_t)c0 * ld, nk, d, ld, KT, BK);
+        copy_transposed(v + kbase + (size_t)c0 * ld, nk, d, ld, VT, BK);
         key_bias(a, b, c0, BK, kb);
-        /* every query row from the diagonal tile down, as one strip of M rows */
-        int M = T - c0;
-        qkt_real *Qi = Q + (size_t)c0 * dp, *dYi = dY + (size_t)c0 * dp;
+        qkt_real *Qi = Q + (size_t)rs * dp, *dYi = dY + (size_t)rs * dp;
         qkt__mk_gemm(M, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (M, BK) */
         qkt__mk_gemm(M, BK, d, dYi, dp, 1, VT, BK, G, BK, false); /* dP = dY V^T */
+        int jn_rs = a->full ? BK : rs + off - c0 + 1; /* row rs sees keys c0 + j, j < jn_rs (causal: c0 + j <= i + off) */
         for (int r = 0; r < M; r++) {
-            qkt_real *p = P + (size_t)r * BK, *g = G + (size_t)r * BK, mi = rm[c0 + r], li = ri[c0 + r], Di = D[c0 + r];
-            int jn = r + 1; /* causal: keys c0 + j <= c0 + r */
+            int i = rs + r, jn = a->full ? BK : jn_rs + r;
+            qkt_real *p = P + (size_t)r * BK, *g = G + (size_t)r * BK, mi = rm[i], li = ri[i], Di = D[i];
             if (mi == -INFINITY) jn = 0, mi = 0; /* fully blocked row: no P */
+            if (add && jn > 0) add_bias(a, b, h, i, c0, jn < nk ? jn : nk, p);
             if (a->drop) { /* y = P' V with P' = P mask / (1-p): dV from P', dP = dP' mask / (1-p) */
-                uint32_t key = drop_row_key(a, b, h, c0 + r) + (uint32_t)c0 * DROP_GOLDEN, thr = a->drop_thr;
+                uint32_t key = drop_row_key(a, b, h, i) + (uint32_t)c0 * DROP_GOLDEN, thr = a->drop_thr;
                 qkt_real ks = a->keep_scale;
 #pragma omp simd
                 for (int j = 0; j < BK; j++) {
@@ -212,20 +245,25 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
                     p[j] = pj * keep;
                     g[j] = pj * (g[j] * keep - Di);
                 }
-                continue;
-            }
+            } else {
 #pragma omp simd
-            for (int j = 0; j < BK; j++) {
-                qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li; /* kb: 0 or -inf */
-                p[j] = pj;
-                g[j] = pj * (g[j] - Di); /* dZ */
+                for (int j = 0; j < BK; j++) {
+                    qkt_real pj = qkt__exp((j < jn ? p[j] + kb[j] : -INFINITY) - mi) * li; /* kb: 0 or -inf */
+                    p[j] = pj;
+                    g[j] = pj * (g[j] - Di); /* dZ */
+                }
+            }
+            if (db) {
+                qkt_real *dbr = db + (size_t)i * Tk + c0;
+#pragma omp simd
+                for (int j = 0; j < nk; j++) dbr[j] += g[j];
             }
         }
         qkt__mk_gemm(nk, dp, M, P, 1, BK, dYi, dp, dVj, dp, false);                           /* dV_j = P^T dY */
         qkt__mk_gemm(nk, dp, M, G, 1, BK, Qi, dp, dKj, dp, false);                            /* dK_j = dZ^T (s Q) */
-        qkt__mk_gemm(M, dp, nk, G, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)c0 * dp, dp, true); /* dQ / s += dZ K_j */
+        qkt__mk_gemm(M, dp, nk, G, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)rs * dp, dp, true); /* dQ / s += dZ K_j */
         for (int j = 0; j < nk; j++) {
-            qkt_real *dkr = dk + base + (size_t)(c0 + j) * ld, *dvr = dv + base + (size_t)(c0 + j) * ld;
+            qkt_real *dkr = dk + kbase + (size_t)(c0 + j) * ld, *dvr = dv + kbase + (size_t)(c0 + j) * ld;
             const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
             if (store) {
                 memcpy(dkr, gk, (size_t)d * sizeof *dkr);
@@ -239,8 +277,8 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
         }
     }
     double dlog = 0; /* sum_i q_i . dQ_i = sum_i (s q_i) . (dQ_i / s) */
-    for (int i = 0; i < T; i++) {
-        qkt_real *dqr = dq + base + (size_t)i * ld;
+    for (int i = 0; i < Tq; i++) {
+        qkt_real *dqr = dq + qbase + (size_t)i * ld;
         const qkt_real *gq = dQ + (size_t)i * dp;
         if (store) {
 #pragma omp simd
@@ -253,4 +291,3 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
     }
     return dlog;
 }
-

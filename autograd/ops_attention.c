@@ -1,27 +1,32 @@
-/* Causal multi-head attention as one fused op (see qkt_attention in qkt_autograd.h),
- * after FlashAttention-2 (Dao 2023) on the CPU:
- *   forward:  per (b, h, query tile) a strip of scores against the keys up to the
- *             diagonal (keys above it are skipped), an exact two-pass softmax and P V
- *             (strip_rows); only the row max m and 1 / l (B, H, T each) are saved, never P;
+/* Multi-head attention as one fused op (see qkt_attention in qkt_autograd.h), after
+ * FlashAttention-2 (Dao 2023) on the CPU:
+ *   forward:  per (b, h, query tile) a strip of scores against the keys the tile sees
+ *             (under the causal mask, keys past the last row's limit are skipped), the
+ *             bias and ALiBi terms added on the fly, an exact two-pass softmax and P V
+ *             (strip_rows); only the row max m and 1 / l (B, H, Tq each) are saved, never P;
  *   backward: per (b, h) P is recomputed tile by tile as exp(z - m) / l.
  * q, k, v, y stay in the (B, T, H, d) layout; tiles are copied into small padded
  * buffers, and the tile products are the register-blocked kernels of kernels.h (the
  * threaded sgemm is never called from inside the parallel regions). Memory is linear
- * in T: m and 1/l plus per-thread scratch of a few (T, d) slabs and one (BQ, T) strip.
+ * in Tq + Tk: m and 1/l plus per-thread scratch of a few (T, d) slabs and one (BQ, Tk)
+ * and one (Tq, BK) strip; a bias is read in place (the caller's (.., Tq, Tk) tensor),
+ * ALiBi computed from the slopes.
  * This file is the op (shapes, saved state, the split over threads, the capture path);
  * the per-head compute is in kern_attention.h, run through the kernel table (kern.h). */
 #include "attention_internal.h"
 #include "kernels.h"
 #include "ops_internal.h"
 
+#include <stdlib.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-/* Threads only when the op has work for them: B T^2 C (~ its flops) of at least 2^20,
+/* Threads only when the op has work for them: B Tq Tk C (~ its flops) of at least 2^20,
  * some 10-20 us on one core. Below that a parallel region costs more than it saves
  * (and gradient checks call the op thousands of times on tiny shapes). */
-static bool worth_threads(const qkt__attn *a) { return (double)a->B * a->T * a->T * a->C >= (double)(1 << 20); }
+static bool worth_threads(const qkt__attn *a) { return (double)a->B * a->Tq * a->Tk * a->C >= (double)(1 << 20); }
 
 static int n_threads(void) {
 #ifdef _OPENMP
@@ -38,45 +43,84 @@ static int thread_id(void) {
 #endif
 }
 
-/* The slow path for callers that asked for P or the logits (B, H, T, T): rebuilt
+static bool blocked(const qkt__attn *a, int b, int i, int j) {
+    return (!a->full && j > i + a->off) || (a->key_pad && a->key_pad[(size_t)b * a->Tk + j]);
+}
+
+/* The slow path for callers that asked for P or the logits (B, H, Tq, Tk): rebuilt
  * row by row from m and 1/l after the fused forward. */
 static void capture(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
-    int T = a->T, ld = a->ld, d = a->d, H = a->H;
+    int Tq = a->Tq, Tk = a->Tk, ld = a->ld, d = a->d, H = a->H;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if (worth_threads(a))
     for (int b = 0; b < a->B; b++)
         for (int h = 0; h < H; h++) {
-            size_t base = (size_t)b * T * ld + (size_t)h * d, poff = ((size_t)b * H + h) * T * T;
-            const qkt_real *rm = a->rmax + ((size_t)b * H + h) * T, *ri = a->rinv + ((size_t)b * H + h) * T;
-            for (int i = 0; i < T; i++)
-                for (int j = 0; j < T; j++) {
-                    bool blocked = j > i || (a->key_pad && a->key_pad[(size_t)b * T + j]);
+            size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
+            size_t poff = ((size_t)b * H + h) * Tq * Tk;
+            const qkt_real *rm = a->rmax + ((size_t)b * H + h) * Tq, *ri = a->rinv + ((size_t)b * H + h) * Tq;
+            for (int i = 0; i < Tq; i++)
+                for (int j = 0; j < Tk; j++) {
+                    bool blk = blocked(a, b, i, j);
                     qkt_real z = -INFINITY;
-                    if (!blocked) {
+                    if (!blk) {
                         double dot = 0;
-                        for (int c = 0; c < d; c++) dot += (double)q[base + (size_t)i * ld + c] * k[base + (size_t)j * ld + c];
+                        for (int c = 0; c < d; c++) dot += (double)q[qbase + (size_t)i * ld + c] * k[kbase + (size_t)j * ld + c];
                         z = (qkt_real)(a->s[h] * dot);
+                        if (a->bias) z += a->bias[(size_t)b * a->bias_bstride + ((size_t)h * Tq + i) * Tk + j];
+                        if (a->alibi) z -= a->alibi[h] * (qkt_real)abs(i + a->off - j);
                     }
-                    size_t at = poff + (size_t)i * T + j;
+                    size_t at = poff + (size_t)i * Tk + j;
                     if (cap->logits) cap->logits[at] = z;
-                    if (cap->probs) cap->probs[at] = blocked || ri[i] == 0 ? 0 : (qkt_real)(exp((double)z - rm[i]) * ri[i]);
+                    if (cap->probs) cap->probs[at] = blk || ri[i] == 0 ? 0 : (qkt_real)(exp((double)z - rm[i]) * ri[i]);
                 }
         }
 }
 
-/* The op on q, k, v given as pointers with row stride ld (the tensors are recorded
- * by the callers below). */
-static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt_real *qd, const qkt_real *kd,
+/* The bias's shape: (H, Tq, Tk), (1, H, Tq, Tk) or (B, H, Tq, Tk). */
+static void check_bias(const qkt__attn *a, const qkt_tensor *bias) {
+    const int *s = bias->shape;
+    int n = bias->ndim;
+    bool ok = (n == 3 || (n == 4 && (s[0] == 1 || s[0] == a->B))) && s[n - 3] == a->H && s[n - 2] == a->Tq && s[n - 1] == a->Tk;
+    char sb[64];
+    QKT_CHECK(ok, "attention: bias %s is not (H, Tq, Tk) = (%d, %d, %d), (1, H, Tq, Tk) or (B, H, Tq, Tk) with B = %d",
+              qkt_shape_str(bias, sb, sizeof sb), a->H, a->Tq, a->Tk, a->B);
+}
+
+/* Chunk boundaries over the nqt query tiles, bounds[0 .. nch]: equal shares of the
+ * cost, each tile's cost the keys it sees plus one tile's worth of fixed work (so
+ * under the causal mask the late tiles, which see the most keys, get short chunks). */
+static void chunk_bounds(const qkt__attn *a, int nqt, int nch, int *bounds) {
+    double total = 0;
+    for (int t = 0; t < nqt; t++) {
+        int end = (t + 1) * BQ < a->Tq ? (t + 1) * BQ : a->Tq, keys = a->full ? a->Tk : end + a->off;
+        total += (keys < 0 ? 0 : keys > a->Tk ? a->Tk : keys) + BQ;
+    }
+    double cum = 0;
+    int c = 1;
+    bounds[0] = 0;
+    for (int t = 0; t < nqt && c < nch; t++) {
+        int end = (t + 1) * BQ < a->Tq ? (t + 1) * BQ : a->Tq, keys = a->full ? a->Tk : end + a->off;
+        cum += (keys < 0 ? 0 : keys > a->Tk ? a->Tk : keys) + BQ;
+        while (c < nch && cum >= total * c / nch) bounds[c++] = t + 1;
+    }
+    while (c <= nch) bounds[c++] = nqt;
+}
+
+/* The op on q (B, Tq, C) and k, v (B, Tk, C) given as pointers with row stride ld (the
+ * tensors are recorded by the callers below). */
+static qkt_tensor *attention(qkt_ctx *ctx, int B, int Tq, int Tk, const qkt_real *qd, const qkt_real *kd,
                              const qkt_real *vd, int ld, bool packed, int C, int n_head, const qkt_attn_opts *o,
                              qkt__attn **saved) {
-    int B = shape_of->shape[0], T = shape_of->shape[1], H = n_head;
+    int H = n_head;
     QKT_CHECK(H > 0 && C % H == 0, "attention: %d channels do not split into %d heads", C, H);
+    QKT_CHECK(Tq > 0 && Tk > 0, "attention: %d queries and %d keys (need at least one of each)", Tq, Tk);
     QKT_CHECK(!o->log_scale || o->log_scale->size == H, "attention: log_scale has %lld values for %d heads",
               (long long)(o->log_scale ? o->log_scale->size : 0), H);
     int d = C / H, dp = qkt__round_up(d, QKT_MK_PAD);
     qkt__attn *a = qkt_arena_alloc(&ctx->arena, sizeof *a);
-    *a = (qkt__attn){B, T, C, H, d, ld, packed, NULL, NULL, NULL, NULL, false, 0, 0, 0};
-    a->rmax = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
-    a->rinv = qkt_arena_alloc(&ctx->arena, (size_t)B * H * T * sizeof(qkt_real));
+    *a = (qkt__attn){.B = B, .Tq = Tq, .Tk = Tk, .C = C, .H = H, .d = d, .off = Tk - Tq, .ld = ld, .packed = packed,
+                     .full = o->full};
+    a->rmax = qkt_arena_alloc(&ctx->arena, (size_t)B * H * Tq * sizeof(qkt_real));
+    a->rinv = qkt_arena_alloc(&ctx->arena, (size_t)B * H * Tq * sizeof(qkt_real));
     a->s = qkt_arena_alloc(&ctx->arena, (size_t)H * sizeof(qkt_real));
     for (int h = 0; h < H; h++) a->s[h] = (qkt_real)(o->scale * (o->log_scale ? exp(o->log_scale->data[h]) : 1.0));
     QKT_CHECK(o->dropout >= 0 && o->dropout < 1, "attention: dropout %g not in [0, 1)", o->dropout);
@@ -87,28 +131,39 @@ static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt
         a->keep_scale = (qkt_real)(1.0 / (1.0 - o->dropout));
     }
     if (o->key_pad) {
-        a->key_pad = qkt_arena_alloc(&ctx->arena, (size_t)B * T);
-        memcpy(a->key_pad, o->key_pad, (size_t)B * T);
+        a->key_pad = qkt_arena_alloc(&ctx->arena, (size_t)B * Tk);
+        memcpy(a->key_pad, o->key_pad, (size_t)B * Tk);
     }
-    qkt_tensor *y = qkt_op_output(ctx, 3, (int[]){B, T, C});
+    if (o->bias) {
+        check_bias(a, o->bias);
+        a->bias = o->bias->data;
+        a->bias_bstride = o->bias->ndim == 4 && o->bias->shape[0] == B && B > 1 ? (size_t)H * Tq * Tk : 0;
+    }
+    if (o->alibi) {
+        a->alibi = qkt_arena_alloc(&ctx->arena, (size_t)H * sizeof(qkt_real));
+        memcpy(a->alibi, o->alibi, (size_t)H * sizeof(qkt_real));
+        for (int h = 0; h < H; h++) QKT_CHECK(isfinite(a->alibi[h]), "attention: ALiBi slope %d is %g", h, (double)a->alibi[h]);
+    }
+    qkt_tensor *y = qkt_op_output(ctx, 3, (int[]){B, Tq, C});
     /* Tasks: (b, h, chunk of query tiles). One chunk per head when there are enough
      * heads to keep the threads busy (K, V copied once per head); otherwise each head
-     * is cut into chunks of equal causal area (chunk c ends at tile nqt sqrt((c+1)/n)). */
-    int nqt = (T + BQ - 1) / BQ, nth = n_threads(), Tp = qkt__round_up(T, BK);
+     * is cut into chunks of equal cost (chunk_bounds). */
+    int nqt = (Tq + BQ - 1) / BQ, nth = n_threads(), Tkp = qkt__round_up(Tk, BK);
     int nch = B * H >= 4 * nth ? 1 : (4 * nth + B * H - 1) / (B * H);
     if (nch > nqt) nch = nqt;
-    int ntask = B * H * nch;
-    size_t wsz = FWD_SCRATCH(Tp, dp, d);
+    int ntask = B * H * nch, *bounds = qkt_arena_alloc(&ctx->arena, (size_t)(nch + 1) * sizeof *bounds);
+    chunk_bounds(a, nqt, nch, bounds);
+    size_t wsz = FWD_SCRATCH(Tkp, dp, d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
     qkt_real *yd = y->data;
     const qkt__kern *kern = qkt__kern_get();
-    /* Chunks in decreasing cost order (late query tiles see the most keys) for the dynamic schedule. */
+    /* Chunks in decreasing cost order (under the causal mask late query tiles see the
+     * most keys) for the dynamic schedule. */
 #pragma omp parallel for schedule(dynamic, 1) if (ntask > 1 && worth_threads(a))
     for (int t = 0; t < ntask; t++) {
         int c = nch - 1 - t / (B * H), bh = t % (B * H);
-        int qt0 = (int)(nqt * sqrt((double)c / nch) + 0.5), qt1 = (int)(nqt * sqrt((double)(c + 1) / nch) + 0.5);
-        if (c == nch - 1) qt1 = nqt;
-        if (qt1 > qt0) kern->attn_forward_tiles(a, qd, kd, vd, bh / H, bh % H, qt0, qt1, yd, scratch + (size_t)thread_id() * wsz);
+        if (bounds[c + 1] > bounds[c])
+            kern->attn_forward_tiles(a, qd, kd, vd, bh / H, bh % H, bounds[c], bounds[c + 1], yd, scratch + (size_t)thread_id() * wsz);
     }
     if (o->capture && (o->capture->probs || o->capture->logits)) capture(a, qd, kd, o->capture);
     *saved = a;
@@ -116,29 +171,28 @@ static qkt_tensor *attention(qkt_ctx *ctx, const qkt_tensor *shape_of, const qkt
 }
 
 qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head, const qkt_attn_opts *o) {
-    QKT_LIVE(ctx, "attention", q, k, v);
-    QKT_CHECK_SHAPES(q->ndim == 3 && k->ndim == 3 && v->ndim == 3, "attention (q, k)", q, k);
-    for (int d = 0; d < 3; d++) {
-        QKT_CHECK_SHAPES(q->shape[d] == k->shape[d], "attention (q, k)", q, k);
-        QKT_CHECK_SHAPES(q->shape[d] == v->shape[d], "attention (q, v)", q, v);
-    }
+    QKT_LIVE(ctx, "attention", q, k, v, o->log_scale, o->bias);
+    QKT_CHECK_SHAPES(q->ndim == 3 && k->ndim == 3, "attention (q, k)", q, k);
+    QKT_CHECK_SHAPES(q->shape[0] == k->shape[0] && q->shape[2] == k->shape[2], "attention (q, k)", q, k);
+    QKT_CHECK_SHAPES(v->ndim == 3 && v->shape[0] == k->shape[0] && v->shape[1] == k->shape[1] && v->shape[2] == k->shape[2],
+                     "attention (k, v)", k, v);
     int C = q->shape[2];
     qkt__attn *a;
-    qkt_tensor *y = attention(ctx, q, q->data, k->data, v->data, C, false, C, n_head, o, &a);
-    qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 4, (qkt_tensor *[]){q, k, v, o->log_scale});
+    qkt_tensor *y = attention(ctx, q->shape[0], q->shape[1], k->shape[1], q->data, k->data, v->data, C, false, C, n_head, o, &a);
+    qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 5, (qkt_tensor *[]){q, k, v, o->log_scale, o->bias});
     if (n) n->saved = a;
     qkt_op_done(ctx, QKT_OP_ATTENTION, y);
     return y;
 }
 
 qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const qkt_attn_opts *o) {
-    QKT_LIVE(ctx, "attention", qkv);
+    QKT_LIVE(ctx, "attention", qkv, o->log_scale, o->bias);
     QKT_CHECK(qkv->ndim == 3 && qkv->shape[2] % 3 == 0, "attention_qkv: qkv must be (B, T, 3C), got %d dims, last %d",
               qkv->ndim, qkv->shape[qkv->ndim - 1]);
-    int C = qkv->shape[2] / 3;
+    int C = qkv->shape[2] / 3, B = qkv->shape[0], T = qkv->shape[1];
     qkt__attn *a;
-    qkt_tensor *y = attention(ctx, qkv, qkv->data, qkv->data + C, qkv->data + 2 * C, 3 * C, true, C, n_head, o, &a);
-    qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 2, (qkt_tensor *[]){qkv, o->log_scale});
+    qkt_tensor *y = attention(ctx, B, T, T, qkv->data, qkv->data + C, qkv->data + 2 * C, 3 * C, true, C, n_head, o, &a);
+    qkt_node *n = qkt_op_record(ctx, QKT_OP_ATTENTION, y, 3, (qkt_tensor *[]){qkv, o->log_scale, o->bias});
     if (n) n->saved = a;
     qkt_op_done(ctx, QKT_OP_ATTENTION, y);
     return y;
@@ -151,27 +205,36 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
      * that do not require them go to pool buffers nobody reads. */
     const qkt_real *qd, *kd, *vd;
     qkt_real *dq, *dk, *dv;
-    qkt_tensor *ls;
+    qkt_tensor *ls, *bias;
     bool store = false; /* the packed grad is new: every element gets stored once, no zeroing */
     if (a->packed) {
         qkt_tensor *qkv = n->in[0];
         qkt_real *g = qkt__grad_out(ctx, qkv, &store);
         qd = qkv->data, kd = qd + C, vd = qd + 2 * C;
         dq = g, dk = g + C, dv = g + 2 * C;
-        ls = n->in[1];
+        ls = n->in[1], bias = n->in[2];
     } else {
         qd = n->in[0]->data, kd = n->in[1]->data, vd = n->in[2]->data;
         dq = qkt_grad(ctx, n->in[0]), dk = qkt_grad(ctx, n->in[1]), dv = qkt_grad(ctx, n->in[2]);
-        ls = n->in[3];
+        ls = n->in[3], bias = n->in[4];
     }
+    a->dbias = qkt__needs_grad(bias) ? qkt_grad(ctx, bias) : NULL;
     double *dlog = qkt_arena_alloc(&ctx->arena, (size_t)B * H * sizeof(double));
-    size_t wsz = BWD_SCRATCH(a->T, dp, a->d);
+    size_t wsz = BWD_SCRATCH(a->Tq, a->Tk, dp, a->d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
     const qkt_real *yd = n->out->data, *dy = n->out->grad;
     const qkt__kern *kern = qkt__kern_get();
-#pragma omp parallel for schedule(dynamic, 1) if (B * H > 1 && worth_threads(a))
-    for (int t = 0; t < B * H; t++)
-        dlog[t] = kern->attn_backward_head(a, qd, kd, vd, yd, dy, dq, dk, dv, store, t / H, t % H, scratch + (size_t)thread_id() * wsz);
+    /* A bias shared by the batch sums its grad over b: then a task is one head, all b in
+     * order (the same sum on any thread count); otherwise one (b, h). */
+    int per_b = a->dbias && a->bias_bstride == 0 ? B : 1, ntask = B * H / per_b;
+#pragma omp parallel for schedule(dynamic, 1) if (ntask > 1 && worth_threads(a))
+    for (int t = 0; t < ntask; t++)
+        for (int u = 0; u < per_b; u++) {
+            int bh = per_b > 1 ? u * H + t : t;
+            dlog[bh] = kern->attn_backward_head(a, qd, kd, vd, yd, dy, dq, dk, dv, store, bh / H, bh % H,
+                                                scratch + (size_t)thread_id() * wsz);
+        }
+    a->dbias = NULL;
     if (qkt__needs_grad(ls)) {
         qkt_real *g = qkt_grad(ctx, ls);
         for (int h = 0; h < H; h++) {
@@ -180,4 +243,12 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
             g[h] += (qkt_real)acc;
         }
     }
+}
+
+void qkt_alibi_slopes(int n_head, qkt_real *out) {
+    QKT_CHECK(n_head > 0, "alibi slopes: %d heads", n_head);
+    int n = 1;
+    while (2 * n <= n_head) n *= 2;
+    for (int h = 0; h < n_head; h++) /* 2^(-8 (h + 1) / n), then the odd ones of 2n heads */
+        out[h] = (qkt_real)(h < n ? exp2(-8.0 * (h + 1) / n) : exp2(-8.0 * (2 * (h - n) + 1) / (2 * n)));
 }

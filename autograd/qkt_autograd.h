@@ -244,7 +244,7 @@ typedef enum qkt_op {
 } qkt_op;
 const char *qkt_op_name(qkt_op op);
 
-#define QKT_MAX_IN 4
+#define QKT_MAX_IN 5 /* the attention: q, k, v, log_scale, bias */
 struct qkt_ctx;
 typedef struct qkt_node {
     qkt_op op;
@@ -401,36 +401,66 @@ qkt_tensor *qkt_l2norm(qkt_ctx *ctx, qkt_tensor *x, double eps);
  * (GPT-NeoX / LLaMA's rotate-half pairing). Backward: the inverse rotation. */
 qkt_tensor *qkt_rope(qkt_ctx *ctx, qkt_tensor *x, int n_head, double base);
 
-/* Causal multi-head attention, heads contiguous in the channel axis:
+/* Multi-head attention, heads contiguous in the channel axis:
  *   y[b,i,h,:] = sum_j P[b,h,i,j] v[b,j,h,:],
- *   P[b,h,i,:] = softmax_j( s_h * q[b,i,h,:] . k[b,j,h,:]  +  mask ),
- * s_h = scale * exp(log_scale[h]) (log_scale NULL: s_h = scale); mask blocks j > i and
- * keys with key_pad[b,j] != 0 (exactly 0 probability, 0 gradient; a query row with
- * every key blocked gives y = 0). q, k, v, y: (B, T, C), C = n_head * d, i.e. the
- * (B, T, H, d) layout, so no permute is needed around it. log_scale (H) receives the
- * gradient ds_h/dlog_scale[h] = s_h (the `learned` variant). */
+ *   P[b,h,i,:] = softmax_j( s_h * q[b,i,h,:] . k[b,j,h,:]  +  bias[(b,)h,i,j]  -  m_h |i + Tk - Tq - j|  +  mask ),
+ * with q (B, Tq, C) and k, v (B, Tk, C), C = n_head * d, i.e. the (B, T, H, d) layout
+ * (no permute around it); y is (B, Tq, C). Tq != Tk is cross-attention (or a query
+ * block at the end of a longer key sequence, as in incremental decoding): query i sits
+ * at position i + Tk - Tq of the key sequence (the last query aligns with the last key).
+ *   s_h = scale * exp(log_scale[h]) (log_scale NULL: s_h = scale);
+ *   bias: the additive bias tensor, after the scale (NULL: 0);
+ *   m_h: the ALiBi slopes (alibi NULL: no term); the distance |i + Tk - Tq - j| is
+ *        computed on the fly (no (Tq, Tk) memory); in the causal mask it is the
+ *        (non-negative) number of positions key j lies behind query i;
+ *   mask: causal (full == false) blocks keys j > i + Tk - Tq; full == true blocks none;
+ *        key_pad[b,j] != 0 blocks key j for every query of batch row b.
+ * A blocked entry has exactly 0 probability and 0 gradient (also a bias entry of
+ * -inf); a query row with every key blocked gives y = 0 (with Tq > Tk under the causal
+ * mask, the first Tq - Tk rows see no key). Memory stays linear in Tq + Tk: only a
+ * row max and a row normaliser (B, H, Tq each) are saved, plus per-thread scratch.
+ * Gradients: q, k, v as usual; log_scale (H) receives ds_h/dlog_scale[h] = s_h (the
+ * `learned` variant); bias, when it requires a gradient, receives dL/dz (summed over b
+ * for a bias shared by the batch); key_pad and alibi get none. */
 typedef struct qkt_attn_capture {
-    qkt_real *probs;  /* (B, H, T, T) probabilities, or NULL */
-    qkt_real *logits; /* (B, H, T, T) scaled logits s_h q.k; blocked entries -inf; or NULL */
+    qkt_real *probs;  /* (B, H, Tq, Tk) probabilities, or NULL */
+    qkt_real *logits; /* (B, H, Tq, Tk) logits s_h q.k + bias + ALiBi; blocked entries -inf; or NULL */
 } qkt_attn_capture;
 /* dropout > 0 (and ctx->training): each weight P[b,h,i,j] is zeroed with probability
  * `dropout` and the others scaled by 1/(1 - dropout) before P v (nanoGPT's attn_dropout).
  * The mask is a hash of (a seed drawn from ctx->rng, b, h, i, j), so backward recomputes
  * it, nothing T x T is stored, and it does not depend on the thread count. Captured
- * probabilities are the weights before dropout. */
+ * probabilities are the weights before dropout.
+ * A zero-initialised qkt_attn_opts plus .scale is causal self-attention, no bias. */
 typedef struct qkt_attn_opts {
     double scale;              /* fixed multiplier on q.k (the variant's s times attn_temp) */
     double dropout;            /* probability in [0, 1) of zeroing an attention weight (training only) */
     qkt_tensor *log_scale;     /* (H) or NULL */
-    const uint8_t *key_pad;    /* (B, T), nonzero = key blocked; or NULL */
+    const uint8_t *key_pad;    /* (B, Tk), nonzero = key blocked; or NULL (copied: the caller may reuse it) */
     qkt_attn_capture *capture; /* filled during this call when non-NULL */
+    bool full;                 /* false: causal (query i sees keys j <= i + Tk - Tq); true: every key */
+    /* Additive bias after the scale: (H, Tq, Tk) or (1, H, Tq, Tk), shared by the batch,
+     * or (B, H, Tq, Tk); or NULL. Read in place (forward and backward: keep it alive and
+     * unchanged until backward); any finite value or -inf (a blocked entry). Gets a
+     * gradient when it requires one. */
+    qkt_tensor *bias;
+    /* (H) ALiBi slopes m_h (Press et al. 2022), or NULL: adds -m_h |i + Tk - Tq - j| to
+     * the logits, computed on the fly. Copied at the call. qkt_alibi_slopes gives the
+     * standard ones. No gradient (fixed slopes). */
+    const qkt_real *alibi;
 } qkt_attn_opts;
 qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head,
                           const qkt_attn_opts *o);
 /* The same op on the fused projection's output: qkv (B, T, 3C) holds [q | k | v] along
  * the last axis (nanoGPT's c_attn rows), read in place: no split copies, and backward
- * writes one (B, T, 3C) grad. */
+ * writes one (B, T, 3C) grad. Self-attention: Tq = Tk = T. */
 qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const qkt_attn_opts *o);
+/* The standard ALiBi slopes of n_head heads into out[0 .. n_head): for n_head a power
+ * of two, the geometric sequence m_h = 2^(-8 (h + 1) / n_head), h = 0 .. n_head - 1
+ * (8 heads: 1/2, 1/4, ..., 1/256); otherwise (the paper's rule) the n = 2^floor(log2
+ * n_head) slopes of n heads followed by the first n_head - n of the odd-numbered
+ * ones of 2n heads, 2^(-8 (2h + 1) / (2n)), h = 0, 1, ... */
+void qkt_alibi_slopes(int n_head, qkt_real *out);
 
 /* ---------------------------------------------------------------- helpers for op files */
 /* Internal, but public so that nn/ can define fused ops with the same machinery:

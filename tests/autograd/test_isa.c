@@ -2,9 +2,12 @@
  * so each run is a child process (fork before any op, QKT_ISA set in the child): a small
  * transformer block (embedding, LayerNorm, affine, fused attention on packed qkv with a
  * learned log-scale and attention dropout, residual adds, a GELU MLP, tied head,
- * cross-entropy with ignored targets), forward and backward, at shapes where every
- * kernel splits over threads (B T 4C and B T V above QKT_PAR_MIN, B T^2 C above the
- * attention's threshold, T = 70 not a multiple of the tiles). For each path this CPU runs:
+ * cross-entropy with ignored targets) with the attention's other options added (the
+ * full mask with a learned additive bias, ALiBi and key padding over the embeddings,
+ * and a causal cross-attention of 60 queries against the 70 positions), forward and
+ * backward, at shapes where every kernel splits over threads (B T 4C and B T V above
+ * QKT_PAR_MIN, B Tq Tk C above the attention's threshold, T = 70 not a multiple of the
+ * tiles). For each path this CPU runs:
  *   - 1 thread and 2 threads give the same bits (loss and every parameter grad);
  *   - the loss and grads match the baseline path to float32 rounding.
  * Also: with QKT_ISA unset the widest path is chosen, and an unknown or unsupported
@@ -33,13 +36,19 @@ static double *run_block(int threads, int64_t *n) {
     qkt_tensor *wfc = qkt_params_add(&p, "wfc", 2, (int[]){4 * C, C}, 0), *bfc = qkt_params_add(&p, "bfc", 1, (int[]){4 * C}, 0);
     qkt_tensor *wo = qkt_params_add(&p, "wo", 2, (int[]){C, 4 * C}, 0), *bo = qkt_params_add(&p, "bo", 1, (int[]){C}, 0);
     qkt_tensor *ls = qkt_params_add(&p, "log_scale", 1, (int[]){H}, 0);
+    qkt_tensor *abias = qkt_params_add(&p, "attn_bias", 3, (int[]){H, T, T}, 0);
     qkt_params_finalize(&p);
     qkt_rng r;
     qkt_rng_seed(&r, 17);
     for (int64_t i = 0; i < p.size; i++) p.data[i] = (qkt_real)(0.15 * qkt_rng_normal(&r));
     for (int j = 0; j < C; j++) ln1w->data[j] += 1, ln2w->data[j] += 1;
-    int32_t idx[B * T], tgt[B * T];
+    int32_t idx[B * T], tgt[B * T], idx2[B * 60];
     for (int i = 0; i < B * T; i++) idx[i] = (int32_t)qkt_rng_below(&r, V), tgt[i] = i % 7 == 3 ? QKT_IGNORE : (int32_t)qkt_rng_below(&r, V);
+    for (int i = 0; i < B * 60; i++) idx2[i] = (int32_t)qkt_rng_below(&r, V);
+    uint8_t pad[B * T];
+    for (int i = 0; i < B * T; i++) pad[i] = i % 11 == 5;
+    qkt_real slopes[H];
+    qkt_alibi_slopes(H, slopes);
 
     qkt_ctx ctx;
     qkt_ctx_init(&ctx, 0, 5);
@@ -47,9 +56,14 @@ static double *run_block(int threads, int64_t *n) {
     qkt_tensor *qkv = qkt_affine(&ctx, qkt_layernorm(&ctx, x, ln1w, ln1b, 1e-5), wqkv, bqkv);
     qkt_attn_opts o = {.scale = 1 / sqrt(C / H), .dropout = 0.1, .log_scale = ls};
     qkt_tensor *x2 = qkt_add(&ctx, x, qkt_affine(&ctx, qkt_attention_qkv(&ctx, qkv, H, &o), wp, bp));
+    qkt_attn_opts of = {.scale = 1 / sqrt(C / H), .full = true, .bias = abias, .alibi = slopes, .key_pad = pad};
+    x2 = qkt_add(&ctx, x2, qkt_attention(&ctx, qkt_layernorm(&ctx, x2, NULL, NULL, 1e-5), x, x, H, &of));
     qkt_tensor *m = qkt_affine(&ctx, qkt_gelu(&ctx, qkt_affine(&ctx, qkt_layernorm(&ctx, x2, ln2w, ln2b, 1e-5), wfc, bfc)), wo, bo);
-    qkt_tensor *logits = qkt_affine(&ctx, qkt_add(&ctx, x2, m), wte, NULL);
+    qkt_tensor *x3 = qkt_add(&ctx, x2, m), *logits = qkt_affine(&ctx, x3, wte, NULL);
     qkt_tensor *loss = qkt_cross_entropy(&ctx, logits, tgt, NULL);
+    qkt_tensor *xs = qkt_embedding(&ctx, wte, idx2, 2, (int[]){B, 60}); /* (B, 60, C) queries against (B, 70, C) */
+    qkt_tensor *yc = qkt_attention(&ctx, xs, x3, x3, H, &(qkt_attn_opts){.scale = 1 / sqrt(C / H), .alibi = slopes});
+    loss = qkt_add(&ctx, loss, qkt_mean(&ctx, qkt_mul(&ctx, yc, yc)));
     qkt_params_zero_grad(&p);
     qkt_backward(&ctx, loss, NULL);
 
