@@ -78,6 +78,11 @@ qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, con
         io.q = qkt_rope(ctx, io.q, a->n_head, a->rope_base);
         io.k = qkt_rope(ctx, io.k, a->n_head, a->rope_base);
     }
+    if (a->pos == QKT_POS_ALIBI) { /* Press et al.'s slopes, the geometric sequence from 2^(-8/H) */
+        qkt_real *m = qkt_arena_alloc(&ctx->arena, (size_t)a->n_head * sizeof *m);
+        qkt_alibi_slopes(a->n_head, m);
+        o.alibi = m;
+    }
     o.log_scale = io.log_scale;
     if (io.packed) y = qkt_attention_qkv(ctx, io.packed, a->n_head, &o); /* reads q, k, v in place: no split copies */
     else y = qkt_attention(ctx, io.q, io.k, io.v, a->n_head, &o);

@@ -308,8 +308,9 @@ static void test_options(void) {
         {"gpt rmsnorm swiglu rope cosine", QKT_NORM_RMSNORM, QKT_MLP_SWIGLU, QKT_POS_ROPE, QKT_ATTN_COSINE},
         {"gpt rmsnorm gelu rope sigma_reparam", QKT_NORM_RMSNORM, QKT_MLP_GELU, QKT_POS_ROPE, QKT_ATTN_SIGMA_REPARAM},
         {"gpt layernorm swiglu pos none", QKT_NORM_LAYERNORM, QKT_MLP_SWIGLU, QKT_POS_NONE, QKT_ATTN_SQRT_DK},
+        {"gpt rmsnorm gelu alibi learned", QKT_NORM_RMSNORM, QKT_MLP_GELU, QKT_POS_ALIBI, QKT_ATTN_LEARNED},
     };
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         qkt_gpt_config cfg = cfg_of(cases[k].scale);
         cfg.n_head = 2, cfg.norm = cases[k].norm, cfg.mlp = cases[k].mlp, cfg.pos = cases[k].pos;
         qkt_gpt g;
