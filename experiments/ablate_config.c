@@ -135,6 +135,11 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (!(c->attn_temp > 0) || !isfinite(c->attn_temp)) return qkt_err_set(err, "attn_temp %g: expected a positive number", c->attn_temp);
     if (!(c->init_std > 0) || !isfinite(c->init_std)) return qkt_err_set(err, "init_std %g: expected a positive number", c->init_std);
     if ((unsigned)c->qk_init >= QKT_QK_INIT_COUNT) return qkt_err_set(err, "qk_init %d: expected gpt2 or unit", (int)c->qk_init);
+    if ((unsigned)c->norm >= QKT_NORM_COUNT || (unsigned)c->mlp >= QKT_MLP_COUNT || (unsigned)c->pos >= QKT_POS_COUNT)
+        return qkt_err_set(err, "norm %d, mlp %d or pos %d: not a known option", (int)c->norm, (int)c->mlp, (int)c->pos);
+    if (c->pos == QKT_POS_ROPE)
+        for (int i = 0; i < c->n_dk; i++)
+            if (c->dks[i] % 2) return qkt_err_set(err, "pos rope needs even key widths, d_k %d is odd", c->dks[i]);
     if (!(c->qk_init_mult > 0) || !isfinite(c->qk_init_mult)) return qkt_err_set(err, "qk_init_mult %g: expected a positive number", c->qk_init_mult);
     if (c->seeds < 1 || c->seeds > 100) return qkt_err_set(err, "seeds %d: expected 1 .. 100", c->seeds);
     if (c->workers < 1 || c->workers > 256) return qkt_err_set(err, "workers %d: expected 1 .. 256", c->workers);
@@ -166,6 +171,9 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
     cJSON_AddStringToObject(j, "task", c->task);
     cJSON_AddStringToObject(j, "command", c->command);
     cJSON_AddStringToObject(j, "qk_init", qkt_qk_init_name(c->qk_init));
+    cJSON_AddStringToObject(j, "norm", qkt_norm_name(c->norm));
+    cJSON_AddStringToObject(j, "mlp", qkt_mlp_name(c->mlp));
+    cJSON_AddStringToObject(j, "pos", qkt_pos_name(c->pos));
 #define NUM(f) cJSON_AddNumberToObject(j, #f, (double)c->f)
     NUM(seq_len), NUM(n_layer), NUM(n_head), NUM(batch_size), NUM(steps), NUM(eval_every), NUM(eval_batches);
     NUM(warmup), NUM(lr), NUM(min_lr_frac), NUM(weight_decay), NUM(grad_clip), NUM(beta2), NUM(attn_temp);
@@ -257,6 +265,24 @@ static int get_variants(const char *path, cJSON *j, const char *key, qkt_attn_sc
     return 0;
 }
 
+/* "norm", "mlp", "pos": optional, so config.json files from before the options load as
+ * layernorm, gelu, learned (their model). */
+static int get_options(const char *path, cJSON *j, qkt_ablate_cfg *c, qkt_err *err) {
+    char name[32];
+    qkt_err e2;
+    c->norm = QKT_NORM_LAYERNORM, c->mlp = QKT_MLP_GELU, c->pos = QKT_POS_LEARNED;
+    if (cJSON_GetObjectItemCaseSensitive(j, "norm") &&
+        (get_str(path, j, "norm", name, sizeof name, err) || (qkt_norm_parse(name, &c->norm, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(j, "mlp") &&
+        (get_str(path, j, "mlp", name, sizeof name, err) || (qkt_mlp_parse(name, &c->mlp, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(j, "pos") &&
+        (get_str(path, j, "pos", name, sizeof name, err) || (qkt_pos_parse(name, &c->pos, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
+        return -1;
+    return 0;
+}
+
 /* "qk_init": optional, so config.json files from before the option load as gpt2 (their init). */
 static int get_qk_init(const char *path, cJSON *j, qkt_qk_init *out, qkt_err *err) {
     *out = QKT_QK_INIT_GPT2;
@@ -296,6 +322,7 @@ int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ab
     rc = rc ? rc : get_str(path, j, "seed", seed, sizeof seed, err);
     rc = rc ? rc : get_str(path, j, "command", c->command, sizeof c->command, err);
     rc = rc ? rc : get_qk_init(path, j, &c->qk_init, err);
+    rc = rc ? rc : get_options(path, j, c, err);
     INT(seq_len), INT(n_layer), INT(n_head), INT(batch_size), INT(steps), INT(eval_every), INT(eval_batches), INT(warmup);
     DBL(lr), DBL(min_lr_frac), DBL(weight_decay), DBL(grad_clip), DBL(beta2), DBL(attn_temp), DBL(qk_init_mult), DBL(init_std);
     INT(seeds), INT(lr_steps), INT(lr_dk), INT(growth_steps), DBL(growth_lr), INT(workers);
