@@ -147,11 +147,53 @@ def extra_qk(att, q, k):
     return q, k, None
 
 
+# ------------------------------------------------------------------ model branch: --norm, --mlp, --pos (docs/nn.md)
+class RMSNorm(nn.Module):
+    def __init__(self, n, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def make_norm(c, n):
+    return RMSNorm(n, c["ln_eps"]) if c.get("norm") == "rmsnorm" else LayerNorm(n, c["bias"], c["ln_eps"])
+
+
+def swiglu_hidden(C):
+    f = (8 * C + 2) // 3
+    return (f + 7) // 8 * 8
+
+
+def rope(x, base=10000.0):
+    """x (B, T, H, d): pairs (i, i + d/2) rotated by t base^(-2i/d)."""
+    B, T, H, d = x.shape
+    h = d // 2
+    theta = base ** (-2.0 * torch.arange(h, dtype=torch.float64) / d)
+    ang = torch.arange(T, dtype=torch.float64)[:, None] * theta[None, :]  # (T, h)
+    cos, sin = ang.cos().to(x.dtype)[None, :, None, :], ang.sin().to(x.dtype)[None, :, None, :]
+    a, b = x[..., :h], x[..., h:]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+
+
+def alibi_slopes(H):
+    def pow2(n):
+        return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
+    n = 2 ** int(math.floor(math.log2(H)))
+    s = pow2(n)
+    if n < H:
+        s += [2.0 ** (-8.0 * (2 * i + 1) / (2 * n)) for i in range(H - n)]
+    return torch.tensor(s, dtype=torch.float64)
+
+
 class Attention(nn.Module):
     def __init__(self, c):
         super().__init__()
         C, H = c["n_embd"], c["n_head"]
         self.C, self.H, self.d, self.kind, self.temp = C, H, C // H, c["attn_scale"], c["attn_temp"]
+        self.pos = c.get("pos", "learned")
         self.c_attn = nn.Linear(C, 3 * C, bias=c["bias"])
         self.c_proj = nn.Linear(C, C, bias=c["bias"])
         if self.kind == "learned":
@@ -171,6 +213,8 @@ class Attention(nn.Module):
         if self.kind == "qk_layernorm":
             q, k = self.q_ln(q), self.k_ln(k)
         q, k, head_mult = extra_qk(self, q, k)
+        if self.pos == "rope":
+            q, k = rope(q), rope(k)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, d)
         fixed = extra_fixed_scale(self)
         s = (fixed if fixed is not None else
@@ -181,6 +225,9 @@ class Attention(nn.Module):
             att = att * self.log_scale.exp().view(1, self.H, 1, 1)
         if head_mult is not None:
             att = att * head_mult.view(1, self.H, 1, 1)
+        if self.pos == "alibi":
+            dist = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).abs().to(att.dtype)
+            att = att - alibi_slopes(self.H).to(att.dtype).view(1, self.H, 1, 1) * dist
         mask = torch.ones(T, T, dtype=torch.bool).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
@@ -190,19 +237,24 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.c_fc = nn.Linear(c["n_embd"], 4 * c["n_embd"], bias=c["bias"])
-        self.c_proj = nn.Linear(4 * c["n_embd"], c["n_embd"], bias=c["bias"])
+        self.swiglu = c.get("mlp") == "swiglu"
+        F_ = swiglu_hidden(c["n_embd"]) if self.swiglu else 4 * c["n_embd"]
+        self.c_fc = nn.Linear(c["n_embd"], 2 * F_ if self.swiglu else F_, bias=c["bias"])
+        self.c_proj = nn.Linear(F_, c["n_embd"], bias=c["bias"])
 
     def forward(self, x):
+        if self.swiglu:
+            a, b = self.c_fc(x).chunk(2, dim=-1)
+            return self.c_proj(F.silu(a) * b)
         return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
 
 
 class Block(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.ln_1 = LayerNorm(c["n_embd"], c["bias"], c["ln_eps"])
+        self.ln_1 = make_norm(c, c["n_embd"])
         self.attn = Attention(c)
-        self.ln_2 = LayerNorm(c["n_embd"], c["bias"], c["ln_eps"])
+        self.ln_2 = make_norm(c, c["n_embd"])
         self.mlp = MLP(c)
 
     def forward(self, x):
@@ -213,17 +265,16 @@ class Block(nn.Module):
 class GPT(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(c["vocab_size"], c["n_embd"]),
-            wpe=nn.Embedding(c["block_size"], c["n_embd"]),
-            h=nn.ModuleList([Block(c) for _ in range(c["n_layer"])]),
-            ln_f=LayerNorm(c["n_embd"], c["bias"], c["ln_eps"]),
-        ))
+        mods = dict(wte=nn.Embedding(c["vocab_size"], c["n_embd"]))
+        if c.get("pos", "learned") == "learned":
+            mods["wpe"] = nn.Embedding(c["block_size"], c["n_embd"])
+        mods.update(h=nn.ModuleList([Block(c) for _ in range(c["n_layer"])]), ln_f=make_norm(c, c["n_embd"]))
+        self.transformer = nn.ModuleDict(mods)
 
     def forward(self, idx, targets):
         B, T = idx.shape
         tr = self.transformer
-        x = tr.wte(idx) + tr.wpe(torch.arange(T))
+        x = tr.wte(idx) + tr.wpe(torch.arange(T)) if "wpe" in tr else tr.wte(idx)
         for blk in tr.h:
             x = blk(x)
         logits = tr.ln_f(x) @ tr.wte.weight.t()  # tied head
@@ -259,6 +310,7 @@ def make_case(tmp, name, c, B, T, init_std, seed):
     meta = {k: str(c[k]) for k in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")}
     meta.update(attn_scale=c["attn_scale"], attn_temp=repr(float(c["attn_temp"])),
                 bias="true" if c["bias"] else "false", ln_eps=repr(float(c["ln_eps"])))
+    meta.update({k: c[k] for k in ("norm", "mlp", "pos") if k in c})
     ck, bt, out = (os.path.join(tmp, f"{name}.{s}.safetensors") for s in ("model", "batch", "grads"))
     st_write(ck, [(pn, p.detach().float().numpy()) for pn, p in model.state_dict().items()], meta)
     st_write(bt, [("idx", idx.int().numpy()), ("targets", targets.int().numpy())], {})
@@ -394,6 +446,13 @@ def main():
         cases.append((f"{s}-large-init0.3", dict(base, attn_scale=s), 0.3, 510 + i))
     cases.append(("cosine-temp0.7-nobias", dict(base, attn_scale="cosine", attn_temp=0.7, bias=False), 0.3, 520))
     cases.append(("sigma_reparam-nobias-L3", dict(base, attn_scale="sigma_reparam", bias=False, n_layer=3), 0.3, 521))
+    # model branch: --norm rmsnorm, --mlp swiglu, --pos rope|alibi|none (n_head 4: d_k 12, even)
+    opts = dict(base, n_head=4)
+    cases.append(("rmsnorm-swiglu-rope-cosine", dict(opts, attn_scale="cosine", norm="rmsnorm", mlp="swiglu", pos="rope"), 0.3, 530))
+    cases.append(("rmsnorm-rope-sqrt_dk", dict(opts, attn_scale="sqrt_dk", norm="rmsnorm", pos="rope"), 0.02, 531))
+    cases.append(("swiglu-alibi-sigma_reparam", dict(opts, attn_scale="sigma_reparam", mlp="swiglu", pos="alibi"), 0.3, 532))
+    cases.append(("alibi-H3-learned", dict(base, attn_scale="learned", pos="alibi"), 0.3, 533))
+    cases.append(("pos-none-rmsnorm", dict(opts, attn_scale="sqrt_dk", norm="rmsnorm", pos="none"), 0.3, 534))
     with tempfile.TemporaryDirectory(prefix="qkt-torch-") as tmp:
         d = keep or tmp
         os.makedirs(d, exist_ok=True)
