@@ -222,11 +222,71 @@ static void test_grow(void) {
     qkt_gpt_free(&g);
 }
 
+/* ---------------------------------------------------------------- positions */
+/* Logits (1, T, V) of a sequence under pos = kind, the weights copied from `src` by name. */
+static void logits_of(qkt_gpt *g, const int32_t *idx, int T, qkt_real *out) {
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
+    qkt_ctx_set_mode(&ctx, QKT_MODE_EVAL);
+    qkt_tensor *lg;
+    qkt_gpt_forward(&ctx, g, idx, NULL, 1, T, &lg, NULL);
+    memcpy(out, lg->data, (size_t)lg->size * sizeof *out);
+    qkt_ctx_free(&ctx);
+}
+
+/* rope, alibi and none keep causality (a later token moves no earlier logit), and with
+ * the same weights rope and alibi give other logits than none: the positions reach the
+ * scores. A model without learned positions has no wpe and is shift-blind only under none. */
+static void test_positions(void) {
+    enum { T = 8, V = 11 };
+    int32_t idx[T] = {3, 1, 4, 1, 5, 9, 2, 6}, idx2[T];
+    qkt_real a[T * V], b[T * V], none[T * V];
+    qkt_gpt_config c = small_cfg(QKT_ATTN_SQRT_DK);
+    c.n_head = 2; /* d_k 6: even, for rope */
+    qkt_gpt ref;
+    c.pos = QKT_POS_NONE;
+    make_gpt(&ref, &c, 21);
+    EXPECT(!qkt_params_find(&ref.params, "transformer.wpe.weight"), "pos none has a wpe");
+    for (int64_t i = 0; i < ref.params.size; i++) ref.params.data[i] += (qkt_real)(0.05 * sin((double)i)); /* non-trivial */
+    logits_of(&ref, idx, T, none);
+    const qkt_pos_kind kinds[] = {QKT_POS_ROPE, QKT_POS_ALIBI, QKT_POS_NONE};
+    for (int k = 0; k < 3; k++) {
+        c.pos = kinds[k];
+        qkt_gpt g;
+        make_gpt(&g, &c, 21);
+        EXPECT(g.params.size == ref.params.size, "%s: store size", qkt_pos_name(kinds[k]));
+        memcpy(g.params.data, ref.params.data, (size_t)g.params.size * sizeof(qkt_real));
+        logits_of(&g, idx, T, a);
+        double diff = 0;
+        for (int i = 0; i < T * V; i++) diff = fmax(diff, fabs((double)a[i] - none[i]));
+        if (kinds[k] == QKT_POS_NONE) EXPECT(diff == 0, "none: logits differ from themselves (%g)", diff);
+        else EXPECT(diff > 1e-3, "%s: the same logits as pos none (%g)", qkt_pos_name(kinds[k]), diff);
+        for (int t = 0; t + 1 < T; t++) { /* change token t+1: positions <= t must not move */
+            memcpy(idx2, idx, sizeof idx2);
+            idx2[t + 1] = (idx2[t + 1] + 1) % V;
+            logits_of(&g, idx2, T, b);
+            double past = 0;
+            for (int i = 0; i < (t + 1) * V; i++) past = fmax(past, fabs((double)a[i] - b[i]));
+            EXPECT(past < 1e-6, "%s: token %d moved earlier logits by %g", qkt_pos_name(kinds[k]), t + 1, past);
+        }
+        qkt_gpt_free(&g);
+    }
+    qkt_gpt_free(&ref);
+    qkt_err err;
+    c.pos = QKT_POS_ROPE, c.n_head = 4; /* d_k 3 */
+    EXPECT(qkt_gpt_config_validate(&c, &err) == -1 && strstr(err.msg, "even d_k"), "odd d_k with rope: %s", err.msg);
+    qkt_pos_kind pk;
+    EXPECT(qkt_pos_parse("sinusoidal", &pk, &err) == -1 && strstr(err.msg, "alibi"), "bad pos: %s", err.msg);
+    EXPECT(qkt_swiglu_hidden(768) == 2048 && qkt_swiglu_hidden(16) == 48 && qkt_swiglu_hidden(64) == 176, "swiglu widths %d %d %d",
+           qkt_swiglu_hidden(768), qkt_swiglu_hidden(16), qkt_swiglu_hidden(64));
+}
+
 int main(void) {
     qkt_set_threads(1);
     test_names();
     test_register();
     test_sigma_state();
     test_grow();
+    test_positions();
     return qkt_test_finish();
 }
