@@ -205,8 +205,18 @@ typedef struct qkt_tensor {
 /* ---------------------------------------------------------------- params */
 /* All parameters in one contiguous data buffer and one contiguous grad buffer, in
  * the order they were added: the optimizer, zeroing, clipping, checkpoints and a
- * future MPI allreduce are one loop (or one call) over `data`/`grad`. */
-enum { QKT_PARAM_DECAY = 1 }; /* AdamW applies weight decay to this tensor */
+ * future MPI allreduce are one loop (or one call) over `data`/`grad`.
+ * Flags per tensor:
+ *   QKT_PARAM_DECAY   AdamW applies weight decay to this tensor;
+ *   QKT_PARAM_BUFFER  persistent state that is not trained (sigma_reparam's power-iteration
+ *                     vectors): requires_grad false, its grad stays 0, the optimizer skips
+ *                     it, and it is saved and restored with the checkpoint like any tensor.
+ * A tensor may be added after finalize (a user's module on top of a built model): the
+ * store is re-allocated at the grown size, the old values copied and every tensor
+ * repointed (tensor->data / grad stay right; raw pointers into the old data / grad do
+ * not); `generation` counts these growths. Add between steps, then tell the users of
+ * the store: qkt_optim_sync (optimizer state), a new qkt_dp (replica grads). */
+enum { QKT_PARAM_DECAY = 1, QKT_PARAM_BUFFER = 2 };
 typedef struct qkt_params {
     qkt_tensor **t; /* stable pointers; data valid after finalize */
     int *flags;
@@ -214,8 +224,10 @@ typedef struct qkt_params {
     qkt_real *data, *grad;
     int64_t size;
     bool finalized;
+    int generation; /* growths after finalize */
 } qkt_params;
 void qkt_params_init(qkt_params *p);
+/* Registers a zeroed tensor (before or after finalize, see above). */
 qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int *shape, int flags);
 void qkt_params_finalize(qkt_params *p); /* one allocation, data and grad zeroed */
 void qkt_params_zero_grad(qkt_params *p);
@@ -379,6 +391,17 @@ qkt_tensor *qkt_cross_entropy(qkt_ctx *ctx, qkt_tensor *logits, const int32_t *t
 /* y = (x - mean) * rstd * w + b over the last axis, rstd = 1/sqrt(var + eps), var
  * biased. w, b: (C) or NULL (no affine). Saves mean and rstd for backward. */
 qkt_tensor *qkt_layernorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b, double eps);
+/* y = x * rstd * w over the last axis, rstd = 1/sqrt(mean(x^2) + eps) (RMSNorm, Zhang &
+ * Sennrich 2019; no mean subtraction, no bias). w: (C) or NULL. Saves rstd for backward. */
+qkt_tensor *qkt_rmsnorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, double eps);
+/* y = x / max(||x||_2, eps) over the last axis (torch.nn.functional.normalize); view
+ * (B, T, C) as (B, T, H, d) to normalise each head's q or k. */
+qkt_tensor *qkt_l2norm(qkt_ctx *ctx, qkt_tensor *x, double eps);
+/* Rotary position embeddings on x (B, T, C) = (B, T, H, d), d even, position t = 0..T-1:
+ * per head, for i < d/2 with angle a = t base^(-2i/d),
+ *   y_i = x_i cos a - x_{i+d/2} sin a,   y_{i+d/2} = x_{i+d/2} cos a + x_i sin a
+ * (GPT-NeoX / LLaMA's rotate-half pairing). Backward: the inverse rotation. */
+qkt_tensor *qkt_rope(qkt_ctx *ctx, qkt_tensor *x, int n_head, double base);
 
 /* Multi-head attention, heads contiguous in the channel axis:
  *   y[b,i,h,:] = sum_j P[b,h,i,j] v[b,j,h,:],

@@ -51,9 +51,20 @@ qkt_tensor *qkt_tensor_3d(qkt_ctx *ctx, int a, int b, int c) {
 /* ---------------------------------------------------------------- params */
 void qkt_params_init(qkt_params *p) { memset(p, 0, sizeof *p); }
 
+/* Points every tensor at its place in data / grad (store order = add order). */
+static void repoint(qkt_params *p) {
+    int64_t off = 0;
+    for (int i = 0; i < p->n; i++) {
+        p->t[i]->data = p->data + off;
+        p->t[i]->grad = p->grad + off;
+        off += p->t[i]->size;
+    }
+}
+
 qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int *shape, int flags) {
-    QKT_CHECK(!p->finalized, "qkt_params_add(%s) after finalize", name);
     QKT_CHECK(!qkt_params_find(p, name), "parameter %s added twice", name);
+    QKT_CHECK(!(flags & ~(QKT_PARAM_DECAY | QKT_PARAM_BUFFER)), "parameter %s: unknown flags %#x", name, flags);
+    QKT_CHECK(!((flags & QKT_PARAM_DECAY) && (flags & QKT_PARAM_BUFFER)), "parameter %s: a buffer does not decay", name);
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 64;
         p->t = qkt_realloc(p->t, (size_t)p->cap * sizeof *p->t);
@@ -62,12 +73,28 @@ qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int 
     qkt_tensor *t = qkt_calloc(1, sizeof *t);
     set_shape(t, ndim, shape);
     t->name = qkt_strdup(name);
-    t->requires_grad = true;
+    t->requires_grad = !(flags & QKT_PARAM_BUFFER);
     t->is_param = true;
     p->t[p->n] = t;
     p->flags[p->n] = flags;
     p->n++;
+    int64_t old = p->size;
     p->size += t->size;
+    if (p->finalized) {
+        /* Added after finalize: one new allocation of the grown size, the old values
+         * copied, every tensor repointed; the new tensor starts at zero. */
+        size_t bytes = (size_t)p->size * sizeof(qkt_real);
+        qkt_real *data = qkt_calloc(1, bytes), *grad = qkt_calloc(1, bytes);
+        if (old) {
+            memcpy(data, p->data, (size_t)old * sizeof(qkt_real));
+            memcpy(grad, p->grad, (size_t)old * sizeof(qkt_real));
+        }
+        free(p->data);
+        free(p->grad);
+        p->data = data, p->grad = grad;
+        repoint(p);
+        p->generation++;
+    }
     return t;
 }
 
@@ -76,12 +103,7 @@ void qkt_params_finalize(qkt_params *p) {
     size_t bytes = (size_t)(p->size ? p->size : 1) * sizeof(qkt_real);
     p->data = qkt_calloc(1, bytes);
     p->grad = qkt_calloc(1, bytes);
-    int64_t off = 0;
-    for (int i = 0; i < p->n; i++) {
-        p->t[i]->data = p->data + off;
-        p->t[i]->grad = p->grad + off;
-        off += p->t[i]->size;
-    }
+    repoint(p);
     p->finalized = true;
 }
 

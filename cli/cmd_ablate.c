@@ -62,7 +62,7 @@ static int self_exe(char *buf, size_t n) {
 
 /* The flags as given (0 / NULL = unset: the preset's value). */
 typedef struct {
-    const char *preset, *name, *out, *task, *qk_init, *variants, *dks, *lr_grid, *lr_variants, *init_dks, *growth_dks;
+    const char *preset, *name, *out, *task, *qk_init, *norm, *mlp, *pos, *variants, *dks, *lr_grid, *lr_variants, *init_dks, *growth_dks;
     int seq_len, seeds, steps, lr_steps, lr_dk, n_layer, n_head, batch, eval_every, workers;
     double lr, qk_mult, temp, init_std;
     uint64_t seed;
@@ -98,6 +98,9 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
         {"eval-every", QKT_FLAG_INT, &a->eval_every, "steps between evaluations", 1, 1e8, true, false},
         {"qk-init-mult", QKT_FLAG_DOUBLE, &a->qk_mult, "multiplier on the W_q, W_k init std", 1, 0, true, false},
         {"init-std", QKT_FLAG_DOUBLE, &a->init_std, "std of the weight init (GPT-2: 0.02)", 1, 0, true, false},
+        {"norm", QKT_FLAG_STRING, &a->norm, "the trained models' norm: layernorm or rmsnorm (qkt train --help)", 1, 0, false, false},
+        {"mlp", QKT_FLAG_STRING, &a->mlp, "the trained models' MLP: gelu or swiglu", 1, 0, false, false},
+        {"pos", QKT_FLAG_STRING, &a->pos, "the trained models' positions: learned, rope, alibi or none", 1, 0, false, false},
         {"qk-init", QKT_FLAG_STRING, &a->qk_init, "W_q, W_k init: gpt2 (N(0, init-std^2)) or unit (std 1/sqrt(d_model): unit-variance q, k at every width)", 1, 0, false, false},
         {"attn-temp", QKT_FLAG_DOUBLE, &a->temp, "fixed multiplier on every variant's logits", 1, 0, true, false},
         {"seed", QKT_FLAG_U64, &a->seed, "base seed", 1, 0, false, false},
@@ -154,6 +157,9 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     if (a->temp > 0) c->attn_temp = a->temp;
     if (a->qk_init && qkt_qk_init_parse(a->qk_init, &c->qk_init, NULL) != 0)
         return fprintf(stderr, "qkt ablate: --qk-init '%s': expected gpt2 or unit\n", a->qk_init), 2;
+    if (a->norm && qkt_norm_parse(a->norm, &c->norm, &err)) return fprintf(stderr, "qkt ablate: --norm: %s\n", err.msg), 2;
+    if (a->mlp && qkt_mlp_parse(a->mlp, &c->mlp, &err)) return fprintf(stderr, "qkt ablate: --mlp: %s\n", err.msg), 2;
+    if (a->pos && qkt_pos_parse(a->pos, &c->pos, &err)) return fprintf(stderr, "qkt ablate: --pos: %s\n", err.msg), 2;
     if (a->seed_seen) c->seed = a->seed;
     c->workers = a->workers ? a->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (c->workers < 1) c->workers = 1;

@@ -144,8 +144,11 @@ static int parse(int argc, char **argv, run_opts *o) {
     qkt_gpt_config *m = &c->model;
     const char *scale = qkt_attn_scale_name(m->attn_scale), *sched = qkt_sched_kind_name(c->schedule);
     const char *data = NULL, *out = "out", *resume = NULL;
+    const char *norm = qkt_norm_name(m->norm), *mlp = qkt_mlp_name(m->mlp), *pos = qkt_pos_name(m->pos);
     int threads = 0, log_every = 10, pause_at = 0;
     bool anomaly = false;
+    char scales[512], scale_help[600]; /* the registry's names: built-ins, power:ALPHA, registered */
+    snprintf(scale_help, sizeof scale_help, "attention scale variant (docs/nn.md): %s", qkt_attn_scale_list(scales, sizeof scales));
     qkt_flag f[] = {
         {"data", QKT_FLAG_STRING, &data, "data: text:PATH[,val_frac=F] or a synthetic task (qkt data --help)", 1, 0, false, false},
         {"out", QKT_FLAG_STRING, &out, "run directory: train.json, log.csv, ckpt.safetensors", 1, 0, false, false},
@@ -165,8 +168,11 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"warmup-steps", QKT_FLAG_I64, &c->warmup_steps, "linear warmup steps (default min(100, steps/10))", 0, QKT_TRAIN_MAX_STEPS, false, false},
         {"schedule", QKT_FLAG_STRING, &sched, "learning rate after warmup: cosine (to min-lr) or constant", 1, 0, false, false},
         {"grad-clip", QKT_FLAG_DOUBLE, &c->grad_clip, "clip the global gradient norm (0 = off)", 0, 1e300, false, false},
-        {"attn-scale", QKT_FLAG_STRING, &scale, "sqrt_dk, none, dk, sqrt_dmodel, learned or qk_layernorm", 1, 0, false, false},
+        {"attn-scale", QKT_FLAG_STRING, &scale, scale_help, 1, 0, false, false},
         {"attn-temp", QKT_FLAG_DOUBLE, &m->attn_temp, "fixed multiplier on the attention logits", 1, 0, true, false},
+        {"norm", QKT_FLAG_STRING, &norm, "layernorm or rmsnorm (ln_1, ln_2, ln_f)", 1, 0, false, false},
+        {"mlp", QKT_FLAG_STRING, &mlp, "gelu (C -> 4C -> C) or swiglu (hidden 8C/3 rounded up to 8)", 1, 0, false, false},
+        {"pos", QKT_FLAG_STRING, &pos, "positions: learned (wpe), rope, alibi or none", 1, 0, false, false},
         {"qk-init-mult", QKT_FLAG_DOUBLE, &m->qk_init_mult, "multiplier on the W_q, W_k init std", 0, 1e300, false, false},
         {"dropout", QKT_FLAG_DOUBLE, &m->dropout, "dropout probability in [0, 1)", 0, QKT_FLAGS_BELOW_ONE, false, false},
         {"seed", QKT_FLAG_U64, &c->seed, "seed of the init, data and dropout streams", 1, 0, false, false},
@@ -187,6 +193,12 @@ static int parse(int argc, char **argv, run_opts *o) {
     o->log_every = log_every, o->anomaly = anomaly, o->pause_at = pause_at;
     if (!qkt_flag_seen(f, nf, "threads") && threads_from_env(&threads)) return 2;
     qkt_set_threads(threads);
+    if (!resume) {
+        qkt_err err;
+        if (qkt_norm_parse(norm, &m->norm, &err)) return fprintf(stderr, CMD ": --norm: %s\n", err.msg), 2;
+        if (qkt_mlp_parse(mlp, &m->mlp, &err)) return fprintf(stderr, CMD ": --mlp: %s\n", err.msg), 2;
+        if (qkt_pos_parse(pos, &m->pos, &err)) return fprintf(stderr, CMD ": --pos: %s\n", err.msg), 2;
+    }
     return resume ? load_resumed(f, nf, resume, o) : finish_new(data, scale, sched, out, o);
 }
 

@@ -107,6 +107,7 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     tc.model.init_std = c->init_std;
     tc.model.qk_init = c->qk_init;
     tc.model.attn_scale = cell->variant;
+    tc.model.norm = c->norm, tc.model.mlp = c->mlp, tc.model.pos = c->pos;
     tc.data = c->task;
     tc.batch_size = cell->kind == QKT_CELL_INIT ? INIT_BATCH : c->batch_size;
     tc.steps = cell->steps > 0 ? cell->steps : 1;

@@ -16,9 +16,15 @@ static void set_variants(qkt_attn_scale *dst, int *n, const qkt_attn_scale *src,
     for (int i = 0; i < k; i++) dst[i] = src[i];
 }
 
+/* The presets' variants: the six the study was sized around (the budgets below were
+ * measured with them). cosine, sigma_reparam, power:ALPHA and a program's registered
+ * variants join with --variants / --lr-variants. */
+static const qkt_attn_scale preset_all[] = {QKT_ATTN_SQRT_DK, QKT_ATTN_NONE,    QKT_ATTN_DK,
+                                            QKT_ATTN_SQRT_DMODEL, QKT_ATTN_LEARNED, QKT_ATTN_QK_LAYERNORM};
+#define N_PRESET_ALL ((int)(sizeof preset_all / sizeof preset_all[0]))
+
 int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
-    qkt_attn_scale all[QKT_ATTN_SCALE_COUNT]; /* every variant, in the enum's order */
-    for (int i = 0; i < QKT_ATTN_SCALE_COUNT; i++) all[i] = (qkt_attn_scale)i;
+    const qkt_attn_scale *all = preset_all;
     memset(c, 0, sizeof *c);
     snprintf(c->preset, sizeof c->preset, "%s", name);
     snprintf(c->name, sizeof c->name, "%s", name);
@@ -41,7 +47,7 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     c->init_std = 0.08;
     c->seed = 1;
     c->workers = 2;
-    set_variants(c->variants, &c->n_variants, all, QKT_ATTN_SCALE_COUNT);
+    set_variants(c->variants, &c->n_variants, all, N_PRESET_ALL);
     set_variants(c->lr_variants, &c->n_lr_variants, qkt_study_fixed_scales, QKT_STUDY_N_FIXED);
     c->growth_steps = 5;
     c->growth_lr = 1e-3;
@@ -78,7 +84,7 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
         const double lrs[] = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
         memcpy(c->lrs, lrs, sizeof lrs);
         c->lr_steps = 400, c->lr_dk = 32;
-        set_variants(c->lr_variants, &c->n_lr_variants, all, QKT_ATTN_SCALE_COUNT);
+        set_variants(c->lr_variants, &c->n_lr_variants, all, N_PRESET_ALL);
         c->n_init_dk = 8;
         for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i;
         c->n_growth_dk = 6;
@@ -92,14 +98,14 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
 static int check_variants(const char *field, const qkt_attn_scale *v, int n, qkt_err *err) {
     if (n <= 0) return qkt_err_set(err, "%s: expected at least one variant", field);
     for (int i = 0; i < n; i++) /* names were checked when parsed: here a C caller's bad enum */
-        if ((unsigned)v[i] >= QKT_ATTN_SCALE_COUNT)
-            return qkt_err_set(err, "%s: value %d is not a qkt_attn_scale (0 .. %d)", field, (int)v[i], QKT_ATTN_SCALE_COUNT - 1);
+        if (!qkt_attn_variant_get(v[i]))
+            return qkt_err_set(err, "%s: value %d is not a qkt_attn_scale (0 .. %d)", field, (int)v[i], qkt_attn_scale_count() - 1);
     return 0;
 }
 
 int qkt_ablate_parse_variant(const char *field, const char *name, qkt_attn_scale *out, qkt_err *err) {
     if (qkt_attn_scale_parse(name, out, NULL) == 0) return 0;
-    char list[256];
+    char list[1024];
     return qkt_err_set(err, "%s: unknown variant '%s' (expected %s)", field, name, qkt_study_variant_list(list, sizeof list));
 }
 
@@ -129,6 +135,11 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (!(c->attn_temp > 0) || !isfinite(c->attn_temp)) return qkt_err_set(err, "attn_temp %g: expected a positive number", c->attn_temp);
     if (!(c->init_std > 0) || !isfinite(c->init_std)) return qkt_err_set(err, "init_std %g: expected a positive number", c->init_std);
     if ((unsigned)c->qk_init >= QKT_QK_INIT_COUNT) return qkt_err_set(err, "qk_init %d: expected gpt2 or unit", (int)c->qk_init);
+    if ((unsigned)c->norm >= QKT_NORM_COUNT || (unsigned)c->mlp >= QKT_MLP_COUNT || (unsigned)c->pos >= QKT_POS_COUNT)
+        return qkt_err_set(err, "norm %d, mlp %d or pos %d: not a known option", (int)c->norm, (int)c->mlp, (int)c->pos);
+    if (c->pos == QKT_POS_ROPE)
+        for (int i = 0; i < c->n_dk; i++)
+            if (c->dks[i] % 2) return qkt_err_set(err, "pos rope needs even key widths, d_k %d is odd", c->dks[i]);
     if (!(c->qk_init_mult > 0) || !isfinite(c->qk_init_mult)) return qkt_err_set(err, "qk_init_mult %g: expected a positive number", c->qk_init_mult);
     if (c->seeds < 1 || c->seeds > 100) return qkt_err_set(err, "seeds %d: expected 1 .. 100", c->seeds);
     if (c->workers < 1 || c->workers > 256) return qkt_err_set(err, "workers %d: expected 1 .. 256", c->workers);
@@ -160,6 +171,9 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
     cJSON_AddStringToObject(j, "task", c->task);
     cJSON_AddStringToObject(j, "command", c->command);
     cJSON_AddStringToObject(j, "qk_init", qkt_qk_init_name(c->qk_init));
+    cJSON_AddStringToObject(j, "norm", qkt_norm_name(c->norm));
+    cJSON_AddStringToObject(j, "mlp", qkt_mlp_name(c->mlp));
+    cJSON_AddStringToObject(j, "pos", qkt_pos_name(c->pos));
 #define NUM(f) cJSON_AddNumberToObject(j, #f, (double)c->f)
     NUM(seq_len), NUM(n_layer), NUM(n_head), NUM(batch_size), NUM(steps), NUM(eval_every), NUM(eval_batches);
     NUM(warmup), NUM(lr), NUM(min_lr_frac), NUM(weight_decay), NUM(grad_clip), NUM(beta2), NUM(attn_temp);
@@ -214,7 +228,7 @@ static int get_str(const char *path, cJSON *j, const char *key, char *out, size_
     return 0;
 }
 
-static int get_list(const char *path, cJSON *j, const char *key, int *ints, double *dbls, char (*strs)[32], int *n, qkt_err *err) {
+static int get_list(const char *path, cJSON *j, const char *key, int *ints, double *dbls, char (*strs)[QKT_AB_NAME], int *n, qkt_err *err) {
     cJSON *a = cJSON_GetObjectItemCaseSensitive(j, key);
     if (!cJSON_IsArray(a)) return qkt_err_set(err, "%s: field '%s' missing or not an array", path, key);
     int k = cJSON_GetArraySize(a);
@@ -222,8 +236,8 @@ static int get_list(const char *path, cJSON *j, const char *key, int *ints, doub
     for (int i = 0; i < k; i++) {
         cJSON *v = cJSON_GetArrayItem(a, i);
         if (strs) {
-            if (!cJSON_IsString(v) || strlen(v->valuestring) >= 32) return qkt_err_set(err, "%s: '%s'[%d] is not a short string", path, key, i);
-            snprintf(strs[i], 32, "%s", v->valuestring);
+            if (!cJSON_IsString(v) || strlen(v->valuestring) >= QKT_AB_NAME) return qkt_err_set(err, "%s: '%s'[%d] is not a short string", path, key, i);
+            snprintf(strs[i], QKT_AB_NAME, "%s", v->valuestring);
         } else {
             if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return qkt_err_set(err, "%s: '%s'[%d] is not a finite number", path, key, i);
             if (ints) {
@@ -241,13 +255,31 @@ static int get_list(const char *path, cJSON *j, const char *key, int *ints, doub
 
 /* A list of variant names -> enums; an unknown name is refused like a bad flag. */
 static int get_variants(const char *path, cJSON *j, const char *key, qkt_attn_scale *out, int *n, qkt_err *err) {
-    char names[QKT_AB_MAX_LIST][32];
+    char names[QKT_AB_MAX_LIST][QKT_AB_NAME];
     if (get_list(path, j, key, NULL, NULL, names, n, err)) return -1;
     for (int i = 0; i < *n; i++)
         if (qkt_ablate_parse_variant(key, names[i], &out[i], err)) {
             qkt_err tmp = *err;
             return qkt_err_set(err, "%s: %s", path, tmp.msg);
         }
+    return 0;
+}
+
+/* "norm", "mlp", "pos": optional, so config.json files from before the options load as
+ * layernorm, gelu, learned (their model). */
+static int get_options(const char *path, cJSON *j, qkt_ablate_cfg *c, qkt_err *err) {
+    char name[32];
+    qkt_err e2;
+    c->norm = QKT_NORM_LAYERNORM, c->mlp = QKT_MLP_GELU, c->pos = QKT_POS_LEARNED;
+    if (cJSON_GetObjectItemCaseSensitive(j, "norm") &&
+        (get_str(path, j, "norm", name, sizeof name, err) || (qkt_norm_parse(name, &c->norm, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(j, "mlp") &&
+        (get_str(path, j, "mlp", name, sizeof name, err) || (qkt_mlp_parse(name, &c->mlp, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(j, "pos") &&
+        (get_str(path, j, "pos", name, sizeof name, err) || (qkt_pos_parse(name, &c->pos, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
+        return -1;
     return 0;
 }
 
@@ -290,6 +322,7 @@ int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ab
     rc = rc ? rc : get_str(path, j, "seed", seed, sizeof seed, err);
     rc = rc ? rc : get_str(path, j, "command", c->command, sizeof c->command, err);
     rc = rc ? rc : get_qk_init(path, j, &c->qk_init, err);
+    rc = rc ? rc : get_options(path, j, c, err);
     INT(seq_len), INT(n_layer), INT(n_head), INT(batch_size), INT(steps), INT(eval_every), INT(eval_batches), INT(warmup);
     DBL(lr), DBL(min_lr_frac), DBL(weight_decay), DBL(grad_clip), DBL(beta2), DBL(attn_temp), DBL(qk_init_mult), DBL(init_std);
     INT(seeds), INT(lr_steps), INT(lr_dk), INT(growth_steps), DBL(growth_lr), INT(workers);

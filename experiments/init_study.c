@@ -13,13 +13,7 @@ const qkt_attn_scale qkt_study_fixed_scales[QKT_STUDY_N_FIXED] = {QKT_ATTN_SQRT_
                                                                  QKT_ATTN_SQRT_DMODEL};
 const qkt_attn_scale qkt_study_growth_scales[QKT_STUDY_N_GROWTH] = {QKT_ATTN_SQRT_DK, QKT_ATTN_DK};
 
-const char *qkt_study_variant_list(char *buf, size_t n) {
-    size_t k = 0;
-    buf[0] = 0;
-    for (int i = 0; i < QKT_ATTN_SCALE_COUNT && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", qkt_attn_scale_name((qkt_attn_scale)i));
-    return buf;
-}
+const char *qkt_study_variant_list(char *buf, size_t n) { return qkt_attn_scale_list(buf, n); }
 
 /* Fraction of rows whose order of keys differs between raw and scaled logits. */
 static double rank_changes(const qkt_real *raw, double s, int B, int T) {

@@ -17,6 +17,7 @@ extern "C" {
 #endif
 
 #define QKT_AB_MAX_LIST 16
+#define QKT_AB_NAME 64 /* longest variant name in config.json, with its NUL */
 /* Sequences of iid q, k per d_k in part 1: 64 x T queries, enough for the std to within ~1 %. */
 #define QKT_IID_BATCH 64
 
@@ -31,6 +32,9 @@ typedef struct qkt_ablate_cfg {
     int warmup;
     double lr, min_lr_frac, weight_decay, grad_clip, beta2;
     double attn_temp, qk_init_mult, init_std;
+    qkt_norm_kind norm;       /* the model options of every trained cell (layernorm, gelu, learned); config.json */
+    qkt_mlp_kind mlp;         /* "norm", "mlp", "pos", missing = the defaults (runs made before the options) */
+    qkt_pos_kind pos;
     qkt_qk_init qk_init;      /* W_q, W_k init: gpt2 (N(0, init_std^2)) or unit (1/sqrt(d_model)); config.json
                                * "qk_init", missing = gpt2 (runs made before the option) */
     int n_variants;

@@ -17,9 +17,9 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- variants
- * Every variant is a qkt_attn_scale (nn/qkt_nn.h): its name comes from
- * qkt_attn_scale_name, the list of all of them from QKT_ATTN_SCALE_COUNT. The study
- * uses two subsets of that table: */
+ * Every variant is a qkt_attn_scale (nn/qkt_nn.h), an id of the variant registry: its
+ * name comes from qkt_attn_scale_name (built-ins, "power:0.75", a program's registered
+ * names), the list of all of them from qkt_attn_scale_list. The study uses two subsets: */
 /* the fixed scales (sqrt_dk, none, dk, sqrt_dmodel): part 1 measures them at init
  * (learned and qk_layernorm start at 1/sqrt(d_k), so they would repeat sqrt_dk) and
  * the quick preset sweeps their learning rates; */
@@ -28,8 +28,8 @@ extern const qkt_attn_scale qkt_study_fixed_scales[QKT_STUDY_N_FIXED];
 /* the pair the muP coordinate check (part 4) compares: 1/sqrt(d_k) and 1/d_k. */
 #define QKT_STUDY_N_GROWTH 2
 extern const qkt_attn_scale qkt_study_growth_scales[QKT_STUDY_N_GROWTH];
-/* "sqrt_dk, none, dk, sqrt_dmodel, learned, qk_layernorm": every name, for help texts
- * and "expected one of" messages. Returns buf. */
+/* "sqrt_dk, none, ..., power:ALPHA, <registered>": every name (qkt_attn_scale_list), for
+ * help texts and "expected one of" messages. Returns buf. */
 const char *qkt_study_variant_list(char *buf, size_t n);
 
 /* ---------------------------------------------------------------- part 1: at init, iid q and k */

@@ -64,7 +64,7 @@ static void draw_maps(qkt__report *r, const char *name, int d, const double *val
     qkt_heatmap_grid g = {.title = title, .xlabel = "key", .ylabel = "query", .panels = panels, .n_panels = 2 * L * H,
                           .grid_cols = L * H, .vmin = 0, .vmax = 1, .bar_label = "probability"};
     qkt__report_plot_done(r, qkt_plot_heatmap_grid(out, &g, NULL, r->err), out);
-    qkt_buf_printf(&r->md, "![%s](attn_%s.png)\n", name, name);
+    qkt_buf_printf(&r->md, "![%s](./attn_%s.png)\n", name, name); /* ./: a name with ":" (power:0.75) is not a URL scheme */
     free(panels);
     free(caps);
 }

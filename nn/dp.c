@@ -63,6 +63,9 @@ double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const
         int b0 = shard_b0(B, R, r), b1 = shard_b0(B, R, r + 1);
         total += n_r[r] = counted(tgt + (size_t)b0 * T, (int64_t)(b1 - b0) * T);
     }
+    /* Persistent state advances once, here, as the plain step's forward does; the
+     * replicas then only read it (they run at once on the same model). */
+    if (c0->training) qkt_gpt_advance_state(g);
     if (!total) return 0; /* nothing counted: loss 0, grads 0 (as the plain step) */
     double loss_r[QKT_DP_MAX];
     /* Replica r's dropout stream comes from ctx0's, so a checkpoint of ctx0's RNG
@@ -79,7 +82,8 @@ double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const
         qkt_ctx *c = dp->ctx[r];
         if (r > 0) memset(dp->grad + (size_t)(r - 1) * dp->size, 0, (size_t)dp->size * sizeof(qkt_real));
         qkt_ctx_reset(c);
-        qkt_tensor *loss = qkt_gpt_forward(c, g, idx + (size_t)b0 * T, tgt + (size_t)b0 * T, b1 - b0, T, NULL, NULL);
+        qkt_gpt_opts hold = {.hold_state = true};
+        qkt_tensor *loss = qkt_gpt_forward(c, g, idx + (size_t)b0 * T, tgt + (size_t)b0 * T, b1 - b0, T, NULL, &hold);
         /* The batch loss is sum_r (n_r / total) loss_r: replica r's backward is seeded with
          * its weight. */
         double share = (double)n_r[r] / (double)total;

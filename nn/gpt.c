@@ -11,21 +11,20 @@
 void qkt_block_add(qkt_block *b, qkt_params *p, const char *prefix, const qkt_gpt_config *c) {
     char name[QKT_NAME_LEN];
     snprintf(name, sizeof name, "%s.ln_1", prefix);
-    qkt_ln_add(&b->ln_1, p, name, c->n_embd, c->bias, c->ln_eps);
+    qkt_norm_add(&b->ln_1, p, name, c->n_embd, c);
     snprintf(name, sizeof name, "%s.attn", prefix);
     qkt_attn_add(&b->attn, p, name, c);
     snprintf(name, sizeof name, "%s.ln_2", prefix);
-    qkt_ln_add(&b->ln_2, p, name, c->n_embd, c->bias, c->ln_eps);
+    qkt_norm_add(&b->ln_2, p, name, c->n_embd, c);
     snprintf(name, sizeof name, "%s.mlp", prefix);
-    qkt_mlp_add(&b->mlp, p, name, c->n_embd, c->bias);
+    qkt_mlp_add_kind(&b->mlp, p, name, c->n_embd, c->bias, c->mlp);
     b->dropout = c->dropout;
     b->scope[0] = 0;
 }
 
 /* x (B, T, C) -> x + drop(attn(ln_1(x))) -> x + drop(mlp(ln_2(x))) */
-qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const uint8_t *key_pad,
-                              qkt_attn_capture *capture) {
-    qkt_tensor *a = qkt_attn_forward(ctx, &b->attn, qkt_ln_forward(ctx, &b->ln_1, x), key_pad, capture);
+qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const qkt_attn_call *call) {
+    qkt_tensor *a = qkt_attn_forward(ctx, &b->attn, qkt_ln_forward(ctx, &b->ln_1, x), call);
     x = qkt_add(ctx, x, qkt_dropout(ctx, a, b->dropout));
     qkt_tensor *m = qkt_mlp_forward(ctx, &b->mlp, qkt_ln_forward(ctx, &b->ln_2, x));
     return qkt_add(ctx, x, qkt_dropout(ctx, m, b->dropout));
@@ -39,7 +38,7 @@ int qkt_gpt_init(qkt_gpt *g, const qkt_gpt_config *cfg, qkt_err *err) {
     const qkt_gpt_config *c = &g->cfg;
     qkt_params_init(&g->params);
     qkt_embed_add(&g->wte, &g->params, "transformer.wte.weight", c->vocab_size, c->n_embd);
-    qkt_embed_add(&g->wpe, &g->params, "transformer.wpe.weight", c->block_size, c->n_embd);
+    if (c->pos == QKT_POS_LEARNED) qkt_embed_add(&g->wpe, &g->params, "transformer.wpe.weight", c->block_size, c->n_embd);
     g->h = qkt_calloc((size_t)c->n_layer, sizeof *g->h);
     for (int i = 0; i < c->n_layer; i++) {
         char name[QKT_NAME_LEN];
@@ -47,9 +46,17 @@ int qkt_gpt_init(qkt_gpt *g, const qkt_gpt_config *cfg, qkt_err *err) {
         qkt_block_add(&g->h[i], &g->params, name, c);
         snprintf(g->h[i].scope, sizeof g->h[i].scope, "h.%d", i);
     }
-    qkt_ln_add(&g->ln_f, &g->params, "transformer.ln_f", c->n_embd, c->bias, c->ln_eps);
+    qkt_norm_add(&g->ln_f, &g->params, "transformer.ln_f", c->n_embd, c);
     qkt_params_finalize(&g->params);
+    g->n_model = g->params.n;
     return 0;
+}
+
+void qkt_gpt_advance_state(qkt_gpt *g) {
+    for (int l = 0; l < g->cfg.n_layer; l++) {
+        const qkt_attn *a = &g->h[l].attn;
+        if (a->variant->advance) a->variant->advance(a);
+    }
 }
 
 void qkt_gpt_free(qkt_gpt *g) {
@@ -65,14 +72,15 @@ qkt_tensor *qkt_gpt_hidden(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, int B, 
     for (int64_t i = 0; i < (int64_t)B * T; i++)
         QKT_CHECK(idx[i] >= 0 && idx[i] < c->vocab_size, "gpt forward: token %d at (%lld, %lld) is outside [0, %d)",
                   idx[i], (long long)(i / T), (long long)(i % T), c->vocab_size);
-    int32_t *pos = qkt_arena_alloc(&ctx->arena, (size_t)T * sizeof *pos);
-    for (int t = 0; t < T; t++) pos[t] = t;
     const char *outer_scope = ctx->scope;
     ctx->scope = "embeddings";
-    qkt_tensor *tok = qkt_embed_forward(ctx, &g->wte, idx, 2, (int[]){B, T}); /* (B, T, C) */
-    qkt_tensor *pe = qkt_embed_forward(ctx, &g->wpe, pos, 1, (int[]){T});    /* (T, C), broadcast over B */
-    qkt_tensor *x = qkt_dropout(ctx, qkt_add(ctx, tok, pe), c->dropout);
-    const uint8_t *key_pad = opts ? opts->key_pad : NULL;
+    qkt_tensor *x = qkt_embed_forward(ctx, &g->wte, idx, 2, (int[]){B, T}); /* (B, T, C) */
+    if (g->wpe.weight) {
+        int32_t *pos = qkt_arena_alloc(&ctx->arena, (size_t)T * sizeof *pos);
+        for (int t = 0; t < T; t++) pos[t] = t;
+        x = qkt_add(ctx, x, qkt_embed_forward(ctx, &g->wpe, pos, 1, (int[]){T})); /* (T, C), broadcast over B */
+    }
+    x = qkt_dropout(ctx, x, c->dropout);
     for (int l = 0; l < c->n_layer; l++) {
         qkt_attn_capture *cap = NULL;
         if (opts && opts->capture) {
@@ -83,7 +91,8 @@ qkt_tensor *qkt_gpt_hidden(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, int B, 
             if (!cap->probs && !cap->logits) cap = NULL;
         }
         ctx->scope = g->h[l].scope;
-        x = qkt_block_forward(ctx, &g->h[l], x, key_pad, cap);
+        qkt_attn_call call = {.key_pad = opts ? opts->key_pad : NULL, .capture = cap, .hold_state = opts && opts->hold_state};
+        x = qkt_block_forward(ctx, &g->h[l], x, &call);
     }
     ctx->scope = "ln_f";
     x = qkt_ln_forward(ctx, &g->ln_f, x);

@@ -18,17 +18,30 @@ static void fill_const(qkt_real *x, int64_t n, double v) {
     for (int64_t i = 0; i < n; i++) x[i] = (qkt_real)v;
 }
 
-/* Parameters are recognised by name and rank (the names are fixed by the checkpoint
+/* The index of t among its attention layer's variant tensors (*owner set), or -1. */
+static int variant_tensor(const qkt_gpt *g, const qkt_tensor *t, const qkt_attn **owner) {
+    for (int l = 0; l < g->cfg.n_layer; l++)
+        for (int k = 0; k < g->h[l].attn.n_vp; k++)
+            if (g->h[l].attn.vp[k] == t) return *owner = &g->h[l].attn, k;
+    return -1;
+}
+
+/* Variants' tensors are initialised by their variant; the others are recognised by name and rank (the names are fixed by the checkpoint
  * format): 2-D = a Linear or embedding weight, 1-D "*.weight" = a LayerNorm weight. */
 void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng) {
     const qkt_gpt_config *c = &g->cfg;
     const double std = c->init_std > 0 ? c->init_std : 0.02, std_resid = std / sqrt(2.0 * c->n_layer);
-    const int C = c->n_embd, d = C / c->n_head;
-    for (int i = 0; i < g->params.n; i++) {
+    const int C = c->n_embd;
+    for (int i = 0; i < g->n_model; i++) {
         qkt_tensor *t = g->params.t[i];
         qkt_rng r;
         qkt_rng_split(rng, (uint64_t)i, &r); /* one stream per tensor, independent of other sizes */
-        if (t->ndim == 2 && ends_with(t->name, "c_proj.weight")) {
+        const qkt_attn *owner = NULL;
+        int k = variant_tensor(g, t, &owner);
+        if (owner) {
+            if (owner->variant->init) owner->variant->init(owner, k, t, &r);
+            else fill_const(t->data, t->size, 0.0);
+        } else if (t->ndim == 2 && ends_with(t->name, "c_proj.weight")) {
             fill_normal(t->data, t->size, std_resid, &r);
         } else if (t->ndim == 2 && ends_with(t->name, "c_attn.weight")) {
             /* rows [0, C) = W_q, [C, 2C) = W_k, [2C, 3C) = W_v; each row has C inputs.
@@ -38,8 +51,6 @@ void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng) {
             fill_normal(t->data + (int64_t)2 * C * C, (int64_t)C * C, std, &r);
         } else if (t->ndim == 2) {
             fill_normal(t->data, t->size, std, &r);
-        } else if (ends_with(t->name, "log_scale")) {
-            fill_const(t->data, t->size, log(qkt_attn_scale_at_init(QKT_ATTN_LEARNED, C, d)));
         } else if (ends_with(t->name, ".weight")) {
             fill_const(t->data, t->size, 1.0);
         } else {

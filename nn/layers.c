@@ -1,5 +1,6 @@
 /* The simple layers: Linear, Embedding, LayerNorm, MLP. Each registers its
  * parameters under nanoGPT's names and records ordinary autograd ops. */
+#include <math.h>
 #include <stdio.h>
 
 #include "qkt_nn.h"
@@ -37,24 +38,85 @@ qkt_tensor *qkt_embed_forward(qkt_ctx *ctx, const qkt_embed *e, const int32_t *i
 
 /* ---------------------------------------------------------------- LayerNorm */
 void qkt_ln_add(qkt_ln *ln, qkt_params *p, const char *prefix, int C, bool bias, double eps) {
+    ln->rms = false;
     ln->weight = add_param(p, prefix, "weight", 1, (int[]){C}, 0);
     ln->bias = bias ? add_param(p, prefix, "bias", 1, (int[]){C}, 0) : NULL;
     ln->eps = eps;
 }
 
+void qkt_norm_add(qkt_ln *ln, qkt_params *p, const char *prefix, int C, const qkt_gpt_config *c) {
+    if (c->norm == QKT_NORM_RMSNORM) {
+        ln->weight = add_param(p, prefix, "weight", 1, (int[]){C}, 0);
+        ln->bias = NULL;
+        ln->eps = c->ln_eps;
+        ln->rms = true;
+    } else {
+        qkt_ln_add(ln, p, prefix, C, c->bias, c->ln_eps);
+        ln->rms = false;
+    }
+}
+
 qkt_tensor *qkt_ln_forward(qkt_ctx *ctx, const qkt_ln *ln, qkt_tensor *x) {
+    if (ln->rms) return qkt_rmsnorm(ctx, x, ln->weight, ln->eps);
     return qkt_layernorm(ctx, x, ln->weight, ln->bias, ln->eps);
 }
 
 /* ---------------------------------------------------------------- MLP */
-void qkt_mlp_add(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias) {
+void qkt_mlp_add_kind(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias, qkt_mlp_kind kind) {
     char name[QKT_NAME_LEN];
+    int F = kind == QKT_MLP_SWIGLU ? qkt_swiglu_hidden(C) : 4 * C, fc = kind == QKT_MLP_SWIGLU ? 2 * F : F;
+    m->swiglu = kind == QKT_MLP_SWIGLU;
     snprintf(name, sizeof name, "%s.c_fc", prefix);
-    qkt_linear_add(&m->c_fc, p, name, C, 4 * C, bias);
+    qkt_linear_add(&m->c_fc, p, name, C, fc, bias);
     snprintf(name, sizeof name, "%s.c_proj", prefix);
-    qkt_linear_add(&m->c_proj, p, name, 4 * C, C, bias);
+    qkt_linear_add(&m->c_proj, p, name, F, C, bias);
+}
+
+void qkt_mlp_add(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias) {
+    qkt_mlp_add_kind(m, p, prefix, C, bias, QKT_MLP_GELU);
 }
 
 qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x) {
-    return qkt_linear_forward(ctx, &m->c_proj, qkt_gelu(ctx, qkt_linear_forward(ctx, &m->c_fc, x)));
+    qkt_tensor *h = qkt_linear_forward(ctx, &m->c_fc, x);
+    return qkt_linear_forward(ctx, &m->c_proj, m->swiglu ? qkt_swiglu(ctx, h) : qkt_gelu(ctx, h));
+}
+
+/* ---------------------------------------------------------------- SwiGLU */
+/* With s = sigmoid(a): dy/da = b s (1 + a (1 - s)), dy/db = a s. Rows independent. */
+static void swiglu_backward(qkt_ctx *ctx, qkt_node *n) {
+    qkt_tensor *x = n->in[0];
+    if (!x->requires_grad) return;
+    int F = n->out->shape[n->out->ndim - 1];
+    int64_t rows = n->out->size / F;
+    const qkt_real *X = x->data, *G = n->out->grad;
+    qkt_real *dX = qkt_grad(ctx, x);
+#pragma omp parallel for schedule(static) if (x->size > (1 << 15))
+    for (int64_t r = 0; r < rows; r++) {
+        const qkt_real *a = X + r * 2 * F, *b = a + F, *g = G + r * F;
+        qkt_real *da = dX + r * 2 * F, *db = da + F;
+        for (int j = 0; j < F; j++) {
+            double s = 1.0 / (1.0 + exp(-(double)a[j]));
+            da[j] += (qkt_real)(g[j] * b[j] * s * (1.0 + a[j] * (1.0 - s)));
+            db[j] += (qkt_real)(g[j] * a[j] * s);
+        }
+    }
+}
+
+qkt_tensor *qkt_swiglu(qkt_ctx *ctx, qkt_tensor *x) {
+    QKT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] % 2 == 0, "swiglu: the last axis (%d) must be even",
+              x->ndim ? x->shape[x->ndim - 1] : 0);
+    int shape[QKT_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
+    int F = shape[x->ndim - 1] /= 2;
+    qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
+    int64_t rows = y->size / F;
+    const qkt_real *X = x->data;
+    qkt_real *Y = y->data;
+#pragma omp parallel for schedule(static) if (x->size > (1 << 15))
+    for (int64_t r = 0; r < rows; r++) {
+        const qkt_real *a = X + r * 2 * F, *b = a + F;
+        for (int j = 0; j < F; j++) Y[r * F + j] = (qkt_real)((double)a[j] / (1.0 + exp(-(double)a[j])) * b[j]);
+    }
+    qkt_op_record_custom(ctx, "swiglu", swiglu_backward, y, 1, (qkt_tensor *[]){x});
+    return y;
 }

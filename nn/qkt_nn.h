@@ -22,7 +22,9 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- config */
-/* How attention scales q.k before the softmax (s below; d_k = n_embd / n_head). */
+/* How attention scales q.k before the softmax (s below; d_k = n_embd / n_head). The
+ * built-ins are the first ids of the variant registry (below); a program registers its
+ * own, and each "power:ALPHA" named gets an id of its own, after them. */
 typedef enum qkt_attn_scale {
     QKT_ATTN_SQRT_DK = 0,     /* "sqrt_dk":      s = 1/sqrt(d_k) (the standard) */
     QKT_ATTN_NONE,            /* "none":         s = 1 */
@@ -30,15 +32,23 @@ typedef enum qkt_attn_scale {
     QKT_ATTN_SQRT_DMODEL,     /* "sqrt_dmodel":  s = 1/sqrt(n_embd) (the common mistake) */
     QKT_ATTN_LEARNED,         /* "learned":      s_h = exp(log_scale[h]), init 1/sqrt(d_k) */
     QKT_ATTN_QK_LAYERNORM,    /* "qk_layernorm": LayerNorm(d_k) on q and k, then 1/sqrt(d_k) */
-    QKT_ATTN_SCALE_COUNT
+    QKT_ATTN_COSINE,          /* "cosine":       q_h, k_h L2-normalised, s_h = exp(min(tau[h], log 100)),
+                               *                 tau learned, init log 10 (Swin Transformer v2) */
+    QKT_ATTN_SIGMA_REPARAM,   /* "sigma_reparam": W_q, W_k -> gamma / sigma(W) W (Zhai et al. 2023),
+                               *                 then 1/sqrt(d_k) */
+    QKT_ATTN_SCALE_COUNT      /* the built-in variants; "power:ALPHA" (s = d_k^-ALPHA) and registered
+                               * variants have ids from here on */
 } qkt_attn_scale;
-/* "sqrt_dk", ... for a valid enum, "?" otherwise. */
+/* The variant's name ("sqrt_dk", "power:0.75", a registered name) for a known id, "?" otherwise. */
 const char *qkt_attn_scale_name(qkt_attn_scale s);
-/* Name -> enum; returns -1 (and a one-line message listing the names) if unknown. */
+/* Name -> id; returns -1 (and a one-line message listing the names) if unknown. A
+ * family's name with an argument ("power:0.75") makes (or finds) that variant's id. */
 int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err);
 /* The scale s a variant applies to q.k at init, without attn_temp, for width n_embd and
- * key width d_k: 1/sqrt(d_k), 1, 1/d_k, 1/sqrt(n_embd); learned: exp(log_scale) at init
- * = 1/sqrt(d_k); qk_layernorm: the 1/sqrt(d_k) after the q/k LayerNorm. */
+ * key width d_k: 1/sqrt(d_k), 1, 1/d_k, 1/sqrt(n_embd), d_k^-ALPHA; learned: exp(log_scale)
+ * at init = 1/sqrt(d_k); qk_layernorm and sigma_reparam: 1/sqrt(d_k) (after the LayerNorm,
+ * the reparametrisation); cosine: its temperature at init, 10 (on unit q, k); a
+ * registered variant: its `scale` hook times its `init_scale` hook. */
 double qkt_attn_scale_at_init(qkt_attn_scale kind, int n_embd, int d_k);
 
 /* How W_q and W_k (the q and k row blocks of c_attn) are initialised. */
@@ -53,6 +63,38 @@ const char *qkt_qk_init_name(qkt_qk_init k);
 /* Name -> enum; -1 (and a one-line message listing the names) if unknown. */
 int qkt_qk_init_parse(const char *name, qkt_qk_init *out, qkt_err *err);
 
+/* Model options (docs/nn.md); each zero value is GPT-2's, so a zeroed field and an old
+ * checkpoint without the key mean the original model. */
+typedef enum qkt_norm_kind {
+    QKT_NORM_LAYERNORM = 0, /* "layernorm": (x - mean) rstd w + b */
+    QKT_NORM_RMSNORM,       /* "rmsnorm":   x rstd_rms w (no mean, no bias) */
+    QKT_NORM_COUNT
+} qkt_norm_kind;
+typedef enum qkt_mlp_kind {
+    QKT_MLP_GELU = 0, /* "gelu":   c_proj(gelu(c_fc(x))), C -> 4C -> C */
+    QKT_MLP_SWIGLU,   /* "swiglu": c_proj(silu(a) * b), [a | b] = c_fc(x), C -> 2 x F -> F -> C,
+                       *           F = qkt_swiglu_hidden(C) */
+    QKT_MLP_COUNT
+} qkt_mlp_kind;
+typedef enum qkt_pos_kind {
+    QKT_POS_LEARNED = 0, /* "learned": wpe (block_size, C) added to the token embeddings */
+    QKT_POS_ROPE,        /* "rope":    rotary embeddings on q and k per head (no wpe) */
+    QKT_POS_ALIBI,       /* "alibi":   per-head linear bias -m_h (i - j) on the logits (no wpe) */
+    QKT_POS_NONE,        /* "none":    no position information but the causal mask (no wpe) */
+    QKT_POS_COUNT
+} qkt_pos_kind;
+/* Names <-> enums, as the scale variants' ("?" for a bad enum; -1 and a one-line message
+ * listing the names for an unknown name). */
+const char *qkt_norm_name(qkt_norm_kind k);
+const char *qkt_mlp_name(qkt_mlp_kind k);
+const char *qkt_pos_name(qkt_pos_kind k);
+int qkt_norm_parse(const char *name, qkt_norm_kind *out, qkt_err *err);
+int qkt_mlp_parse(const char *name, qkt_mlp_kind *out, qkt_err *err);
+int qkt_pos_parse(const char *name, qkt_pos_kind *out, qkt_err *err);
+/* SwiGLU's hidden width F: 2/3 of the GELU MLP's 4C (so the three matrices hold about as
+ * many weights as GELU's two), rounded up to a multiple of 8: 8C/3 -> 2048 at C 768. */
+int qkt_swiglu_hidden(int n_embd);
+
 typedef struct qkt_gpt_config {
     int vocab_size, block_size, n_layer, n_head, n_embd;
     double dropout;            /* on embeddings and on attention / MLP outputs; 0 = off */
@@ -62,7 +104,11 @@ typedef struct qkt_gpt_config {
     double qk_init_mult;       /* multiplier on the W_q and W_k init std (1) */
     double init_std;           /* std of the weight init; 0 = GPT-2's 0.02 (c_proj: init_std/sqrt(2 n_layer)) */
     qkt_qk_init qk_init;       /* W_q, W_k init rule (QKT_QK_INIT_GPT2); init only, not saved in checkpoints */
-    double ln_eps;             /* LayerNorm epsilon (1e-5, as PyTorch) */
+    double ln_eps;             /* LayerNorm / RMSNorm epsilon (1e-5, as PyTorch) */
+    qkt_norm_kind norm;        /* ln_1, ln_2, ln_f (QKT_NORM_LAYERNORM) */
+    qkt_mlp_kind mlp;          /* QKT_MLP_GELU */
+    qkt_pos_kind pos;          /* QKT_POS_LEARNED; rope needs an even d_k */
+    double rope_base;          /* RoPE's theta (0 = 10000) */
 } qkt_gpt_config;
 /* nanoGPT's GPT-2 small shape: V 50304, block 1024, 12 layers, 12 heads, C 768, no
  * dropout, biases on, sqrt_dk, temp 1, qk_init_mult 1, eps 1e-5. */
@@ -87,26 +133,40 @@ typedef struct qkt_embed {
 void qkt_embed_add(qkt_embed *e, qkt_params *p, const char *name, int n, int C); /* name is the full weight name */
 qkt_tensor *qkt_embed_forward(qkt_ctx *ctx, const qkt_embed *e, const int32_t *idx, int ndim, const int *shape);
 
-/* y = (x - mean) / sqrt(var + eps) * w + b over the last axis (biased var). w: (C), b: (C) or NULL. */
+/* y = (x - mean) / sqrt(var + eps) * w + b over the last axis (biased var). w: (C), b: (C) or NULL.
+ * rms: RMSNorm instead, y = x / sqrt(mean(x^2) + eps) * w (no bias tensor). */
 typedef struct qkt_ln {
     qkt_tensor *weight, *bias;
     double eps;
+    bool rms;
 } qkt_ln;
 void qkt_ln_add(qkt_ln *ln, qkt_params *p, const char *prefix, int C, bool bias, double eps);
+/* The model's norm: LayerNorm as qkt_ln_add, or RMSNorm (`<prefix>.weight` only). */
+void qkt_norm_add(qkt_ln *ln, qkt_params *p, const char *prefix, int C, const qkt_gpt_config *c);
 qkt_tensor *qkt_ln_forward(qkt_ctx *ctx, const qkt_ln *ln, qkt_tensor *x);
 
-/* y = c_proj(gelu(c_fc(x))): C -> 4C -> C, GELU in GPT-2's tanh form. */
+/* y = c_proj(gelu(c_fc(x))): C -> 4C -> C, GELU in GPT-2's tanh form.
+ * swiglu: y = c_proj(silu(a) * b), [a | b] = c_fc(x) (2F, C), c_proj (C, F) (Shazeer 2020). */
 typedef struct qkt_mlp {
     qkt_linear c_fc, c_proj;
+    bool swiglu;
 } qkt_mlp;
 void qkt_mlp_add(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias);
+void qkt_mlp_add_kind(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias, qkt_mlp_kind kind);
+/* y = silu(a) * b = a sigmoid(a) b for x = [a | b] on the last axis (..., 2F) -> (..., F); fused. */
+qkt_tensor *qkt_swiglu(qkt_ctx *ctx, qkt_tensor *x);
 qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x);
 
 /* Causal multi-head self-attention, x (B, T, C) -> (B, T, C):
- *   q, k, v = split(c_attn(x));  [qk_layernorm: q, k <- LayerNorm_dk(q), LayerNorm_dk(k) per head]
+ *   q, k, v = split(c_attn(x));  [the variant's forward hook may change q, k (qk_layernorm,
+ *   cosine) or the projection (sigma_reparam), and give a per-head log multiplier]
  *   y = c_proj(softmax(s_h attn_temp q_h k_h^T + causal/pad mask) v_h, heads merged).
  * Registered (in this order): c_attn (3C, C) with rows q, k, v, heads contiguous in
- * each; c_proj (C, C); learned: log_scale (H); qk_layernorm: q_ln, k_ln (d_k). */
+ * each; c_proj (C, C); then the variant's own tensors (vp[]): learned: log_scale (H);
+ * qk_layernorm: q_ln, k_ln (d_k); cosine: logit_scale (H); sigma_reparam: sigma_gamma (2)
+ * (gamma of W_q, W_k) and the buffer sigma_u (2, C) (their power-iteration vectors). */
+#define QKT_ATTN_MAX_VP 8
+typedef struct qkt_attn_variant qkt_attn_variant;
 typedef struct qkt_attn {
     qkt_linear c_attn, c_proj;
     qkt_tensor *log_scale; /* (H), learned only */
@@ -115,12 +175,76 @@ typedef struct qkt_attn {
     qkt_attn_scale kind;
     double scale;          /* the fixed part of s: variant's s times attn_temp */
     double dropout;        /* on the attention weights (training only) */
+    qkt_pos_kind pos;      /* rope: q, k rotated per head after the variant's forward */
+    double rope_base;
+    const qkt_attn_variant *variant; /* kind's registry entry */
+    qkt_tensor *vp[QKT_ATTN_MAX_VP]; /* the variant's tensors, in registration order */
+    int n_vp;
+    char prefix[128];      /* "transformer.h.3.attn": names the variant's tensors */
 } qkt_attn;
 void qkt_attn_add(qkt_attn *a, qkt_params *p, const char *prefix, const qkt_gpt_config *c);
-/* key_pad: (B, T), nonzero = key blocked, or NULL. capture: filled when non-NULL
- * (its probs / logits buffers (B, H, T, T) must be set by the caller). */
-qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const uint8_t *key_pad,
-                             qkt_attn_capture *capture);
+
+/* Per-call options of the attention and block forwards (NULL = all off). */
+typedef struct qkt_attn_call {
+    const uint8_t *key_pad;     /* (B, T), nonzero = key blocked; or NULL */
+    qkt_attn_capture *capture;  /* filled when non-NULL (its probs / logits (B, H, T, T) set by the caller) */
+    bool hold_state;            /* do not advance persistent state (sigma_reparam's u) in this forward */
+} qkt_attn_call;
+/* A training forward (ctx->training and recording) first advances the variant's
+ * persistent state (its `advance` hook), unless call->hold_state. */
+qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const qkt_attn_call *call);
+
+/* ---------------------------------------------------------------- the variant registry */
+/* A scale variant is a registry entry: the built-ins are registered this way too
+ * (nn/variants.c), and a program adds its own with qkt_attn_variant_register before it
+ * builds a model; the name then works everywhere a built-in's does (configs,
+ * checkpoints, train.json, the study's variant lists). Every hook is optional.
+ *
+ * What a forward hook gets and fills: */
+typedef struct qkt_attn_qk {
+    qkt_tensor *x;          /* in: the layer input (B, T, C) (after ln_1) */
+    qkt_tensor *packed;     /* out: (B, T, 3C) [q | k | v] read in place by the fused op; or NULL, then: */
+    qkt_tensor *q, *k, *v;  /* out: (B, T, C) each */
+    qkt_tensor *log_scale;  /* out: (H): head h's logits times exp(log_scale[h]) (gets its gradient); or NULL */
+} qkt_attn_qk;
+struct qkt_attn_variant {
+    const char *name;    /* [a-z0-9_] and '.', '-'; no ':' or ','. A family is named without its ":ARG" */
+    const char *summary; /* one line for help texts and errors: the formula (may be NULL) */
+    bool family;         /* "name:ARG" (ARG a finite number) makes a variant with arg = ARG */
+    double arg;          /* a family member's ARG */
+    /* The fixed factor s of the logits (attn_temp multiplies it); NULL: 1/sqrt(d_k). */
+    double (*scale)(const qkt_attn_variant *v, int n_embd, int d_k);
+    /* For qkt_attn_scale_at_init: the factor the variant's parameters give at init (NULL: 1). */
+    double (*init_scale)(const qkt_attn_variant *v, int n_embd, int d_k);
+    /* Registers the layer's own tensors with qkt_attn_param (called after c_attn and c_proj). */
+    void (*add)(qkt_attn *a, qkt_params *p, const qkt_gpt_config *c);
+    /* Fills tensor a->vp[i] at init (qkt_gpt_init_weights); rng is that tensor's own stream,
+     * and every tensor registered before it already holds its init. NULL: zeros. */
+    void (*init)(const qkt_attn *a, int i, qkt_tensor *t, qkt_rng *rng);
+    /* Builds q, k, v from io->x (helpers: qkt_attn_project, qkt_attn_split) and may set
+     * io->log_scale. NULL: io->packed = c_attn(x), the fused path. */
+    void (*forward)(qkt_ctx *ctx, const qkt_attn *a, qkt_attn_qk *io);
+    /* Advances the layer's persistent state (QKT_PARAM_BUFFER tensors) by one step: called
+     * before `forward` on a training forward, or by qkt_gpt_advance_state. Single-threaded. */
+    void (*advance)(const qkt_attn *a);
+    void *user;          /* free for the variant */
+};
+/* Copies v into the registry (name included; summary and user are kept as pointers) and
+ * gives its id (a family: the id of nothing usable; its members get theirs when named).
+ * -1 with a one-line message for a bad or taken name, or a full registry (256). Not
+ * thread-safe against a concurrent model build: register first. */
+int qkt_attn_variant_register(const qkt_attn_variant *v, qkt_attn_scale *id, qkt_err *err);
+/* The entry of a variant id, or NULL if there is none. */
+const qkt_attn_variant *qkt_attn_variant_get(qkt_attn_scale id);
+/* Variant ids are 0 .. count - 1 (built-ins, registered variants, named family members). */
+int qkt_attn_scale_count(void);
+/* "sqrt_dk, none, ..., power:ALPHA, <registered>" into buf (help texts and errors); returns buf. */
+const char *qkt_attn_scale_list(char *buf, size_t n);
+/* For a variant's `add`: registers "<a->prefix>.<suffix>" in p and appends it to a->vp. */
+qkt_tensor *qkt_attn_param(qkt_attn *a, qkt_params *p, const char *suffix, int ndim, const int *shape, int flags);
+/* For a variant's `forward`: c_attn(x) (B, T, 3C), and [q | k | v] split into three (B, T, C). */
+qkt_tensor *qkt_attn_project(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x);
+void qkt_attn_split(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *packed, qkt_attn_qk *io);
 
 /* Pre-LN block: x = x + drop(attn(ln_1(x)));  x = x + drop(mlp(ln_2(x))). */
 typedef struct qkt_block {
@@ -131,8 +255,7 @@ typedef struct qkt_block {
     char scope[32]; /* "h.<i>", copied into tape nodes for error messages */
 } qkt_block;
 void qkt_block_add(qkt_block *b, qkt_params *p, const char *prefix, const qkt_gpt_config *c);
-qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const uint8_t *key_pad,
-                              qkt_attn_capture *capture);
+qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const qkt_attn_call *call);
 
 /* ---------------------------------------------------------------- GPT */
 /* Parameters, in registration (= checkpoint) order:
@@ -145,8 +268,9 @@ qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, c
  * QKT_PARAM_DECAY is set on exactly the 2-D weights (embeddings and Linear weights). */
 typedef struct qkt_gpt {
     qkt_gpt_config cfg;
-    qkt_params params;
-    qkt_embed wte, wpe;
+    qkt_params params; /* the model's tensors first (n_model of them); a user's module may add more */
+    int n_model;
+    qkt_embed wte, wpe;  /* wpe.weight NULL unless pos is learned */
     qkt_block *h; /* n_layer */
     qkt_ln ln_f;
 } qkt_gpt;
@@ -164,6 +288,10 @@ void qkt_gpt_free(qkt_gpt *g);
  *   (qk_init "unit": N(0, (qk_init_mult/sqrt(n_embd))^2));
  *   (0.02 stands for cfg.init_std when that is set);
  *   biases 0; LayerNorm weights 1, biases 0; log_scale log(1/sqrt(d_k)).
+ * A variant's own tensors get its `init` hook (learned: log_scale log(1/sqrt(d_k)); cosine:
+ * logit_scale log 10; sigma_reparam: gamma 1, u from 50 power iterations on the initialised
+ * W from a random unit vector). Tensors added to the store after the model's own (a
+ * user's module) are left to the user.
  * rng advances by one draw per parameter tensor. */
 void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng);
 
@@ -175,7 +303,11 @@ typedef struct qkt_gpt_opts {
      * flag below is set, it is pointed at a fresh arena buffer (valid until ctx reset). */
     qkt_attn_capture *capture;
     bool capture_probs, capture_logits;
+    bool hold_state;            /* a training forward does not advance persistent state (qkt_dp) */
 } qkt_gpt_opts;
+/* Advances every layer's persistent state once, as a training forward does first
+ * (sigma_reparam: one power iteration); qkt_dp calls it once before its replicas. */
+void qkt_gpt_advance_state(qkt_gpt *g);
 
 /* Forward on idx (B, T) tokens in [0, V), T <= block_size (checked: programmer error;
  * user-facing callers validate first). Returns the mean cross-entropy over the

@@ -69,21 +69,16 @@ static qkt_real *alloc_state(int64_t n) {
     return a;
 }
 
-void qkt_optim_init(qkt_optim *o, qkt_params *p, const qkt_optim_config *cfg) {
-    QKT_CHECK(p->finalized, "qkt_optim_init before qkt_params_finalize");
-    check_config(cfg);
-    memset(o, 0, sizeof *o);
-    o->cfg = *cfg;
-    o->params = p;
-    o->size = p->size;
-    bool adam = cfg->kind != QKT_OPTIM_SGD;
-    if (adam || cfg->momentum != 0) o->m = alloc_state(p->size);
-    if (adam) o->v = alloc_state(p->size);
-
-    /* Runs of consecutive tensors with the same decay flag (store order = add order). */
+/* Runs of consecutive tensors with the same decay flag (store order = add order);
+ * buffers (QKT_PARAM_BUFFER) are in no run: the optimizer never touches them. */
+static void build_runs(qkt_optim *o) {
+    const qkt_params *p = o->params;
+    free(o->runs);
     o->runs = qkt_malloc((size_t)(p->n ? p->n : 1) * sizeof *o->runs);
+    o->n_runs = 0, o->n_decay_tensors = 0, o->n_decay = 0;
     for (int i = 0; i < p->n; i++) {
         const qkt_tensor *t = p->t[i];
+        if (p->flags[i] & QKT_PARAM_BUFFER) continue;
         int64_t off = qkt_params_offset(p, t);
         bool decay = (p->flags[i] & QKT_PARAM_DECAY) != 0;
         if (decay) {
@@ -97,6 +92,34 @@ void qkt_optim_init(qkt_optim *o, qkt_params *p, const qkt_optim_config *cfg) {
             o->runs[o->n_runs++] = (qkt_optim_run){.off = off, .n = t->size, .decay = decay};
         }
     }
+}
+
+void qkt_optim_init(qkt_optim *o, qkt_params *p, const qkt_optim_config *cfg) {
+    QKT_CHECK(p->finalized, "qkt_optim_init before qkt_params_finalize");
+    check_config(cfg);
+    memset(o, 0, sizeof *o);
+    o->cfg = *cfg;
+    o->params = p;
+    o->size = p->size;
+    bool adam = cfg->kind != QKT_OPTIM_SGD;
+    if (adam || cfg->momentum != 0) o->m = alloc_state(p->size);
+    if (adam) o->v = alloc_state(p->size);
+
+    build_runs(o);
+}
+
+void qkt_optim_sync(qkt_optim *o) {
+    qkt_params *p = o->params;
+    QKT_CHECK(p->size >= o->size, "qkt_optim_sync: the store shrank (%lld -> %lld values)", (long long)o->size,
+              (long long)p->size);
+    qkt_real **st[2] = {&o->m, &o->v};
+    for (int k = 0; k < 2; k++)
+        if (*st[k]) {
+            *st[k] = qkt_realloc(*st[k], (size_t)(p->size ? p->size : 1) * sizeof(qkt_real));
+            memset(*st[k] + o->size, 0, (size_t)(p->size - o->size) * sizeof(qkt_real));
+        }
+    o->size = p->size;
+    build_runs(o);
 }
 
 void qkt_optim_reset(qkt_optim *o) {
@@ -280,7 +303,8 @@ static void sgd_step(qkt_optim *o, double lr) {
 }
 
 void qkt_optim_step(qkt_optim *o, double lr) {
-    QKT_CHECK(o->params && o->size == o->params->size, "qkt_optim_step: optimizer not initialised for this store");
+    QKT_CHECK(o->params && o->size == o->params->size,
+              "qkt_optim_step: optimizer not initialised for this store (or the store grew: call qkt_optim_sync)");
     QKT_CHECK(lr >= 0, "learning rate %g < 0", lr);
     if (o->cfg.kind == QKT_OPTIM_SGD)
         sgd_step(o, lr);

@@ -13,6 +13,7 @@
  * QKT_PARAM_DECAY in the store: by qkt convention (nanoGPT's) every tensor with
  * ndim >= 2 (matrices and embeddings) decays, 1-D tensors (biases, LayerNorm
  * gains, learned scales) do not; the layer that adds a parameter sets the flag.
+ * Tensors flagged QKT_PARAM_BUFFER (persistent non-trained state) are never updated.
  */
 #ifndef QKT_OPTIM_H
 #define QKT_OPTIM_H
@@ -69,6 +70,11 @@ typedef struct qkt_optim {
 void qkt_optim_init(qkt_optim *o, qkt_params *p, const qkt_optim_config *cfg);
 /* One update of every parameter from params->grad with learning rate lr. No malloc. */
 void qkt_optim_step(qkt_optim *o, double lr);
+/* After tensors were added to the store past finalize (qkt_params_add): grows m and v
+ * to the new size (the new tensors' state starts at zero, as a fresh optimizer's; the
+ * old tensors keep theirs) and rebuilds the runs. No-op when nothing was added. Adam's bias
+ * correction keeps using `step`, shared by all tensors (not restarted for the new ones). */
+void qkt_optim_sync(qkt_optim *o);
 /* Zero m, v and step (a fresh optimizer on the same store). */
 void qkt_optim_reset(qkt_optim *o);
 void qkt_optim_free(qkt_optim *o);

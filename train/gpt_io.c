@@ -26,6 +26,10 @@ void qkt_gpt_meta_fill(qkt_gpt_meta *m, const qkt_gpt_config *c) {
     PUT("ln_eps", "%.17g", c->ln_eps);
     PUT("dropout", "%.17g", c->dropout);
     PUT("qk_init_mult", "%.17g", c->qk_init_mult);
+    PUT("norm", "%s", qkt_norm_name(c->norm));
+    PUT("mlp", "%s", qkt_mlp_name(c->mlp));
+    PUT("pos", "%s", qkt_pos_name(c->pos));
+    if (c->pos == QKT_POS_ROPE) PUT("rope_base", "%.17g", c->rope_base > 0 ? c->rope_base : 10000.0);
 #undef PUT
 }
 
@@ -80,6 +84,16 @@ static int meta_bool(const qkt_checkpoint *ck, const char *key, bool dflt, bool 
     return 0;
 }
 
+/* norm, mlp, pos: optional (checkpoints from before the options are layernorm, gelu, learned) */
+static int meta_enums(const qkt_checkpoint *ck, qkt_gpt_config *c, qkt_err *err) {
+    const char *v;
+    qkt_err e2;
+    if ((v = qkt_checkpoint_meta(ck, "norm")) && qkt_norm_parse(v, &c->norm, &e2)) return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
+    if ((v = qkt_checkpoint_meta(ck, "mlp")) && qkt_mlp_parse(v, &c->mlp, &e2)) return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
+    if ((v = qkt_checkpoint_meta(ck, "pos")) && qkt_pos_parse(v, &c->pos, &e2)) return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
+    return 0;
+}
+
 int qkt_gpt_config_from_checkpoint(const qkt_checkpoint *ck, qkt_gpt_config *cfg, qkt_err *err) {
     qkt_gpt_config c = qkt_gpt_config_default();
     if (meta_int(ck, "vocab_size", &c.vocab_size, err) || meta_int(ck, "block_size", &c.block_size, err) ||
@@ -93,7 +107,8 @@ int qkt_gpt_config_from_checkpoint(const qkt_checkpoint *ck, qkt_gpt_config *cfg
         return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
     if (meta_real(ck, "attn_temp", 1, true, &c.attn_temp, err) || meta_bool(ck, "bias", true, &c.bias, err) ||
         meta_real(ck, "ln_eps", 1e-5, false, &c.ln_eps, err) || meta_real(ck, "dropout", 0, false, &c.dropout, err) ||
-        meta_real(ck, "qk_init_mult", 1, false, &c.qk_init_mult, err))
+        meta_real(ck, "qk_init_mult", 1, false, &c.qk_init_mult, err) || meta_real(ck, "rope_base", 0, false, &c.rope_base, err) ||
+        meta_enums(ck, &c, err))
         return -1;
     if (qkt_gpt_config_validate(&c, &e2)) return qkt_err_set(err, "checkpoint %s: bad config: %s", ck->path, e2.msg);
     /* The tensors that fix the sizes must agree with the metadata before the model is
@@ -108,6 +123,7 @@ int qkt_gpt_config_from_checkpoint(const qkt_checkpoint *ck, qkt_gpt_config *cfg
                 {"transformer.wpe.weight", 2, c.block_size, c.n_embd},
                 {last, 1, c.n_embd, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        if (i == 1 && c.pos != QKT_POS_LEARNED) continue; /* no wpe */
         const qkt_st_tensor *t = qkt_safetensors_find(&ck->st, want[i].name);
         if (!t) return qkt_err_set(err, "checkpoint %s has no tensor '%s' that its config (n_layer=%d) needs", ck->path, want[i].name, c.n_layer);
         if (t->ndim != want[i].ndim || t->shape[0] != want[i].d0 || (want[i].ndim == 2 && t->shape[1] != want[i].d1))
@@ -135,6 +151,21 @@ int qkt_gpt_check_checkpoint(const qkt_checkpoint *ck, const qkt_gpt *g, qkt_err
                                c->bias ? "true" : "false");
     }
     if (qkt_checkpoint_meta(ck, "ln_eps") && qkt_checkpoint_expect_real(ck, "ln_eps", c->ln_eps, err)) return -1;
+    /* the options: a checkpoint without the key was saved by a model of the default */
+    const struct {
+        const char *key, *have, *dflt;
+    } opt[] = {{"norm", qkt_norm_name(c->norm), qkt_norm_name(QKT_NORM_LAYERNORM)},
+               {"mlp", qkt_mlp_name(c->mlp), qkt_mlp_name(QKT_MLP_GELU)},
+               {"pos", qkt_pos_name(c->pos), qkt_pos_name(QKT_POS_LEARNED)}};
+    for (size_t i = 0; i < sizeof opt / sizeof *opt; i++) {
+        const char *v = qkt_checkpoint_meta(ck, opt[i].key);
+        if (strcmp(v ? v : opt[i].dflt, opt[i].have))
+            return qkt_err_set(err, "checkpoint %s was saved for %s=%s, this model has %s", ck->path, opt[i].key, v ? v : opt[i].dflt,
+                               opt[i].have);
+    }
+    if (c->pos == QKT_POS_ROPE && qkt_checkpoint_meta(ck, "rope_base") &&
+        qkt_checkpoint_expect_real(ck, "rope_base", c->rope_base > 0 ? c->rope_base : 10000.0, err))
+        return -1;
     return 0;
 }
 

@@ -1,9 +1,11 @@
 /* GPT checkpoints: the model's parameters (nanoGPT names, PyTorch layouts) in a
  * safetensors file whose __metadata__ holds the config as strings:
  *   vocab_size, block_size, n_layer, n_head, n_embd, attn_scale, attn_temp
- * (the identity of the model), plus bias, ln_eps, dropout, qk_init_mult (defaults
- * true, 1e-5, 0, 1 when absent, so files written by other tools need only the first
- * seven). Loading into a model of another config fails with one line naming the field. */
+ * (the identity of the model), plus bias, ln_eps, dropout, qk_init_mult, norm, mlp, pos
+ * and (pos rope) rope_base (defaults true, 1e-5, 0, 1, layernorm, gelu, learned, 10000
+ * when absent, so files written by other tools, and by qkt before the options, need only
+ * the first seven). attn_scale is the variant's name ("power:0.75", a registered one).
+ * Loading into a model of another config fails with one line naming the field. */
 #ifndef QKT_GPT_IO_H
 #define QKT_GPT_IO_H
 
@@ -14,11 +16,11 @@
 extern "C" {
 #endif
 
-#define QKT_GPT_META_N 12 /* 11 config keys + one spare for the caller */
+#define QKT_GPT_META_N 16 /* 15 config keys + one spare for the caller */
 typedef struct qkt_gpt_meta {
     qkt_st_meta kv[QKT_GPT_META_N];
     int n;
-    char val[QKT_GPT_META_N][48];
+    char val[QKT_GPT_META_N][80];
 } qkt_gpt_meta;
 /* The config as metadata pairs (m->kv[0 .. m->n)); reals printed with %.17g (exact). */
 void qkt_gpt_meta_fill(qkt_gpt_meta *m, const qkt_gpt_config *c);

@@ -67,7 +67,7 @@ int qkt_train_config_validate(const qkt_train_config *c, qkt_err *err) {
     if (c->warmup_steps < 0 || c->warmup_steps > c->steps)
         BAD("--warmup-steps %" PRId64 ": expected an integer in [0, --steps %" PRId64 "]", c->warmup_steps, c->steps);
     if (!(c->grad_clip >= 0 && isfinite(c->grad_clip))) BAD("--grad-clip %g: expected a number >= 0 (0 = off)", c->grad_clip);
-    if ((int)m->attn_scale < 0 || m->attn_scale >= QKT_ATTN_SCALE_COUNT) BAD("--attn-scale: unknown variant %d", (int)m->attn_scale);
+    if (!qkt_attn_variant_get(m->attn_scale)) BAD("--attn-scale: unknown variant %d", (int)m->attn_scale);
     if (!(m->attn_temp > 0 && isfinite(m->attn_temp))) BAD("--attn-temp %g: expected a positive number", m->attn_temp);
     if (!(m->qk_init_mult >= 0 && isfinite(m->qk_init_mult))) BAD("--qk-init-mult %g: expected a number >= 0", m->qk_init_mult);
     if (!(m->dropout >= 0 && m->dropout < 1)) BAD("--dropout %g: expected a number in [0, 1)", m->dropout);

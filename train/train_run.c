@@ -55,6 +55,9 @@ char *qkt_train_run_json(const qkt_train_run *r) {
     cJSON_AddNumberToObject(o, "attn_temp", m->attn_temp);
     cJSON_AddNumberToObject(o, "qk_init_mult", m->qk_init_mult);
     cJSON_AddNumberToObject(o, "ln_eps", m->ln_eps);
+    cJSON_AddStringToObject(o, "norm", qkt_norm_name(m->norm));
+    cJSON_AddStringToObject(o, "mlp", qkt_mlp_name(m->mlp));
+    cJSON_AddStringToObject(o, "pos", qkt_pos_name(m->pos));
     cJSON_AddNumberToObject(o, "batch_size", c->batch_size);
     cJSON_AddNumberToObject(o, "replicas", c->replicas);
     cJSON_AddNumberToObject(o, "steps", (double)c->steps);
@@ -115,6 +118,16 @@ static int from_json(const cJSON *o, const char *path, qkt_train_run *r, qkt_err
     qkt_err e2;
     if (!(s = qkt_json_str(o, "attn_scale", path, err))) return -1;
     if (qkt_attn_scale_parse(s, &m->attn_scale, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
+    /* norm, mlp, pos: absent in runs from before the options, which are layernorm, gelu, learned */
+    if (cJSON_GetObjectItemCaseSensitive(o, "norm") &&
+        (!(s = qkt_json_str(o, "norm", path, err)) || (qkt_norm_parse(s, &m->norm, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(o, "mlp") &&
+        (!(s = qkt_json_str(o, "mlp", path, err)) || (qkt_mlp_parse(s, &m->mlp, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
+        return -1;
+    if (cJSON_GetObjectItemCaseSensitive(o, "pos") &&
+        (!(s = qkt_json_str(o, "pos", path, err)) || (qkt_pos_parse(s, &m->pos, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
+        return -1;
     if (!(s = qkt_json_str(o, "schedule", path, err))) return -1;
     if (qkt_sched_kind_parse(s, &c->schedule, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
     if (!(s = qkt_json_str(o, "optim", path, err))) return -1;

@@ -86,6 +86,12 @@ static qkt_tensor *f_layernorm(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *
     if (c->flags) return qkt_layernorm(ctx, x[0], NULL, NULL, 1e-5);
     return qkt_layernorm(ctx, x[0], x[1], x[2], 1e-5);
 }
+/* model branch: RMSNorm (flags 1: no weight) and per-row L2 normalisation */
+static qkt_tensor *f_rmsnorm(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    return qkt_rmsnorm(ctx, x[0], c->flags ? NULL : x[1], 1e-5);
+}
+static qkt_tensor *f_rope(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { return qkt_rope(ctx, x[0], c->flags, 100.0); }
+static qkt_tensor *f_l2norm(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) { (void)c; return qkt_l2norm(ctx, x[0], 1e-12); }
 static const uint8_t attn_pad[2 * 5] = {0, 0, 1, 0, 0, 1, 0, 0, 0, 1}; /* b=1 row 0 fully blocked */
 /* key padding for the tiled cases: (2, 33) and (1, 70); blocked keys straddle the
  * 32-key tile boundary, and key 0 blocked makes query row 0 fully blocked */
@@ -262,6 +268,10 @@ static const qkt_gc_case op_cases[] = {
          .shape = {{2, 5, 12}, {2, 5, 12}, {2, 5, 12}, {3}}),
     CASE("attention dropout T=70, pad", f_attention, TOL, 1 | 2 | 4 | 2 << 4, 4, .ndim = {3, 3, 3, 1},
          .shape = {{1, 70, 8}, {1, 70, 8}, {1, 70, 8}, {2}}),
+    CASE("rmsnorm weighted", f_rmsnorm, TOL, 0, 2, .ndim = {3, 1}, .shape = {{2, 3, 7}, {7}}),
+    CASE("rmsnorm no weight C=33", f_rmsnorm, TOL, 1, 1, .ndim = {2}, .shape = {{3, 33}}),
+    CASE("rope 3 heads d=4, T=5", f_rope, TOL, 3, 1, .ndim = {3}, .shape = {{2, 5, 12}}),
+    CASE("l2norm per head (B,T,H,d)", f_l2norm, TOL, 0, 1, .ndim = {4}, .shape = {{2, 3, 2, 5}}),
     CASE("chain with fresh grads", f_fresh_chain, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 5, 6}, {18, 6}, {18}}),
     CASE("input used twice", f_twice, TOL, 0, 2, .ndim = {2, 2}, .shape = {{3, 3}, {3, 3}}),
     /* ---------------- generic ops (issue 13); kink_margin 0.3 keeps divisors and the

@@ -104,6 +104,62 @@ static void expect_same_run(const char *a, const char *b, int n_rows, int line) 
     free(la), free(lb);
 }
 
+/* The scale variants with their own tensors or state, and the model options, resume
+ * bit-identically too: sigma_reparam's power-iteration vectors (a checkpointed buffer;
+ * with 2 replicas on 2 threads, resumed on 1), cosine's temperatures, a power:ALPHA named
+ * on the command line, and --norm rmsnorm --mlp swiglu --pos rope|alibi on mqar and on a
+ * text file. */
+static void test_resume_variants(void) {
+    char text[600];
+    snprintf(text, sizeof text, "%s/resume_text.txt", tmp);
+    qkt_buf tb = {0};
+    for (int i = 0; i < 300; i++) qkt_buf_printf(&tb, "the cat sat on the mat %d. ", i % 7);
+    qkt_err err;
+    EXPECT(qkt_write_atomic(text, tb.s, tb.n, &err) == 0, "%s", err.msg);
+    qkt_buf_free(&tb);
+    char text_run[1024];
+    snprintf(text_run, sizeof text_run,
+             "--data text:%s --n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --batch-size 4 --dropout 0.1 --eval-batches 2 "
+             "--norm rmsnorm --mlp swiglu --pos rope --attn-scale cosine", text);
+    const char *v[] = {TINY_MODEL " --attn-scale sigma_reparam --replicas 2", TINY_MODEL " --attn-scale cosine",
+                       TINY_MODEL " --attn-scale power:0.75",
+                       TINY_MODEL " --norm rmsnorm --mlp swiglu --pos rope --attn-scale cosine",
+                       TINY_MODEL " --norm rmsnorm --pos alibi --attn-scale sigma_reparam", text_run};
+    for (int i = 0; i < (int)(sizeof v / sizeof *v); i++) {
+        char args[3000], a[512], b[512];
+        snprintf(a, sizeof a, "%s/var%d_straight", tmp, i);
+        snprintf(b, sizeof b, "%s/var%d_paused", tmp, i);
+        snprintf(args, sizeof args, "train %s --threads 1 --steps 12 --eval-every 4 --out %s", v[i], a);
+        int rc = run(args);
+        EXPECT(rc == 0, "%s: straight run exited %d: %s", v[i], rc, out);
+        snprintf(args, sizeof args, "train %s --threads 2 --steps 12 --eval-every 4 --out %s --pause-at 6", v[i], b);
+        rc = run(args);
+        EXPECT(rc == 0 && strstr(out, "paused after step 6"), "%s: pause exited %d: %s", v[i], rc, out);
+        snprintf(args, sizeof args, "train --resume %s --threads 1", b);
+        rc = run(args);
+        EXPECT(rc == 0 && strstr(out, "done"), "%s: resume exited %d: %s", v[i], rc, out);
+        expect_same_run(a, b, 13, __LINE__);
+    }
+    /* the options are in the checkpoint and in train.json */
+    char path[600];
+    snprintf(path, sizeof path, "%s/var3_paused/ckpt.safetensors", tmp);
+    qkt_checkpoint ck;
+    EXPECT(qkt_checkpoint_open(path, &ck, &err) == 0, "%s", err.msg);
+    EXPECT(!strcmp(qkt_checkpoint_meta(&ck, "norm"), "rmsnorm") && !strcmp(qkt_checkpoint_meta(&ck, "mlp"), "swiglu") &&
+               !strcmp(qkt_checkpoint_meta(&ck, "pos"), "rope") && !strcmp(qkt_checkpoint_meta(&ck, "attn_scale"), "cosine"),
+           "checkpoint metadata of the options");
+    EXPECT(!qkt_safetensors_find(&ck.st, "transformer.wpe.weight") && !qkt_safetensors_find(&ck.st, "transformer.ln_f.bias"),
+           "rope + rmsnorm: no wpe, no norm biases");
+    qkt_checkpoint_close(&ck);
+    const char *bad[] = {"--norm batchnorm", "--mlp relu", "--pos sinusoidal", "--pos rope --n-head 16"};
+    for (int i = 0; i < 4; i++) {
+        char args[2048];
+        snprintf(args, sizeof args, "train " TINY_MODEL " --steps 2 %s --out %s/bad_opt%d", bad[i], tmp, i);
+        int rc = run(args);
+        EXPECT(rc == 2 && one_line(out), "'%s': exit %d: %s", bad[i], rc, out);
+    }
+}
+
 static void test_resume(void) {
     char args[2048];
     snprintf(args, sizeof args, "train " TINY " --steps 20 --eval-every 5 --out %s/straight", tmp);
@@ -385,6 +441,7 @@ int main(void) {
     tmp = qkt_test_tmpdir("train");
     test_bad_flags();
     test_resume();
+    test_resume_variants();
     test_signal(SIGINT, "int");
     test_signal(SIGTERM, "term");
     test_nonfinite();

@@ -73,6 +73,7 @@ static double check_store(const nn_case *c, uint64_t seed) {
     for (int64_t j = 0; j < p->size; j++) gmax = fmax(gmax, fabs(analytic[j]));
     for (int i = 0; i < p->n; i++) {
         qkt_tensor *t = p->t[i];
+        if (p->flags[i] & QKT_PARAM_BUFFER) continue; /* state, not a function input: no gradient by design */
         int64_t base = qkt_params_offset(p, t), n = t->size, npts = n <= MAX_POINTS ? n : MAX_POINTS;
         double maxdiff = 0, scale = 1e-6, maxabs = 0;
         for (int64_t k = 0; k < npts; k++) {
@@ -132,11 +133,13 @@ static qkt_tensor *input(qkt_ctx *ctx, const nn_case *c) {
 }
 
 static qkt_tensor *f_attn(qkt_ctx *ctx, const nn_case *c) {
-    return qkt_attn_forward(ctx, &c->attn, input(ctx, c), c->key_pad, NULL);
+    qkt_attn_call call = {.key_pad = c->key_pad};
+    return qkt_attn_forward(ctx, &c->attn, input(ctx, c), &call);
 }
 static qkt_tensor *f_mlp(qkt_ctx *ctx, const nn_case *c) { return qkt_mlp_forward(ctx, &c->mlp, input(ctx, c)); }
 static qkt_tensor *f_block(qkt_ctx *ctx, const nn_case *c) {
-    return qkt_block_forward(ctx, &c->block, input(ctx, c), c->key_pad, NULL);
+    qkt_attn_call call = {.key_pad = c->key_pad};
+    return qkt_block_forward(ctx, &c->block, input(ctx, c), &call);
 }
 static qkt_tensor *f_gpt(qkt_ctx *ctx, const nn_case *c) {
     qkt_gpt_opts o = {.key_pad = c->key_pad};
@@ -155,7 +158,7 @@ static void layer_case(nn_case *c, const char *name, nn_fn fn, qkt_gpt_config cf
     c->name = name, c->fn = fn, c->cfg = cfg, c->B = B, c->T = T;
     qkt_params_init(&c->p);
     if (fn == f_attn) qkt_attn_add(&c->attn, &c->p, "attn", &c->cfg);
-    if (fn == f_mlp) qkt_mlp_add(&c->mlp, &c->p, "mlp", cfg.n_embd, cfg.bias);
+    if (fn == f_mlp) qkt_mlp_add_kind(&c->mlp, &c->p, "mlp", cfg.n_embd, cfg.bias, cfg.mlp);
     if (fn == f_block) qkt_block_add(&c->block, &c->p, "h.0", &c->cfg);
     c->x = qkt_params_add(&c->p, "x", 3, (int[]){B, T, cfg.n_embd}, 0);
     qkt_params_finalize(&c->p);
@@ -206,7 +209,9 @@ static void test_attention(void) {
                 double g = 0;
                 for (int64_t j = 0; j < c.p.t[i]->size; j++)
                     g = fmax(g, fabs(c.p.grad[qkt_params_offset(&c.p, c.p.t[i]) + j]));
-                if (strstr(c.p.t[i]->name, "k_ln.bias"))
+                if (c.p.flags[i] & QKT_PARAM_BUFFER)
+                    EXPECT(g == 0, "%s: the buffer %s has a gradient (%g)", name, c.p.t[i]->name, g);
+                else if (strstr(c.p.t[i]->name, "k_ln.bias"))
                     EXPECT(g < 1e-9 * gmax, "%s: k_ln.bias gradient %g should vanish", name, g);
                 else
                     EXPECT(g > 1e-3 * gmax, "%s: no gradient reached %s (%g)", name, c.p.t[i]->name, g);
@@ -264,42 +269,119 @@ static void test_gpt(void) {
     }
 }
 
+/* power:ALPHA (a family member named at run time) and cosine with one head's temperature
+ * above the clamp (log 100): that head's tau gets no gradient, the others do. */
+static void test_power_cosine_clamp(void) {
+    qkt_err err = {{0}};
+    qkt_attn_scale pw;
+    EXPECT(qkt_attn_scale_parse("power:0.75", &pw, &err) == 0, "%s", err.msg);
+    nn_case c;
+    layer_case(&c, "attention power:0.75", f_attn, cfg_of(pw), 2, 5, 700);
+    EXPECT(fabs(c.attn.scale - pow(4.0, -0.75)) < 1e-15, "power:0.75 scale %g", c.attn.scale);
+    double e = check_store(&c, 701);
+    EXPECT(e <= TOL, "power:0.75: err %g", e);
+    qkt_params_free(&c.p);
+
+    layer_case(&c, "attention cosine, head 0 clamped", f_attn, cfg_of(QKT_ATTN_COSINE), 2, 5, 710);
+    qkt_tensor *tau = qkt_params_find(&c.p, "attn.logit_scale");
+    tau->data[0] = (qkt_real)log(150.0);
+    e = check_store(&c, 711);
+    EXPECT(e <= TOL, "cosine clamped: err %g", e);
+    EXPECT(tau->grad[0] == 0 && tau->grad[1] != 0 && tau->grad[2] != 0, "cosine clamp: tau grads %g %g %g",
+           tau->grad[0], tau->grad[1], tau->grad[2]);
+    qkt_params_free(&c.p);
+}
+
+/* The model options: RMSNorm, the SwiGLU MLP, RoPE and no position embedding, in a
+ * whole-model check (with the cosine and sigma_reparam variants on top), and the SwiGLU
+ * MLP alone. */
+static void test_options(void) {
+    int32_t idx[10] = {1, 4, 7, 10, 0, 3, 3, 9, 2, 5};
+    int32_t tgt[10] = {4, -1, 10, 0, 6, -1, 9, 2, -1, 8};
+    struct {
+        const char *name;
+        qkt_norm_kind norm;
+        qkt_mlp_kind mlp;
+        qkt_pos_kind pos;
+        qkt_attn_scale scale;
+    } cases[] = {
+        {"gpt rmsnorm swiglu rope cosine", QKT_NORM_RMSNORM, QKT_MLP_SWIGLU, QKT_POS_ROPE, QKT_ATTN_COSINE},
+        {"gpt rmsnorm gelu rope sigma_reparam", QKT_NORM_RMSNORM, QKT_MLP_GELU, QKT_POS_ROPE, QKT_ATTN_SIGMA_REPARAM},
+        {"gpt layernorm swiglu pos none", QKT_NORM_LAYERNORM, QKT_MLP_SWIGLU, QKT_POS_NONE, QKT_ATTN_SQRT_DK},
+        {"gpt rmsnorm gelu alibi learned", QKT_NORM_RMSNORM, QKT_MLP_GELU, QKT_POS_ALIBI, QKT_ATTN_LEARNED},
+    };
+    for (int k = 0; k < 4; k++) {
+        qkt_gpt_config cfg = cfg_of(cases[k].scale);
+        cfg.n_head = 2, cfg.norm = cases[k].norm, cfg.mlp = cases[k].mlp, cfg.pos = cases[k].pos;
+        qkt_gpt g;
+        qkt_err err = {{0}};
+        EXPECT(qkt_gpt_init(&g, &cfg, &err) == 0, "%s", err.msg);
+        randomize(&g.params, 800 + (uint64_t)k, 1.0);
+        nn_case c = {.fn = f_gpt, .gpt = &g, .idx = idx, .targets = tgt, .B = 2, .T = 5, .cfg = cfg, .name = cases[k].name};
+        c.p = g.params;
+        double e = check_store(&c, 810 + (uint64_t)k);
+        EXPECT(e <= TOL, "%s: err %g", cases[k].name, e);
+        qkt_gpt_free(&g);
+    }
+    nn_case c;
+    qkt_gpt_config cfg = cfg_of(QKT_ATTN_SQRT_DK);
+    cfg.mlp = QKT_MLP_SWIGLU;
+    layer_case(&c, "mlp swiglu", f_mlp, cfg, 2, 5, 820);
+    double e = check_store(&c, 821);
+    EXPECT(e <= TOL, "mlp swiglu: err %g", e);
+    qkt_params_free(&c.p);
+}
+
 /* Data-parallel replicas (qkt_dp) give the gradient checked above: the sharded step
  * against the plain step in float64, to 1e-12 of the largest grad (uneven shards,
  * ignored targets, a shard with none counted, 2 threads). */
-static void test_dp(void) {
+static void test_dp_variant(qkt_attn_scale variant) {
     enum { B = 3, T = 5 };
     int32_t idx[B * T] = {1, 4, 7, 10, 0, 3, 3, 9, 2, 5, 6, 1, 8, 2, 2};
     int32_t tgt[B * T] = {-1, -1, -1, -1, -1, -1, 9, 2, -1, 8, 4, 4, 0, -1, 7};
-    qkt_gpt_config cfg = cfg_of(QKT_ATTN_LEARNED);
+    qkt_gpt_config cfg = cfg_of(variant);
     qkt_gpt g;
     qkt_err err = {{0}};
     EXPECT(qkt_gpt_init(&g, &cfg, &err) == 0, "%s", err.msg);
     randomize(&g.params, 77, 1.0);
     int64_t P = g.params.size;
-    qkt_real *ref = malloc((size_t)P * sizeof *ref);
+    /* the whole store (persistent state included) before the step, and after the plain one */
+    qkt_real *ref = malloc((size_t)P * sizeof *ref), *before = malloc((size_t)P * sizeof *before),
+             *state = malloc((size_t)P * sizeof *state);
+    memcpy(before, g.params.data, (size_t)P * sizeof *before);
     qkt_ctx ctx;
     qkt_ctx_init(&ctx, 0, 1);
     qkt_dp one;
     qkt_dp_init(&one, &ctx, &g.params, 1);
     double l1 = qkt_dp_forward_backward(&one, &g, idx, tgt, B, T);
     memcpy(ref, g.params.grad, (size_t)P * sizeof *ref);
+    memcpy(state, g.params.data, (size_t)P * sizeof *state);
     qkt_dp_free(&one);
     qkt_set_threads(2);
     for (int n = 2; n <= 3; n++) {
+        memcpy(g.params.data, before, (size_t)P * sizeof *before);
         qkt_dp dp;
         qkt_dp_init(&dp, &ctx, &g.params, n);
         double ln = qkt_dp_forward_backward(&dp, &g, idx, tgt, B, T);
         double d = 0, m = 0;
         for (int64_t i = 0; i < P; i++) d = fmax(d, fabs(g.params.grad[i] - ref[i])), m = fmax(m, fabs(ref[i]));
-        EXPECT(fabs(ln - l1) <= 1e-12 * fabs(l1), "replicas %d: loss %.17g, plain %.17g", n, ln, l1);
-        EXPECT(d <= 1e-12 * m, "replicas %d: grads off by %.3g of the largest %.3g", n, d / m, m);
+        EXPECT(fabs(ln - l1) <= 1e-12 * fabs(l1), "%s replicas %d: loss %.17g, plain %.17g", qkt_attn_scale_name(variant), n, ln, l1);
+        EXPECT(d <= 1e-12 * m, "%s replicas %d: grads off by %.3g of the largest %.3g", qkt_attn_scale_name(variant), n, d / m, m);
+        /* persistent state (sigma_reparam's u) advanced exactly once, as in the plain step */
+        EXPECT(!memcmp(g.params.data, state, (size_t)P * sizeof *state), "%s replicas %d: the store differs after the step",
+               qkt_attn_scale_name(variant), n);
         qkt_dp_free(&dp);
     }
+    if (variant == QKT_ATTN_SIGMA_REPARAM)
+        EXPECT(memcmp(state, before, (size_t)P * sizeof *state), "sigma_reparam: a training step did not advance u");
     qkt_set_threads(1);
     qkt_ctx_free(&ctx);
-    free(ref);
+    free(ref), free(before), free(state);
     qkt_gpt_free(&g);
+}
+static void test_dp(void) {
+    test_dp_variant(QKT_ATTN_LEARNED);
+    test_dp_variant(QKT_ATTN_SIGMA_REPARAM);
 }
 
 int main(void) {
@@ -309,6 +391,8 @@ int main(void) {
     test_attention();
     test_mlp_block();
     test_gpt();
+    test_power_cosine_clamp();
+    test_options();
     test_dp();
     return qkt_test_finish();
 }

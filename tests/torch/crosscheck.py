@@ -98,11 +98,102 @@ class LayerNorm(nn.Module):
         return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
 
 
+# ------------------------------------------------------------------ model branch: scale variants power:ALPHA, cosine, sigma_reparam
+# (docs/nn.md has the formulas). A training forward of sigma_reparam first advances the
+# persistent vectors u by one power iteration (qkt step's forward is a training one).
+COSINE_TAU_MAX = math.log(100.0)
+
+
+def extra_scale_init(att, c):
+    """Registers the variant's own tensors, as qkt names them."""
+    if att.kind == "cosine":
+        att.logit_scale = nn.Parameter(torch.full((att.H,), math.log(10.0)))
+    if att.kind == "sigma_reparam":
+        att.sigma_gamma = nn.Parameter(torch.ones(2))
+        att.register_buffer("sigma_u", F.normalize(torch.randn(2, att.C), dim=1))
+
+
+def extra_fixed_scale(att):
+    if att.kind.startswith("power:"):
+        return att.d ** -float(att.kind.split(":", 1)[1])
+    return {"cosine": 1.0, "sigma_reparam": 1 / math.sqrt(att.d)}.get(att.kind)
+
+
+def sigma_reparam_weight(att):
+    """[gamma_q / sigma_q W_q; gamma_k / sigma_k W_k; W_v], sigma = ||W u|| with u advanced
+    first (training) and no gradient through u or v = W u / sigma."""
+    C, W = att.C, att.c_attn.weight
+    rows = []
+    for m in range(2):
+        Wm = W[m * C:(m + 1) * C]
+        with torch.no_grad():
+            if att.training:
+                u = att.sigma_u[m].double()
+                v = F.normalize(Wm.double() @ u, dim=0, eps=0.0)
+                att.sigma_u[m] = F.normalize(Wm.double().t() @ v, dim=0, eps=0.0).to(att.sigma_u.dtype)
+            u = att.sigma_u[m].to(W.dtype).clone()
+            v = F.normalize(Wm @ u, dim=0, eps=0.0)
+        sigma = torch.clamp(v @ Wm @ u, min=1e-12)
+        rows.append(att.sigma_gamma[m] / sigma * Wm)
+    rows.append(W[2 * C:])
+    return torch.cat(rows, 0)
+
+
+def extra_qk(att, q, k):
+    """q, k (B, T, H, d) -> the variant's q, k and a per-head logit multiplier (or None)."""
+    if att.kind == "cosine":
+        q, k = F.normalize(q, dim=-1, eps=1e-12), F.normalize(k, dim=-1, eps=1e-12)
+        return q, k, torch.clamp(att.logit_scale, max=COSINE_TAU_MAX).exp()
+    return q, k, None
+
+
+# ------------------------------------------------------------------ model branch: --norm, --mlp, --pos (docs/nn.md)
+class RMSNorm(nn.Module):
+    def __init__(self, n, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def make_norm(c, n):
+    return RMSNorm(n, c["ln_eps"]) if c.get("norm") == "rmsnorm" else LayerNorm(n, c["bias"], c["ln_eps"])
+
+
+def swiglu_hidden(C):
+    f = (8 * C + 2) // 3
+    return (f + 7) // 8 * 8
+
+
+def rope(x, base=10000.0):
+    """x (B, T, H, d): pairs (i, i + d/2) rotated by t base^(-2i/d)."""
+    B, T, H, d = x.shape
+    h = d // 2
+    theta = base ** (-2.0 * torch.arange(h, dtype=torch.float64) / d)
+    ang = torch.arange(T, dtype=torch.float64)[:, None] * theta[None, :]  # (T, h)
+    cos, sin = ang.cos().to(x.dtype)[None, :, None, :], ang.sin().to(x.dtype)[None, :, None, :]
+    a, b = x[..., :h], x[..., h:]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+
+
+def alibi_slopes(H):
+    def pow2(n):
+        return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
+    n = 2 ** int(math.floor(math.log2(H)))
+    s = pow2(n)
+    if n < H:
+        s += [2.0 ** (-8.0 * (2 * i + 1) / (2 * n)) for i in range(H - n)]
+    return torch.tensor(s, dtype=torch.float64)
+
+
 class Attention(nn.Module):
     def __init__(self, c):
         super().__init__()
         C, H = c["n_embd"], c["n_head"]
         self.C, self.H, self.d, self.kind, self.temp = C, H, C // H, c["attn_scale"], c["attn_temp"]
+        self.pos = c.get("pos", "learned")
         self.c_attn = nn.Linear(C, 3 * C, bias=c["bias"])
         self.c_proj = nn.Linear(C, C, bias=c["bias"])
         if self.kind == "learned":
@@ -110,19 +201,33 @@ class Attention(nn.Module):
         if self.kind == "qk_layernorm":
             self.q_ln = LayerNorm(self.d, c["bias"], c["ln_eps"])
             self.k_ln = LayerNorm(self.d, c["bias"], c["ln_eps"])
+        extra_scale_init(self, c)
 
     def forward(self, x):
         B, T, C = x.shape
-        q, k, v = self.c_attn(x).split(C, dim=2)
+        if self.kind == "sigma_reparam":
+            q, k, v = F.linear(x, sigma_reparam_weight(self), self.c_attn.bias).split(C, dim=2)
+        else:
+            q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.H, self.d) for t in (q, k, v))  # heads contiguous in C
         if self.kind == "qk_layernorm":
             q, k = self.q_ln(q), self.k_ln(k)
+        q, k, head_mult = extra_qk(self, q, k)
+        if self.pos == "rope":
+            q, k = rope(q), rope(k)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, d)
-        s = {"sqrt_dk": 1 / math.sqrt(self.d), "none": 1.0, "dk": 1 / self.d, "sqrt_dmodel": 1 / math.sqrt(C),
-             "learned": 1.0, "qk_layernorm": 1 / math.sqrt(self.d)}[self.kind] * self.temp
+        fixed = extra_fixed_scale(self)
+        s = (fixed if fixed is not None else
+             {"sqrt_dk": 1 / math.sqrt(self.d), "none": 1.0, "dk": 1 / self.d, "sqrt_dmodel": 1 / math.sqrt(C),
+              "learned": 1.0, "qk_layernorm": 1 / math.sqrt(self.d)}[self.kind]) * self.temp
         att = (q @ k.transpose(-2, -1)) * s
         if self.kind == "learned":
             att = att * self.log_scale.exp().view(1, self.H, 1, 1)
+        if head_mult is not None:
+            att = att * head_mult.view(1, self.H, 1, 1)
+        if self.pos == "alibi":
+            dist = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).abs().to(att.dtype)
+            att = att - alibi_slopes(self.H).to(att.dtype).view(1, self.H, 1, 1) * dist
         mask = torch.ones(T, T, dtype=torch.bool).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
@@ -132,19 +237,24 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.c_fc = nn.Linear(c["n_embd"], 4 * c["n_embd"], bias=c["bias"])
-        self.c_proj = nn.Linear(4 * c["n_embd"], c["n_embd"], bias=c["bias"])
+        self.swiglu = c.get("mlp") == "swiglu"
+        F_ = swiglu_hidden(c["n_embd"]) if self.swiglu else 4 * c["n_embd"]
+        self.c_fc = nn.Linear(c["n_embd"], 2 * F_ if self.swiglu else F_, bias=c["bias"])
+        self.c_proj = nn.Linear(F_, c["n_embd"], bias=c["bias"])
 
     def forward(self, x):
+        if self.swiglu:
+            a, b = self.c_fc(x).chunk(2, dim=-1)
+            return self.c_proj(F.silu(a) * b)
         return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
 
 
 class Block(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.ln_1 = LayerNorm(c["n_embd"], c["bias"], c["ln_eps"])
+        self.ln_1 = make_norm(c, c["n_embd"])
         self.attn = Attention(c)
-        self.ln_2 = LayerNorm(c["n_embd"], c["bias"], c["ln_eps"])
+        self.ln_2 = make_norm(c, c["n_embd"])
         self.mlp = MLP(c)
 
     def forward(self, x):
@@ -155,17 +265,16 @@ class Block(nn.Module):
 class GPT(nn.Module):
     def __init__(self, c):
         super().__init__()
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(c["vocab_size"], c["n_embd"]),
-            wpe=nn.Embedding(c["block_size"], c["n_embd"]),
-            h=nn.ModuleList([Block(c) for _ in range(c["n_layer"])]),
-            ln_f=LayerNorm(c["n_embd"], c["bias"], c["ln_eps"]),
-        ))
+        mods = dict(wte=nn.Embedding(c["vocab_size"], c["n_embd"]))
+        if c.get("pos", "learned") == "learned":
+            mods["wpe"] = nn.Embedding(c["block_size"], c["n_embd"])
+        mods.update(h=nn.ModuleList([Block(c) for _ in range(c["n_layer"])]), ln_f=make_norm(c, c["n_embd"]))
+        self.transformer = nn.ModuleDict(mods)
 
     def forward(self, idx, targets):
         B, T = idx.shape
         tr = self.transformer
-        x = tr.wte(idx) + tr.wpe(torch.arange(T))
+        x = tr.wte(idx) + tr.wpe(torch.arange(T)) if "wpe" in tr else tr.wte(idx)
         for blk in tr.h:
             x = blk(x)
         logits = tr.ln_f(x) @ tr.wte.weight.t()  # tied head
@@ -186,8 +295,14 @@ def make_case(tmp, name, c, B, T, init_std, seed):
                     r += 1
                 if pn.endswith("log_scale"):
                     r = math.log(1 / math.sqrt(c["n_embd"] // c["n_head"])) + r
+                if pn.endswith("logit_scale"):
+                    r = math.log(10.0) + r
+                if pn.endswith("sigma_gamma"):
+                    r += 1
                 p.copy_(r)
             p.copy_(p.float().double())  # both sides see exactly the float32 weights
+        for _, b in model.named_buffers():
+            b.copy_(b.float().double())
     idx = torch.randint(0, c["vocab_size"], (B, T), generator=g)
     targets = torch.randint(0, c["vocab_size"], (B, T), generator=g)
     targets[torch.rand(B, T, generator=g) < 0.3] = -1  # ignored positions
@@ -195,8 +310,9 @@ def make_case(tmp, name, c, B, T, init_std, seed):
     meta = {k: str(c[k]) for k in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")}
     meta.update(attn_scale=c["attn_scale"], attn_temp=repr(float(c["attn_temp"])),
                 bias="true" if c["bias"] else "false", ln_eps=repr(float(c["ln_eps"])))
+    meta.update({k: c[k] for k in ("norm", "mlp", "pos") if k in c})
     ck, bt, out = (os.path.join(tmp, f"{name}.{s}.safetensors") for s in ("model", "batch", "grads"))
-    st_write(ck, [(pn, p.detach().float().numpy()) for pn, p in model.named_parameters()], meta)
+    st_write(ck, [(pn, p.detach().float().numpy()) for pn, p in model.state_dict().items()], meta)
     st_write(bt, [("idx", idx.int().numpy()), ("targets", targets.int().numpy())], {})
     return model, idx, targets, ck, bt, out
 
@@ -291,7 +407,11 @@ def run_case(qkt, tmp, name, c, B, T, init_std, seed, strict=True):
         if not err <= tol:
             print(f"FAIL {name}: {pn} max |diff| {np.abs(gq - gt).max():.3e} > {tol:.1e} * {denom:.3e}")
             ok = False
-    extra = set(got) - {pn for pn, _ in model.named_parameters()} - {"loss"}
+    for bn, _ in model.named_buffers():  # persistent state (sigma_u): in the file, gradient zero
+        if bn not in got or np.any(got[bn] != 0):
+            print(f"FAIL {name}: buffer {bn} missing from the gradient file or with a nonzero gradient")
+            ok = False
+    extra = set(got) - {pn for pn, _ in model.named_parameters()} - {bn for bn, _ in model.named_buffers()} - {"loss"}
     if extra:
         print(f"FAIL {name}: unexpected tensors in the gradient file: {sorted(extra)}")
         ok = False
@@ -320,6 +440,19 @@ def main():
     cases.append(("learned-temp0.7-nobias", dict(base, attn_scale="learned", attn_temp=0.7, bias=False), 0.3, 301))
     cases.append(("qk_layernorm-nobias-L3", dict(base, attn_scale="qk_layernorm", bias=False, n_layer=3), 0.3, 302))
     cases.append(("sqrt_dmodel-H1-T20", dict(base, attn_scale="sqrt_dmodel", n_head=1), 0.3, 303))
+    # model branch: power:ALPHA, cosine, sigma_reparam
+    for i, s in enumerate(["power:0.75", "power:1", "cosine", "sigma_reparam"]):
+        cases.append((f"{s}", dict(base, attn_scale=s), 0.02, 500 + i))
+        cases.append((f"{s}-large-init0.3", dict(base, attn_scale=s), 0.3, 510 + i))
+    cases.append(("cosine-temp0.7-nobias", dict(base, attn_scale="cosine", attn_temp=0.7, bias=False), 0.3, 520))
+    cases.append(("sigma_reparam-nobias-L3", dict(base, attn_scale="sigma_reparam", bias=False, n_layer=3), 0.3, 521))
+    # model branch: --norm rmsnorm, --mlp swiglu, --pos rope|alibi|none (n_head 4: d_k 12, even)
+    opts = dict(base, n_head=4)
+    cases.append(("rmsnorm-swiglu-rope-cosine", dict(opts, attn_scale="cosine", norm="rmsnorm", mlp="swiglu", pos="rope"), 0.3, 530))
+    cases.append(("rmsnorm-rope-sqrt_dk", dict(opts, attn_scale="sqrt_dk", norm="rmsnorm", pos="rope"), 0.02, 531))
+    cases.append(("swiglu-alibi-sigma_reparam", dict(opts, attn_scale="sigma_reparam", mlp="swiglu", pos="alibi"), 0.3, 532))
+    cases.append(("alibi-H3-learned", dict(base, attn_scale="learned", pos="alibi"), 0.3, 533))
+    cases.append(("pos-none-rmsnorm", dict(opts, attn_scale="sqrt_dk", norm="rmsnorm", pos="none"), 0.3, 534))
     with tempfile.TemporaryDirectory(prefix="qkt-torch-") as tmp:
         d = keep or tmp
         os.makedirs(d, exist_ok=True)

@@ -37,8 +37,13 @@ static bool same_cfg(const qkt_gpt_config *a, const qkt_gpt_config *b) {
 }
 
 static void test_round_trip(void) {
-    for (int s = 0; s < QKT_ATTN_SCALE_COUNT; s++) {
-        qkt_gpt_config c = cfg_of((qkt_attn_scale)s);
+    qkt_attn_scale pw;
+    qkt_err perr = {{0}};
+    EXPECT(qkt_attn_scale_parse("power:0.75", &pw, &perr) == 0, "%s", perr.msg);
+    /* every built-in, then a family member named at run time */
+    for (int k = 0; k <= QKT_ATTN_SCALE_COUNT; k++) {
+        qkt_attn_scale s = k == QKT_ATTN_SCALE_COUNT ? pw : (qkt_attn_scale)k;
+        qkt_gpt_config c = cfg_of(s);
         c.bias = s != 3, c.dropout = 0.25, c.qk_init_mult = 2;
         qkt_gpt a, b, o;
         make(&a, &c, 1);
@@ -119,6 +124,10 @@ static void test_refusals(void) {
     bad[5].value = "sqrt";
     EXPECT(qkt_checkpoint_save(bf, &a.params, bad, 7, NULL, 0, &err) == 0, "%s", err.msg);
     EXPECT(qkt_gpt_open(bf, &o, &err) == -1 && strstr(err.msg, "'sqrt'"), "bad scale name: %s", err.msg);
+    bad[5].value = "my_variant"; /* a program's variant, not registered in this one */
+    EXPECT(qkt_checkpoint_save(bf, &a.params, bad, 7, NULL, 0, &err) == 0, "%s", err.msg);
+    EXPECT(qkt_gpt_open(bf, &o, &err) == -1 && strstr(err.msg, "'my_variant'") && strstr(err.msg, "qkt_attn_variant_register"),
+           "unregistered scale name: %s", err.msg);
     EXPECT(qkt_gpt_open(path_of("missing.safetensors"), &o, &err) == -1 && strstr(err.msg, "missing.safetensors"),
            "missing file: %s", err.msg);
     qkt_gpt_free(&a);
