@@ -163,6 +163,25 @@ def ref_split(x):
     return torch.cat([p2 * p0 + p1, p1], -1)
 
 
+def ref_rmsnorm(xs, f):
+    x = xs[0]
+    y = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5)
+    return y if f else y * xs[1]
+
+
+def ref_rope(x, n_head, base=100.0):
+    # rotate-half pairing per head, written from the formula in qkt_autograd.h
+    B, T, C = x.shape
+    d = C // n_head
+    h = x.reshape(B, T, n_head, d)
+    i = torch.arange(d // 2, dtype=x.dtype)
+    t = torch.arange(T, dtype=x.dtype)
+    a = t[:, None] * (base ** (-2 * i / d))[None, :]  # (T, d/2)
+    cos, sin = torch.cos(a)[None, :, None, :], torch.sin(a)[None, :, None, :]
+    x1, x2 = h[..., : d // 2], h[..., d // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).reshape(B, T, C)
+
+
 def gelu_tanh(x):
     return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
@@ -204,6 +223,10 @@ REFS = {
     "gather": lambda xs, f: ref_gather(xs[0], f),
     "concat_axis": ref_concat_axis,
     "stack": lambda xs, f: torch.stack(xs, f - 3),
+    # model ops (issue 13): flags = no weight (rmsnorm), n_head (rope)
+    "rmsnorm": ref_rmsnorm,
+    "rope": lambda xs, f: ref_rope(xs[0], f),
+    "l2norm": lambda xs, f: F.normalize(xs[0], dim=-1, eps=1e-12),
 }
 
 # case name -> the REFS key (the case function's name in op_cases.h, without f_)
@@ -221,7 +244,8 @@ def ref_key(name):
              ("sigmoid", "unary"), ("tanh", "unary"), ("silu", "unary"), ("abs", "unary"), ("clamp", "unary"),
              ("where", "where"), ("masked_fill", "where"), ("max_axis", "reduce_axis"), ("logsumexp", "reduce_axis"),
              ("max, logsumexp", "reduce_chain"), ("narrow", "narrow"), ("index_select", "index_select"),
-             ("gather", "gather"), ("stack", "stack")]
+             ("gather", "gather"), ("stack", "stack"), ("rmsnorm", "rmsnorm"), ("rope", "rope"),
+             ("l2norm", "l2norm")]
     for prefix, key in table:
         if name.startswith(prefix):
             return key
