@@ -4,7 +4,6 @@
  * (exit 1) keeping the last good checkpoint; SIGINT/SIGTERM/SIGHUP finish the step, save
  * and exit 130 (a second one exits at once). The run itself is the library's qkt_session (train/qkt_train_run.h); this
  * file parses the flags and prints. */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -15,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_mpi.h"
 #include "qkt_cli.h"
 #include "qkt_dist.h"
 #include "qkt_flags.h"
@@ -35,26 +35,6 @@ static void on_signal(int sig) {
         _exit(130);
     }
     g_stop = sig;
-}
-
-/* Ranks > 0 of an MPI job print nothing of their own (rank 0 speaks for the run): their
- * stderr goes to /dev/null outside the training loop, where only a fatal error can
- * print. Returns the fd to restore (-1: nothing muted). */
-static int mute(void) {
-    if (qkt_dist_rank() == 0) return -1;
-    fflush(stderr);
-    int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY);
-    if (saved < 0 || null < 0) return close(null), saved < 0 ? -1 : (close(saved), -1);
-    dup2(null, STDERR_FILENO);
-    close(null);
-    return saved;
-}
-
-static void unmute(int saved) {
-    if (saved < 0) return;
-    fflush(stderr);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
 }
 
 /* Static: --detect-anomaly's atexit handler reads it after the command returned too. */
@@ -347,22 +327,9 @@ static int train(run_opts *o, qkt_session *s) {
     qkt_session_opts so = {.pause_at = o->pause_at, .stop = &g_stop, .on_progress = print_progress, .user = o};
     qkt_err err = {{0}};
     qkt_session_end end = qkt_session_run(s, &so, &err);
-    int quiet = mute(); /* rank 0 of an MPI job says how the run ended */
+    int quiet = qkt_cli_mute(); /* rank 0 of an MPI job says how the run ended */
     int rc = report_end(o, s, end, &err);
-    unmute(quiet);
-    return rc;
-}
-
-/* The MPI job's ranks agree on a status: rank 0's if it has one, else the first other
- * rank's (every rank parsed the same flags; one may still differ, e.g. its QKT_THREADS). */
-static int agree(int rc) {
-    int n = qkt_dist_size();
-    if (n < 2) return rc;
-    int *all = qkt_malloc((size_t)n * sizeof *all);
-    qkt_dist_allgather(&rc, all, sizeof rc);
-    rc = 0;
-    for (int r = 0; r < n && !rc; r++) rc = all[r];
-    free(all);
+    qkt_cli_unmute(quiet);
     return rc;
 }
 
@@ -379,12 +346,12 @@ static void mpi_note(const qkt_session *s) {
 
 static int train_cmd(int argc, char **argv) {
     run_opts o = {0};
-    int quiet = mute();
-    int rc = agree(parse(argc, argv, &o));
-    if (rc) return unmute(quiet), rc < 0 ? 0 : rc;
+    int quiet = qkt_cli_mute();
+    int rc = qkt_dist_agree(parse(argc, argv, &o));
+    if (rc) return qkt_cli_unmute(quiet), rc < 0 ? 0 : rc;
     o.tty = isatty(STDERR_FILENO);
     rc = open_run(&o, &g_session);
-    unmute(quiet);
+    qkt_cli_unmute(quiet);
     if (rc < 0) {
         rc = train(&o, &g_session);
         mpi_note(&g_session);

@@ -18,3 +18,14 @@ int qkt_dist_launcher_size(void) {
     if (!n && (getenv("PMIX_RANK") || getenv("PMI_RANK"))) n = -1;
     return n;
 }
+
+int qkt_dist_agree(int rc) {
+    const int n = qkt_dist_size();
+    if (n < 2) return rc;
+    int *all = qkt_malloc((size_t)n * sizeof *all);
+    qkt_dist_allgather(&rc, all, sizeof rc);
+    rc = 0;
+    for (int r = 0; r < n && !rc; r++) rc = all[r];
+    free(all);
+    return rc;
+}

@@ -24,6 +24,7 @@ int qkt_dist_init(int *argc, char ***argv, qkt_err *err) {
 }
 
 void qkt_dist_finalize(void) {}
+void qkt_dist_set_broken(void) {}
 void qkt_dist_abort(int code) { exit(code); }
 int qkt_dist_rank(void) { return 0; }
 int qkt_dist_size(void) { return 1; }

@@ -12,6 +12,7 @@
 #include "qkt_dist.h"
 
 static bool g_on;          /* MPI_Init was called (by us) */
+static bool g_broken;      /* a rank is gone: finalizing would wait for it */
 static int g_rank, g_size = 1, g_local = 1;
 static qkt_dist_stats g_st;
 static char g_lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -57,8 +58,14 @@ int qkt_dist_init(int *argc, char ***argv, qkt_err *err) {
     return 0;
 }
 
+void qkt_dist_set_broken(void) { g_broken = true; }
+
 void qkt_dist_finalize(void) {
     if (!g_on) return;
+    if (g_broken) {
+        fflush(stdout), fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     int fin = 0;
     MPI_Finalized(&fin);
     if (!fin) MPI_Finalize();

@@ -30,6 +30,9 @@ const char *qkt_dist_library(void);
 int qkt_dist_init(int *argc, char ***argv, qkt_err *err);
 /* Leaves the job (MPI_Finalize); every rank calls it before exiting normally. */
 void qkt_dist_finalize(void);
+/* A rank is known to be gone (the sweep stopped hearing from it): qkt_dist_finalize then
+ * ends the job with MPI_Abort(1) rather than wait for that rank for ever. */
+void qkt_dist_set_broken(void);
 /* Ends every rank of the job with status code (MPI_Abort); plain exit without MPI. */
 void qkt_dist_abort(int code);
 int qkt_dist_rank(void); /* 0 .. size-1; 0 without a job */
@@ -40,6 +43,9 @@ const char *qkt_dist_host(void);
 
 /* Collectives: every rank calls them in the same order. */
 void qkt_dist_barrier(void);
+/* The job's one status: rank 0's rc if non-zero, else the lowest other rank's non-zero
+ * rc, else 0 (rc itself with one rank). */
+int qkt_dist_agree(int rc);
 /* n bytes of root's buf to every rank's buf. */
 void qkt_dist_bcast(void *buf, size_t n, int root);
 /* n bytes from every rank into all[rank * n ..] on every rank. */
