@@ -223,8 +223,8 @@ void qkt__sweep_dist_stop(sweep_state *st) {
     for (int i = 0; i < s->n_cells; i++)
         if (st->where[i] > 0) qkt_buf_printf(&b, "%s%s (rank %d, %s)", b.n ? ", " : "", s->cell_ids[i], st->where[i], st->peers[st->where[i]].host);
     if (b.n)
-        fprintf(stderr, "%sqkt: stopping: cells running on other MPI ranks, not finished (the rerun completes them): %s\n",
-                st->tty ? "\r\033[K" : "", b.s);
+        fprintf(stderr, "%sqkt: stopping (under mpirun also how a rank's death ends the job): cells running on other MPI ranks, "
+                        "lost unless finished, rerun (any -np) to complete them: %s\n", st->tty ? "\r\033[K" : "", b.s);
     qkt_buf_free(&b);
 }
 
