@@ -103,13 +103,14 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
         {"qk-init", QKT_FLAG_STRING, &a->qk_init, "W_q, W_k init: gpt2 (N(0, init-std^2)) or unit (std 1/sqrt(d_model): unit-variance q, k at every width)", 1, 0, false, false},
         {"attn-temp", QKT_FLAG_DOUBLE, &a->temp, "fixed multiplier on every variant's logits", 1, 0, true, false},
         {"seed", QKT_FLAG_U64, &a->seed, "base seed", 1, 0, false, false},
-        {"workers", QKT_FLAG_INT, &a->workers, "cells run side by side (default: cores)", 1, 256, true, false},
+        {"workers", QKT_FLAG_INT, &a->workers, "cells run side by side (default: cores; under mpirun, per rank: cores / ranks on the host)", 1, 256, true, false},
         {"report-only", QKT_FLAG_BOOL, &a->report_only, "only rebuild the report from finished cells", 1, 0, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
     int rc = qkt_flags_parse("ablate", "The sqrt(d_k) study: init measurements, training ablation, LR sensitivity, logit growth.\n"
                                        "Unset flags take the preset's values. Writes OUT/NAME/{config.json,metrics.csv,summary.csv,*.png,report.md};\n"
-                                       "rerunning the same command resumes (finished cells are kept).",
+                                       "rerunning the same command resumes (finished cells are kept). mpirun -np N qkt ablate spreads\n"
+                                       "the cells over N processes or hosts (docs/distributed.md).",
                              flags, nf, argc, argv, NULL, 0, NULL);
     a->seed_seen = qkt_flag_seen(flags, nf, "seed");
     return rc;

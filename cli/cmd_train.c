@@ -3,7 +3,8 @@
  * continues bit-identically. Faults: a non-finite loss or gradient norm stops the run
  * (exit 1) keeping the last good checkpoint; SIGINT/SIGTERM/SIGHUP finish the step, save
  * and exit 130 (a second one exits at once). The run itself is the library's qkt_session (train/qkt_train_run.h); this
- * file parses the flags and prints. */
+ * file parses the flags and prints. Under mpirun every rank runs this command; rank 0
+ * speaks for the job (docs/distributed.md). */
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -199,7 +200,9 @@ static int parse(int argc, char **argv, run_opts *o) {
     int rc = qkt_flags_parse("train",
                              "Train a GPT (AdamW, warmup + cosine) on text or a synthetic task; nanoGPT's flag names.\n"
                              "Writes OUT/train.json, OUT/log.csv (every step) and OUT/ckpt.safetensors (model, optimizer,\n"
-                             "RNG state, vocabulary). Ctrl-C saves and exits 130; --resume OUT continues bit-identically.",
+                             "RNG state, vocabulary). Ctrl-C saves and exits 130; --resume OUT continues bit-identically.\n"
+                             "mpirun -np N qkt train: data-parallel over N processes or hosts, the bits of --replicas N\n"
+                             "(docs/distributed.md).",
                              f, nf, argc, argv, NULL, 0, NULL);
     if (rc) return rc == 1 ? -1 : 2;
     o->log_every = log_every, o->anomaly = anomaly, o->pause_at = pause_at;
