@@ -222,9 +222,10 @@ static int ablate(int argc, char **argv) {
     /* setup's -1 (go on) is 0 to the agreement, so any rank's exit status wins */
     int rc = qkt_dist_agree(setup(argc, argv, &a, &c, dir, sizeof dir) + 1) - 1;
     qkt_lock lk = {.fd = -1};
-    if (rc < 0) rc = qkt_dist_agree(lead ? lock_run(dir, a.out, &lk) : 0);
+    bool go = rc < 0; /* else --help (0) or a bad flag (2) */
+    if (go) rc = qkt_dist_agree(lead ? lock_run(dir, a.out, &lk) : 0), go = rc == 0;
     qkt_cli_unmute(quiet);
-    if (rc) return rc;
+    if (!go) return rc;
     catch_stops();
     rc = run_study(&a, &c, dir);
     qkt_dir_unlock(&lk);
