@@ -32,6 +32,7 @@ typedef struct sweep_state {
     qkt_buf lost_msg;
     char ranks_note[96]; /* ", over N ranks" for the first line */
     double last_alive;   /* a rank > 0: when it last told rank 0 it lives */
+    double stopped_at;   /* rank 0: when it began to stop (0: not) */
 } sweep_state;
 
 /* Collective start: the ranks check they hold the same plan of cells and see the run

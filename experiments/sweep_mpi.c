@@ -39,8 +39,6 @@ typedef struct sweep_peer {
     char host[HOST_LEN];
 } sweep_peer;
 
-static double stopped_at; /* rank 0: when it began to stop (0: not) */
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -83,7 +81,7 @@ int qkt__sweep_dist_start(sweep_state *st, qkt_err *err) {
         st->peers = qkt_calloc((size_t)N, sizeof *st->peers);
         double t = now_s();
         for (int r = 0; r < N; r++) st->peers[r].last = t, memcpy(st->peers[r].host, all[r].host, HOST_LEN);
-        stopped_at = 0;
+        st->stopped_at = 0;
     }
     snprintf(st->ranks_note, sizeof st->ranks_note, ", over %d MPI ranks (%d at a time in all)", N, slots);
     st->last_alive = now_s();
@@ -159,7 +157,7 @@ static void handle(sweep_state *st, int r, const up_msg *m) {
             st->res->failed++;
             char log[1024];
             qkt_cell_paths(s->run_dir, s->cell_ids[m->cell], NULL, log, NULL, sizeof log);
-            if (!stopped_at) { /* a stop's casualties are said once, by qkt__sweep_dist_stop */
+            if (!st->stopped_at) { /* a stop's casualties are said once, by qkt__sweep_dist_stop */
                 int ws = m->ws;
                 if (ws < 0) fprintf(stderr, "%sqkt: cell %s: rank %d (host %s) could not start it\n", st->tty ? "\r\033[K" : "",
                                     s->cell_ids[m->cell], r, st->peers[r].host);
@@ -197,7 +195,7 @@ void qkt__sweep_dist_serve(sweep_state *st) {
             handle(st, r, &m);
         }
         if (p->gone || p->bye) continue;
-        if (stopped_at && t - stopped_at > STOP_WAIT_S && t - p->last > STOP_WAIT_S)
+        if (st->stopped_at && t - st->stopped_at > STOP_WAIT_S && t - p->last > STOP_WAIT_S)
             report_lost(st, r, "did not answer the stop");
         else if (t - p->last > LOST_S) {
             char why[64];
@@ -211,7 +209,7 @@ void qkt__sweep_dist_stop(sweep_state *st) {
     if (st->follower) return;
     const qkt_sweep *s = st->s;
     const int N = qkt_dist_size();
-    stopped_at = now_s();
+    st->stopped_at = now_s();
     for (int r = 1; r < N; r++)
         if (!st->peers[r].gone && !st->peers[r].bye) {
             int x = 0;
