@@ -126,9 +126,8 @@ static void report_lost(sweep_state *st, int r, const char *why) {
         st->res->failed++;
     }
     st->lost_cells += k ? k : 1;
-    qkt_buf_printf(&st->lost_msg, "%srank %d (host %s) %s: %s%s; rerun the same command (with any number of ranks) to complete "
-                                  "them", st->lost_msg.n ? "; " : "", r, p->host, why, k ? "lost cells " : "it ran no cell",
-                   k ? cells.s : "");
+    qkt_buf_printf(&st->lost_msg, "%sMPI rank %d (host %s) %s: %s%s", st->lost_msg.n ? "; " : "", r, p->host, why,
+                   k ? "lost cells " : "it ran no cell", k ? cells.s : "");
     fprintf(stderr, "%sqkt: MPI rank %d (host %s) %s: lost cell%s %s\n", st->tty ? "\r\033[K" : "", r, p->host, why,
             k == 1 ? "" : "s", k ? cells.s : "(none running)");
     qkt_buf_free(&cells);
