@@ -14,6 +14,7 @@
 
 #include "train_internal.h"
 #include "qkt_dist.h"
+#include "qkt_io.h"
 #include "qkt_trainer.h"
 
 int qkt_trainer_distribute(qkt_trainer *t, qkt_err *err) {
@@ -37,10 +38,14 @@ static int64_t counted(const int32_t *tgt, int64_t n) {
 
 static int shard_b0(int B, int R, int r) { return (int)((int64_t)B * r / R); }
 
-/* What rank 0 shares after a step: its share of the loss and its dropout stream. */
+/* What every rank shares after a step: its share of the loss, its dropout stream (rank
+ * 0's is kept) and the CRC-32C of the parameters it started the step from: they must be
+ * the same everywhere, or the ranks have drifted apart (hosts running different kernel
+ * paths round differently: qkt version's "kernels"), which is said rather than trained on. */
 typedef struct {
     double loss;
     qkt_rng rng;
+    uint32_t params_crc;
 } rank_out;
 
 double qkt__trainer_dist_forward_backward(qkt_trainer *t, int B) {
@@ -48,6 +53,7 @@ double qkt__trainer_dist_forward_backward(qkt_trainer *t, int B) {
     QKT_CHECK(B >= R, "qkt_trainer_step: batch %d is smaller than the %d ranks", B, R);
     qkt_gpt *g = &t->gpt;
     qkt_ctx *c = &t->ctx;
+    uint32_t crc = qkt_crc32c(0, g->params.data, (size_t)g->params.size * sizeof(qkt_real));
     qkt_params_zero_grad(&g->params);
     int64_t n_r[QKT_DP_MAX], total = 0;
     for (int r = 0; r < R; r++) {
@@ -69,13 +75,18 @@ double qkt__trainer_dist_forward_backward(qkt_trainer *t, int B) {
     double share = (double)n_r[me] / (double)total;
     qkt_real w = (qkt_real)share;
     if (n_r[me]) qkt_backward(c, loss, &w);
-    rank_out out = {share * (double)loss->data[0], c->rng}, all[QKT_DP_MAX];
+    rank_out out = {share * (double)loss->data[0], c->rng, crc}, all[QKT_DP_MAX];
     /* The ranks meet first, so the sum's time (qkt_dist_stats) is communication alone and
      * the wait for the slowest shard shows apart; the sum would wait for it anyway. */
     qkt_dist_barrier();
     qkt_dist_sum_ordered(g->params.grad, g->params.size);
     qkt_dist_allgather(&out, all, sizeof out);
     c->rng = all[0].rng;
+    for (int r = 1; r < R; r++) /* an anomaly (exit 3 in qkt): the run cannot go on meaningfully */
+        if (all[r].params_crc != all[0].params_crc)
+            qkt_fatalf(QKT_FATAL_ANOMALY, "step %lld: the parameters of MPI rank %d differ from rank 0's (crc32c %08x vs %08x): "
+                       "do the hosts run different kernel paths (qkt version; QKT_ISA forces one)?", (long long)t->step + 1, r,
+                       (unsigned)all[r].params_crc, (unsigned)all[0].params_crc);
     double sum = 0;
     for (int r = 0; r < R; r++) sum += all[r].loss;
     return sum;
