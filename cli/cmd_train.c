@@ -142,11 +142,11 @@ static int finish_new(const char *data, const char *scale, const char *sched, co
 
 /* Under mpirun -np N (docs/distributed.md): a new run's --replicas is N unless given
  * (the ranks are the replicas), and without --threads or QKT_THREADS each rank takes
- * its share of the host's cores rather than all of them. */
+ * its share of the host's cores rather than all of them (--threads 0: all of them). */
 static void mpi_defaults(const qkt_flag *f, int nf, int *threads, qkt_train_config *c) {
     if (qkt_dist_size() < 2) return;
     if (!qkt_flag_seen(f, nf, "replicas")) c->replicas = qkt_dist_size();
-    if (*threads == 0) {
+    if (*threads == 0 && !qkt_flag_seen(f, nf, "threads")) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         *threads = cores / qkt_dist_local_size() > 1 ? (int)(cores / qkt_dist_local_size()) : 1;
     }
@@ -350,7 +350,9 @@ static void mpi_note(const qkt_session *s) {
 static int train_cmd(int argc, char **argv) {
     run_opts o = {0};
     int quiet = qkt_cli_mute();
-    int rc = qkt_dist_agree(parse(argc, argv, &o));
+    int mine = parse(argc, argv, &o), rc = qkt_dist_agree(mine);
+    if (rc && !mine && qkt_dist_rank() == 0) /* the same flags everywhere: another rank's environment differs */
+        fprintf(stderr, CMD ": another MPI rank refused the run's settings (its environment, e.g. QKT_THREADS, differs)\n");
     if (rc) return qkt_cli_unmute(quiet), rc < 0 ? 0 : rc;
     o.tty = isatty(STDERR_FILENO);
     rc = open_run(&o, &g_session);
