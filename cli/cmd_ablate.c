@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "qkt_ablate.h"
+#include "cli_mpi.h"
 #include "qkt_cli.h"
+#include "qkt_dist.h"
 #include "qkt_data.h"
 #include "qkt_flags.h"
 #include "qkt_io.h"
@@ -104,13 +106,14 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
         {"qk-init", QKT_FLAG_STRING, &a->qk_init, "W_q, W_k init: gpt2 (N(0, init-std^2)) or unit (std 1/sqrt(d_model): unit-variance q, k at every width)", 1, 0, false, false},
         {"attn-temp", QKT_FLAG_DOUBLE, &a->temp, "fixed multiplier on every variant's logits", 1, 0, true, false},
         {"seed", QKT_FLAG_U64, &a->seed, "base seed", 1, 0, false, false},
-        {"workers", QKT_FLAG_INT, &a->workers, "cells run side by side (default: cores)", 1, 256, true, false},
+        {"workers", QKT_FLAG_INT, &a->workers, "cells run side by side (default: cores; under mpirun, per rank: cores / ranks on the host)", 1, 256, true, false},
         {"report-only", QKT_FLAG_BOOL, &a->report_only, "only rebuild the report from finished cells", 1, 0, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
     int rc = qkt_flags_parse("ablate", "The sqrt(d_k) study: init measurements, training ablation, LR sensitivity, logit growth.\n"
                                        "Unset flags take the preset's values. Writes OUT/NAME/{config.json,metrics.csv,summary.csv,*.png,report.md};\n"
-                                       "rerunning the same command resumes (finished cells are kept).",
+                                       "rerunning the same command resumes (finished cells are kept). mpirun -np N qkt ablate spreads\n"
+                                       "the cells over N processes or hosts (docs/distributed.md).",
                              flags, nf, argc, argv, NULL, 0, NULL);
     a->seed_seen = qkt_flag_seen(flags, nf, "seed");
     return rc;
@@ -161,7 +164,8 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     if (a->mlp && qkt_mlp_parse(a->mlp, &c->mlp, &err)) return fprintf(stderr, "qkt ablate: --mlp: %s\n", err.msg), 2;
     if (a->pos && qkt_pos_parse(a->pos, &c->pos, &err)) return fprintf(stderr, "qkt ablate: --pos: %s\n", err.msg), 2;
     if (a->seed_seen) c->seed = a->seed;
-    c->workers = a->workers ? a->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    /* default: the cores, shared by the MPI ranks on this host (one host: a rank each) */
+    c->workers = a->workers ? a->workers : (int)sysconf(_SC_NPROCESSORS_ONLN) / qkt_dist_local_size();
     if (c->workers < 1) c->workers = 1;
     if (qkt_ablate_validate(c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
     /* The task must open before any work (the cells would all fail otherwise). */
@@ -199,43 +203,70 @@ static int lock_run(const char *dir, const char *out, qkt_lock *lk) {
     return 0;
 }
 
-int qkt_cmd_ablate(int argc, char **argv) {
-    ablate_args a;
-    int rc = parse_args(argc, argv, &a);
+/* Flags, config and the run directory's path: -1 to go on, else the exit status. */
+static int setup(int argc, char **argv, ablate_args *a, qkt_ablate_cfg *c, char *dir, size_t n) {
+    int rc = parse_args(argc, argv, a);
     if (rc) return rc == 1 ? 0 : 2;
-    qkt_ablate_cfg c;
-    if (build_config(&a, &c)) return 2;
-    command_line(argc, argv, &c);
-    char dir[1024];
+    if (build_config(a, c)) return 2;
+    command_line(argc, argv, c);
     qkt_err err;
-    if (snprintf(dir, sizeof dir, "%s/%s", a.out, c.name) >= (int)sizeof dir) /* longer than QKT_ABLATE_MAX_DIR too */
+    if (snprintf(dir, n, "%s/%s", a->out, c->name) >= (int)n) /* longer than QKT_ABLATE_MAX_DIR too */
         return fprintf(stderr, "qkt ablate: --out: run directory %.60s...: its path is too long (at most %d bytes)\n", dir,
                        QKT_ABLATE_MAX_DIR), 2;
     if (qkt_ablate_check_dir(dir, &err) != 0) return fprintf(stderr, "qkt ablate: --out: %s\n", err.msg), 2;
-    qkt_lock lk;
-    if ((rc = lock_run(dir, a.out, &lk)) != 0) return rc;
+    return -1;
+}
+
+/* In an MPI job (mpirun -np N qkt ablate) every rank parses the same flags; rank 0 holds
+ * the run directory's lock, runs part 1, hands out the cells and writes the report, and
+ * the others run cells (qkt_ablate_run). Ranks > 0 print nothing of their own. */
+static int ablate(int argc, char **argv) {
+    ablate_args a;
+    qkt_ablate_cfg c;
+    char dir[1024];
+    const bool lead = qkt_dist_rank() == 0;
+    int quiet = qkt_cli_mute();
+    /* setup's -1 (go on) is 0 to the agreement, so any rank's exit status wins */
+    int rc = qkt_dist_agree(setup(argc, argv, &a, &c, dir, sizeof dir) + 1) - 1;
+    qkt_lock lk = {.fd = -1};
+    bool go = rc < 0; /* else --help (0) or a bad flag (2) */
+    if (go) rc = qkt_dist_agree(lead ? lock_run(dir, a.out, &lk) : 0), go = rc == 0;
+    qkt_cli_unmute(quiet);
+    if (!go) return rc;
     catch_stops();
     rc = run_study(&a, &c, dir);
     qkt_dir_unlock(&lk);
     return rc;
 }
 
+int qkt_cmd_ablate(int argc, char **argv) {
+    qkt_err err;
+    if (qkt_dist_init(&argc, &argv, &err)) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    int rc = ablate(argc, argv);
+    qkt_dist_finalize();
+    return rc;
+}
+
 static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir) {
     qkt_err err;
-    bool resuming;
-    if (qkt_ablate_check_resume(dir, c, &resuming, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
-    if (resuming) fprintf(stderr, "qkt ablate: resuming %s (finished cells are kept)\n", dir);
-    if (qkt_ablate_start(dir, c, &err) != 0) /* before any work, like a bad flag */
-        return fprintf(stderr, "qkt ablate: --out %s: %s\n", a->out, err.msg), 2;
+    const bool lead = qkt_dist_rank() == 0;
+    int rc = 0;
+    bool resuming = false;
+    if (lead && qkt_ablate_check_resume(dir, c, &resuming, &err) != 0) rc = (fprintf(stderr, "qkt ablate: %s\n", err.msg), 2);
+    if (!rc && resuming) fprintf(stderr, "qkt ablate: resuming %s (finished cells are kept)\n", dir);
+    if (lead && !rc && qkt_ablate_start(dir, c, &err) != 0) /* before any work, like a bad flag */
+        rc = (fprintf(stderr, "qkt ablate: --out %s: %s\n", a->out, err.msg), 2);
+    if ((rc = qkt_dist_agree(rc)) != 0) return rc;
     time_t t0 = time(NULL);
     if (!a->report_only) {
         char exe[1024];
-        if (self_exe(exe, sizeof exe) != 0) return fprintf(stderr, "qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1;
-        if (qkt_ablate_run(dir, exe, true, &g_stop, &err) != 0) {
-            fprintf(stderr, "qkt ablate: %s\n", err.msg);
-            return g_stop ? 130 : 1;
-        }
+        if (self_exe(exe, sizeof exe) != 0) rc = (fprintf(stderr, "qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1);
+        if ((rc = qkt_dist_agree(rc)) != 0) return rc;
+        rc = qkt_ablate_run(dir, exe, lead, &g_stop, &err);
+        if (rc && lead) fprintf(stderr, "qkt ablate: %s\n", err.msg);
+        if (rc) return g_stop ? 130 : 1;
     }
+    if (!lead) return 0; /* rank 0 writes metrics.csv, summary.csv, the plots and the report */
     if (qkt_ablate_report(dir, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
     fprintf(stderr, "qkt ablate: done in %.0f s: %s/report.md\n", difftime(time(NULL), t0), dir);
     printf("%s/report.md\n", dir);

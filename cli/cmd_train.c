@@ -3,7 +3,8 @@
  * continues bit-identically. Faults: a non-finite loss or gradient norm stops the run
  * (exit 1) keeping the last good checkpoint; SIGINT/SIGTERM/SIGHUP finish the step, save
  * and exit 130 (a second one exits at once). The run itself is the library's qkt_session (train/qkt_train_run.h); this
- * file parses the flags and prints. */
+ * file parses the flags and prints. Under mpirun every rank runs this command; rank 0
+ * speaks for the job (docs/distributed.md). */
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -14,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_mpi.h"
 #include "nanogpt_aliases.h"
 #include "qkt_cli.h"
+#include "qkt_dist.h"
 #include "qkt_flags.h"
 #include "qkt_io.h"
 #include "qkt_train_run.h"
@@ -94,6 +97,10 @@ static int load_resumed(const qkt_flag *f, int nf, const char *resume, run_opts 
     }
     qkt_err err;
     if (qkt_check_path_len(resume, 64, &err)) return fprintf(stderr, CMD ": --resume %s\n", err.msg), 2;
+    if (qkt_dist_rank() > 0) { /* an MPI job: the run comes from rank 0, which reads train.json */
+        o->out = resume, o->resuming = true;
+        return 0;
+    }
     char *path = qkt_path_join(resume, "train.json");
     int rc = 0;
     if (!qkt_file_exists(path))
@@ -134,6 +141,18 @@ static int finish_new(const char *data, const char *scale, const char *sched, co
     return 0;
 }
 
+/* Under mpirun -np N (docs/distributed.md): a new run's --replicas is N unless given
+ * (the ranks are the replicas), and without --threads or QKT_THREADS each rank takes
+ * its share of the host's cores rather than all of them (--threads 0: all of them). */
+static void mpi_defaults(const qkt_flag *f, int nf, int *threads, qkt_train_config *c) {
+    if (qkt_dist_size() < 2) return;
+    if (!qkt_flag_seen(f, nf, "replicas")) c->replicas = qkt_dist_size();
+    if (*threads == 0 && !qkt_flag_seen(f, nf, "threads")) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        *threads = cores / qkt_dist_local_size() > 1 ? (int)(cores / qkt_dist_local_size()) : 1;
+    }
+}
+
 /* Flags -> run_opts (or the resumed run's train.json). Returns 0, -1 after --help, or
  * the exit status. The flags write into a default run (qkt_train_run_default), so
  * their defaults and ranges are the library's. */
@@ -158,7 +177,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"n-embd", QKT_FLAG_INT, &m->n_embd, "model width C", 1, QKT_TRAIN_MAX_N_EMBD, true, false},
         {"block-size", QKT_FLAG_INT, &m->block_size, "context length T", 1, QKT_TRAIN_MAX_BLOCK_SIZE, true, false},
         {"batch-size", QKT_FLAG_INT, &c->batch_size, "sequences per step", 1, QKT_TRAIN_MAX_BATCH_SIZE, true, false},
-        {"replicas", QKT_FLAG_INT, &c->replicas, "data-parallel batch shards per step, side by side on the threads (results depend on it, not on --threads)", 1, QKT_DP_MAX, true, false},
+        {"replicas", QKT_FLAG_INT, &c->replicas, "data-parallel batch shards per step, side by side on the threads (results depend on it, not on --threads); under mpirun the ranks (default: -np)", 1, QKT_DP_MAX, true, false},
         {"steps", QKT_FLAG_I64, &c->steps, "optimizer steps", 1, QKT_TRAIN_MAX_STEPS, true, false},
         {"lr", QKT_FLAG_DOUBLE, &c->lr, "peak learning rate (AdamW)", 1, 0, true, false},
         {"min-lr", QKT_FLAG_DOUBLE, &c->min_lr, "cosine floor (default lr/10)", 0, 1e300, false, false},
@@ -187,11 +206,14 @@ static int parse(int argc, char **argv, run_opts *o) {
     int nf = (int)(sizeof f / sizeof *f);
     int rc = qkt_nanogpt_parse("Train a GPT (AdamW, warmup + cosine) on text or a synthetic task; nanoGPT's names work too.\n"
                                "Writes OUT/train.json, OUT/log.csv (every step) and OUT/ckpt.safetensors (model, optimizer,\n"
-                               "RNG state, vocabulary). Ctrl-C saves and exits 130; --resume OUT continues bit-identically.",
+                               "RNG state, vocabulary). Ctrl-C saves and exits 130; --resume OUT continues bit-identically.\n"
+                               "mpirun -np N qkt train: data-parallel over N processes or hosts, the bits of --replicas N\n"
+                               "(docs/distributed.md).",
                                f, nf, argc, argv, r);
     if (rc) return rc == 1 ? -1 : 2;
     o->log_every = log_every, o->anomaly = anomaly, o->pause_at = pause_at;
     if (!qkt_flag_seen(f, nf, "threads") && threads_from_env(&threads)) return 2;
+    mpi_defaults(f, nf, &threads, c);
     qkt_set_threads(threads);
     if (!resume) {
         qkt_err err;
@@ -320,16 +342,47 @@ static int train(run_opts *o, qkt_session *s) {
     qkt_session_opts so = {.pause_at = o->pause_at, .stop = &g_stop, .on_progress = print_progress, .user = o};
     qkt_err err = {{0}};
     qkt_session_end end = qkt_session_run(s, &so, &err);
-    return report_end(o, s, end, &err);
+    int quiet = qkt_cli_mute(); /* rank 0 of an MPI job says how the run ended */
+    int rc = report_end(o, s, end, &err);
+    qkt_cli_unmute(quiet);
+    return rc;
 }
 
-int qkt_cmd_train(int argc, char **argv) {
+/* Rank 0 of an MPI job: what the gradient sum cost (docs/distributed.md, bench/mpi_scaling.sh). */
+static void mpi_note(const qkt_session *s) {
+    qkt_dist_stats st;
+    qkt_dist_get_stats(&st);
+    if (qkt_dist_size() < 2 || qkt_dist_rank() || !st.sums) return;
+    double mb = (double)s->t.gpt.params.size * sizeof(qkt_real) / 1e6;
+    fprintf(stderr, CMD ": MPI %d ranks x %d threads, %lld steps: gradient sum %.3f ms/step (%.3f MB of gradients), "
+                    "waiting for the slowest rank %.3f ms/step\n", qkt_dist_size(), qkt_get_threads(), (long long)st.sums,
+            1e3 * st.sum_s / (double)st.sums, mb, 1e3 * st.wait_s / (double)st.sums);
+}
+
+static int train_cmd(int argc, char **argv) {
     run_opts o = {0};
-    int rc = parse(argc, argv, &o);
-    if (rc) return rc < 0 ? 0 : rc;
+    int quiet = qkt_cli_mute();
+    int mine = parse(argc, argv, &o), rc = qkt_dist_agree(mine);
+    if (rc && !mine && qkt_dist_rank() == 0) /* the same flags everywhere: another rank's environment differs */
+        fprintf(stderr, CMD ": another MPI rank refused the run's settings (its environment, e.g. QKT_THREADS, differs)\n");
+    if (rc) return qkt_cli_unmute(quiet), rc < 0 ? 0 : rc;
     o.tty = isatty(STDERR_FILENO);
     rc = open_run(&o, &g_session);
-    if (rc < 0) rc = train(&o, &g_session);
+    qkt_cli_unmute(quiet);
+    if (rc < 0) {
+        rc = train(&o, &g_session);
+        mpi_note(&g_session);
+    }
     qkt_session_close(&g_session);
+    return rc;
+}
+
+/* Under an MPI launcher the command joins the job first (qkt_dist_init): data-parallel
+ * over the ranks. */
+int qkt_cmd_train(int argc, char **argv) {
+    qkt_err err;
+    if (qkt_dist_init(&argc, &argv, &err)) return fprintf(stderr, CMD ": %s\n", err.msg), 2;
+    int rc = train_cmd(argc, argv);
+    qkt_dist_finalize();
     return rc;
 }

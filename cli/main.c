@@ -51,6 +51,10 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "--version") && argc == 2) { /* as `qkt version`: the build, MPI or not */
+        char *v[] = {"version", NULL};
+        return qkt_cmd_version(1, v);
+    }
     for (int i = 0; i < n_commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "qkt: unknown command '%s' (run 'qkt --help' for the list)\n", argv[1]);

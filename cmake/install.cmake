@@ -27,6 +27,7 @@ install(FILES ${qkt_public_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qkt)
 
 set(qkt_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/qkt)
 install(EXPORT qktTargets NAMESPACE qkt:: DESTINATION ${qkt_cmake_dir})
+set(QKT_CONFIG_WITH_MPI ${QKT_WITH_MPI})  # qktConfig.cmake finds MPI when it is a dependency
 configure_package_config_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/qktConfig.cmake.in
                               ${CMAKE_CURRENT_BINARY_DIR}/qktConfig.cmake INSTALL_DESTINATION ${qkt_cmake_dir})
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/qktConfigVersion.cmake COMPATIBILITY SameMajorVersion)
@@ -40,6 +41,11 @@ if(NOT QKT_NO_BLAS)
   string(APPEND qkt_pc_private " -lopenblas")
 endif()
 string(APPEND qkt_pc_private " -lcjson -lstb -lm")
+if(QKT_WITH_MPI)  # built with MPI (train/dist_mpi.c): the MPI library's link line
+  foreach(lib ${MPI_C_LIBRARIES})
+    string(APPEND qkt_pc_private " ${lib}")
+  endforeach()
+endif()
 foreach(flavour "" ${qkt_flavours})
   if(flavour STREQUAL "64")
     set(QKT_PC_CFLAGS "-DQKT_DOUBLE")

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "qkt_ablate.h"
+#include "qkt_dist.h"
 #include "qkt_io.h"
 #include "qkt_study.h"
 #include "qkt_sweep.h"
@@ -44,13 +45,14 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
                      const volatile sig_atomic_t *stop, qkt_err *err) {
     qkt_cell *plan;
     int n = qkt_ablate_plan(c, &plan);
-    int stale = qkt_ablate_forget_old_maps(run_dir, plan, n, err);
+    const bool lead = qkt_dist_rank() == 0; /* an MPI job: rank 0 tidies the directory */
+    int stale = lead ? qkt_ablate_forget_old_maps(run_dir, plan, n, err) : 0;
     if (stale < 0) return free(plan), -1;
     if (stale && verbose)
         fprintf(stderr, "qkt ablate: %d cells kept attention maps in the old .maps format: rerunning them\n", stale);
     /* Temp files of cells killed mid-write (the caller holds the run's lock). */
     qkt_buf gone = {0};
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && lead; i++) {
         char path[1100];
         qkt_cell_paths(run_dir, plan[i].id, path, NULL, NULL, sizeof path);
         qkt_remove_stale_temps(path, &gone, NULL);
@@ -67,7 +69,7 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
                         "lr %d x %d, growth %d x %d), %d side by side with one thread each\n",
                 n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->n_lr_variants, c->n_lr, c->n_growth_dk,
                 QKT_STUDY_N_GROWTH, c->workers);
-    qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose, stop};
+    qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose, stop, qkt_dist_size() > 1};
     qkt_sweep_result res;
     int rc = qkt_sweep_run(&s, &res, err);
     if (rc) {
@@ -80,13 +82,45 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
     return rc;
 }
 
+/* In an MPI job: every rank learns whether every rank can go on (rank 0 did part 1; the
+ * others read the config it wrote, which needs a directory every host sees). */
+static int agree(int rc, qkt_err *err) {
+    const int n = qkt_dist_size();
+    if (n < 2) return rc;
+    struct {
+        int rc;
+        char msg[600];
+    } mine = {rc, ""}, *all = qkt_malloc((size_t)n * sizeof *all);
+    if (rc) snprintf(mine.msg, sizeof mine.msg, "%.590s", err->msg);
+    qkt_dist_allgather(&mine, all, sizeof mine);
+    rc = 0;
+    for (int r = 0; r < n && !rc; r++) {
+        if (!all[r].rc) continue;
+        rc = -1;
+        if (r) qkt_err_set(err, "rank %d (on another host?): %s", r, all[r].msg);
+        else if (qkt_dist_rank()) qkt_err_set(err, "%s", all[r].msg);
+    }
+    free(all);
+    return rc;
+}
+
 int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const volatile sig_atomic_t *stop, qkt_err *err) {
     qkt_ablate_cfg c;
     char cells[1100];
     snprintf(cells, sizeof cells, "%s/cells", run_dir);
-    if (qkt_ablate_load_config(run_dir, &c, err) != 0) return -1; /* what the cells will see */
-    if (qkt_mkdirs(cells, err) != 0) return -1;
-    if (verbose) fprintf(stderr, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)\n", c.n_init_dk);
-    if (qkt_ablate_init_iid(run_dir, &c, err) != 0) return -1;
+    const bool lead = qkt_dist_rank() == 0;
+    int rc = 0;
+    if (lead) { /* part 1 (in this process) is rank 0's in an MPI job; the others wait */
+        rc = qkt_ablate_load_config(run_dir, &c, err) || qkt_mkdirs(cells, err) ? -1 : 0; /* what the cells will see */
+        if (!rc && verbose) fprintf(stderr, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)\n", c.n_init_dk);
+        if (!rc && qkt_ablate_init_iid(run_dir, &c, err) != 0) rc = -1;
+    }
+    if (qkt_dist_size() > 1) {
+        qkt_dist_bcast(&rc, sizeof rc, 0);
+        if (rc) return lead ? -1 : qkt_err_set(err, "rank 0 stopped before the cells (it says why)");
+        if (!lead && qkt_ablate_load_config(run_dir, &c, err)) rc = -1; /* from the directory rank 0 wrote */
+        if (agree(rc, err)) return -1;
+    }
+    if (rc) return -1;
     return run_cells(run_dir, &c, exe, verbose, stop, err);
 }

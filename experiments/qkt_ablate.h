@@ -124,7 +124,10 @@ double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell);
  * unfinished cell as `exe _cell --run DIR --cell ID` (qkt_sweep_run), skipping those
  * whose cells/<id>.csv is complete (sealed). verbose: progress on stderr. stop: NULL, or
  * a flag a signal handler sets, which ends the running cells (qkt_sweep.stop). The caller
- * holds the run directory's lock (qkt_dir_lock). -1 if any cell failed or it was stopped. */
+ * holds the run directory's lock (qkt_dir_lock). -1 if any cell failed or it was stopped.
+ * In an MPI job of several ranks (qkt_dist_init) every rank calls it: rank 0 (holding
+ * the lock) runs part 1, then the cells are spread over the ranks (qkt_sweep.mpi); the
+ * run directory must be on a filesystem every host sees. */
 int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const volatile sig_atomic_t *stop, qkt_err *err);
 
 /* ---------------------------------------------------------------- report */

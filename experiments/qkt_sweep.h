@@ -23,6 +23,11 @@ typedef struct {
     const volatile sig_atomic_t *stop; /* NULL, or a flag a signal handler sets: the sweep then
                                           stops its running cells (SIGTERM), waits for them and
                                           returns -1 (finished cells are kept) */
+    bool mpi;               /* in an MPI job of several ranks (qkt_dist): every rank calls
+                               qkt_sweep_run with the same cells; rank 0 plans and hands them
+                               out, each rank runs `workers` at a time; rank 0's result counts
+                               them all (docs/distributed.md). RUN must be on a filesystem
+                               every host sees. */
 } qkt_sweep;
 
 typedef struct {

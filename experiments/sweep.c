@@ -17,6 +17,7 @@
 
 #include "qkt_io.h"
 #include "qkt_sweep.h"
+#include "sweep_internal.h"
 
 extern char **environ;
 
@@ -115,21 +116,9 @@ static bool read_progress(const qkt_sweep *s, const char *id, long *step, long *
     return ok;
 }
 
-/* The sweep in progress: per cell its pid (> 0 while running), whether it still has to
- * run and its weight; done_w sums the weights of finished (or skipped) cells. */
-typedef struct {
-    const qkt_sweep *s;
-    qkt_sweep_result *res;
-    pid_t *pids;
-    bool *todo;
-    double *weight;
-    double total_w, done_w, w_at_start, t0;
-    int finished;
-    bool tty;
-} sweep_state;
-
 /* Which cells still have to run (no cells/<id>.csv yet) and their weights. */
 static void sweep_plan(sweep_state *st) {
+    if (st->s->mpi && qkt_dist_rank() > 0) return; /* rank 0 plans and hands the cells out */
     const qkt_sweep *s = st->s;
     char path[1024];
     for (int i = 0; i < s->n_cells; i++) {
@@ -156,7 +145,7 @@ static void print_progress(const sweep_state *st, double t) {
     for (int i = 0; i < s->n_cells; i++) {
         long step, tot;
         double loss;
-        if (st->pids[i] > 0 && read_progress(s, s->cell_ids[i], &step, &tot, &loss) && tot > 0) {
+        if ((st->pids[i] > 0 || st->where[i] > 0) && read_progress(s, s->cell_ids[i], &step, &tot, &loss) && tot > 0) {
             partial += st->weight[i] * (double)step / tot;
             if (!shown) shown = s->cell_ids[i], shown_loss = loss;
         }
@@ -176,6 +165,10 @@ static void reap(sweep_state *st, int i, int ws) {
     st->done_w += st->weight[i];
     qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
     bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && qkt_cell_done(path, NULL, 0);
+    if (st->follower) { /* rank 0 counts and reports it */
+        qkt__sweep_dist_reaped(st, i, ok, ws);
+        return;
+    }
     if (ok) {
         st->res->ran++;
     } else if (s->stop && *s->stop) { /* ended by the stop: not a failure, the rerun runs it */
@@ -193,40 +186,69 @@ static void reap(sweep_state *st, int i, int ws) {
                 ok ? "done" : "FAILED", now_s() - st->t0);
 }
 
+/* The next cell for this process: the next unfinished one of the plan, or (a rank > 0
+ * of an MPI sweep) the one rank 0 hands out; -1 when there is none left. */
+static int take_cell(sweep_state *st) {
+    if (st->follower) return qkt__sweep_dist_ask(st);
+    while (st->next < st->s->n_cells && !st->todo[st->next]) st->next++;
+    return st->next < st->s->n_cells ? st->next++ : -1;
+}
+
 int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/cells", s->run_dir);
-    if (qkt_mkdirs(dir, err) != 0) return -1;
+    bool follower = s->mpi && qkt_dist_rank() > 0; /* must see rank 0's directory, not make its own */
+    if (!follower && qkt_mkdirs(dir, err) != 0) return -1;
     memset(res, 0, sizeof *res);
     const int n = s->n_cells, workers = s->workers > 0 ? s->workers : 1;
     sweep_state st = {.s = s, .res = res, .pids = qkt_calloc((size_t)n + 1, sizeof(pid_t)),
                       .todo = qkt_calloc((size_t)n + 1, sizeof(bool)), .weight = qkt_calloc((size_t)n + 1, sizeof(double)),
-                      .tty = isatty(2)};
+                      .where = qkt_calloc((size_t)n + 1, sizeof(int)), .tty = isatty(2)};
+    st.dist = s->mpi && qkt_dist_size() > 1;
+    st.follower = st.dist && qkt_dist_rank() > 0;
     sweep_plan(&st);
+    if (st.dist && qkt__sweep_dist_start(&st, err)) {
+        free(st.pids), free(st.todo), free(st.weight), free(st.where);
+        return -1;
+    }
     if (s->verbose)
-        fprintf(stderr, "qkt: %d cells (%d already done, kept), %d at a time, one thread each\n", n, res->skipped, workers);
+        fprintf(stderr, "qkt: %d cells (%d already done, kept), %d at a time, one thread each%s\n", n, res->skipped, workers,
+                st.dist ? st.ranks_note : "");
     st.t0 = now_s(), st.w_at_start = st.done_w, st.finished = res->skipped;
     double last_print = 0;
-    int next = 0, running = 0;
+    int running = 0;
     int stopped = 0;
     for (;;) {
-        if (s->stop && *s->stop && !stopped) { /* asked to stop: end the running cells, wait for them */
-            stopped = *s->stop;
+        /* asked to stop (a signal, or rank 0 of an MPI sweep): end the running cells, wait for them */
+        if (((s->stop && *s->stop) || st.stop_asked) && !stopped) {
+            stopped = s->stop && *s->stop ? *s->stop : -1;
             for (int i = 0; i < n; i++)
                 if (st.pids[i] > 0) kill(st.pids[i], SIGTERM);
-            next = n;
+            st.exhausted = true;
+            if (st.dist) qkt__sweep_dist_stop(&st);
         }
-        for (; running < workers && next < n; next++) {
-            if (!st.todo[next]) continue;
-            st.pids[next] = spawn_cell(s, s->cell_ids[next]);
-            if (st.pids[next] > 0) {
+        while (running < workers && !st.exhausted) {
+            int i = take_cell(&st);
+            if (i < 0) {
+                st.exhausted = true;
+                break;
+            }
+            st.pids[i] = spawn_cell(s, s->cell_ids[i]);
+            if (st.pids[i] > 0) {
                 running++;
+            } else if (st.follower) {
+                qkt__sweep_dist_reaped(&st, i, false, -1);
             } else {
                 res->failed++;
-                fprintf(stderr, "\nqkt: cannot start cell %s: %s\n", s->cell_ids[next], strerror(errno));
+                fprintf(stderr, "\nqkt: cannot start cell %s: %s\n", s->cell_ids[i], strerror(errno));
             }
         }
-        if (running == 0) break;
+        if (st.dist) qkt__sweep_dist_serve(&st);
+        if (running == 0) {
+            if (st.exhausted && (!st.dist || qkt__sweep_dist_finished(&st))) break;
+            usleep(100000); /* rank 0 of an MPI sweep: the other ranks still run cells */
+            continue;
+        }
         int ws;
         pid_t pid = waitpid(-1, &ws, WNOHANG);
         if (pid == 0) { /* all still running: show progress, poll again */
@@ -243,11 +265,17 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
             if (st.pids[i] == pid) reap(&st, i, ws), running--;
     }
     if (s->verbose && st.tty) fprintf(stderr, "\r\033[K[%d/%d cells] finished in %.0f s\n", st.finished, n, now_s() - st.t0);
+    int lost = st.lost_cells;
     free(st.pids);
     free(st.todo);
     free(st.weight);
-    if (stopped)
+    free(st.where);
+    if (lost) /* the message was set when the rank went: the rest is said below */
+        return qkt_err_set(err, "%s", st.lost_msg.s ? st.lost_msg.s : "a rank was lost"), qkt_buf_free(&st.lost_msg), -1;
+    qkt_buf_free(&st.lost_msg);
+    if (stopped > 0)
         return qkt_err_set(err, "stopped by signal %d: the running cells were ended; %d cells are finished and kept",
                            stopped, res->skipped + res->ran);
+    if (stopped) return qkt_err_set(err, "stopped by rank 0: the running cells were ended");
     return res->failed ? qkt_err_set(err, "%d of %d cells failed (logs in %s/cells)", res->failed, n, s->run_dir) : 0;
 }

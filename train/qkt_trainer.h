@@ -72,6 +72,8 @@ typedef struct qkt_trainer {
     int64_t step;       /* steps done */
     int T;
     const volatile sig_atomic_t *stop; /* optional: non-zero ends a validation early (qkt_eval.interrupted) */
+    int rank, ranks;    /* qkt_trainer_distribute: this process runs shard `rank` of `ranks` (MPI);
+                           ranks 0 (or 1): the whole batch here, over cfg.replicas replicas */
     uint32_t data_crc;  /* CRC-32C of the text data (data_crc_known) */
     bool data_crc_known;
 } qkt_trainer;
@@ -80,6 +82,15 @@ typedef struct qkt_trainer {
  * opens the data, builds and initialises the model. */
 int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err);
 void qkt_trainer_free(qkt_trainer *t);
+/* Data-parallel over the ranks of an MPI job (qkt_dist.h; a no-op with one rank): each
+ * step, rank r of N runs replica r's shard of the batch and the grads are summed in
+ * replica order, so the ranks keep identical state and the result has the bits of
+ * cfg.replicas = N in one process. cfg.replicas must equal N (else -1 naming both).
+ * Every rank then calls qkt_trainer_step together (it communicates). */
+int qkt_trainer_distribute(qkt_trainer *t, qkt_err *err);
+/* Every rank takes root's training state: parameters, optimizer state and step, the
+ * data and dropout streams (after root restored a checkpoint). Collective. */
+void qkt_trainer_share_state(qkt_trainer *t, int root);
 /* One step: batch, forward, backward, clip, update (skipped when not finite). */
 void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st);
 

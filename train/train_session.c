@@ -10,8 +10,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "qkt_dist.h"
 #include "qkt_io.h"
 #include "qkt_train_run.h"
+#include "train_internal.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -116,19 +118,18 @@ static int restore(qkt_session *s, qkt_err *err) {
     return 0;
 }
 
-qkt_session_status qkt_session_open(qkt_session *s, const qkt_train_run *r, const char *dir, bool resume, qkt_err *err) {
-    memset(s, 0, sizeof *s);
-    s->lock.fd = -1;
-    s->run = *r;
-    s->run.tc.data = s->run.data;
-    s->last_ckpt = -1;
-    s->val_loss = NAN;
+/* The run's trainer: data and model (validates the data spec against the block size). */
+qkt_session_status qkt__session_open_trainer(qkt_session *s, qkt_err *err) {
     qkt_train_config_resolve(&s->run.tc);
     if (qkt_train_run_validate(&s->run, err)) return QKT_SESSION_ERR_CONFIG;
-    /* Data and model (validates the data spec against the block size). */
     if (qkt_trainer_init(&s->t, &s->run.tc, err)) return QKT_SESSION_ERR_DATA;
     absolute_text_spec(qkt_data_spec(s->t.data), s->run.data, sizeof s->run.data);
     s->run.tc.model.vocab_size = s->t.gpt.cfg.vocab_size;
+    return QKT_SESSION_OK;
+}
+
+/* The directory, its lock and files, and when resuming the checkpoint's state. */
+qkt_session_status qkt__session_open_dir(qkt_session *s, const char *dir, bool resume, qkt_err *err) {
     /* The directory, before any training: unwritable paths fail here. */
     if (set_paths(s, dir, err)) return QKT_SESSION_ERR_DIR;
     if (qkt_mkdirs(dir, err)) return QKT_SESSION_ERR_DIR;
@@ -151,7 +152,19 @@ qkt_session_status qkt_session_open(qkt_session *s, const qkt_train_run *r, cons
     return QKT_SESSION_OK;
 }
 
-int qkt_session_begin(qkt_session *s, qkt_err *err) {
+qkt_session_status qkt_session_open(qkt_session *s, const qkt_train_run *r, const char *dir, bool resume, qkt_err *err) {
+    memset(s, 0, sizeof *s);
+    s->lock.fd = -1;
+    s->run = *r;
+    s->run.tc.data = s->run.data;
+    s->last_ckpt = -1;
+    s->val_loss = NAN;
+    if (qkt_dist_size() > 1) return qkt__session_open_dist(s, dir, resume, err); /* an MPI job: session_dist.c */
+    qkt_session_status st = qkt__session_open_trainer(s, err);
+    return st ? st : qkt__session_open_dir(s, dir, resume, err);
+}
+
+static int begin_here(qkt_session *s, qkt_err *err) {
     /* the rows to keep: from step 0 the validation row 0 is redone, so it goes too, as
      * does a row whose validation was cut short (s->pending) */
     int64_t keep = s->t.step ? s->t.step - (s->pending != NULL) : -1;
@@ -174,6 +187,16 @@ int qkt_session_begin(qkt_session *s, qkt_err *err) {
     if (rc) return -1;
     if (!(s->log = fopen(s->p_log, "a"))) return qkt_err_set(err, "%s: cannot open: %s", s->p_log, strerror(errno));
     return 0;
+}
+
+/* In an MPI job rank 0 writes the files; every rank learns whether it could. */
+int qkt_session_begin(qkt_session *s, qkt_err *err) {
+    int rc = qkt_dist_rank() == 0 ? begin_here(s, err) : 0;
+    if (qkt_dist_size() > 1) {
+        qkt_dist_bcast(&rc, sizeof rc, 0);
+        if (rc && qkt_dist_rank() > 0) qkt_err_set(err, "rank 0 could not start the run's files (it says why)");
+    }
+    return rc;
 }
 
 void qkt_session_close(qkt_session *s) {
@@ -221,6 +244,7 @@ static int train_step(qkt_session *s, const qkt_session_opts *o, double t0, doub
     qkt_step_stats *st = &s->last;
     double ts = now_s();
     s->busy = true, s->busy_step = s->t.step + 1;
+    qkt__session_lead(QKT__SESSION_STEP); /* an MPI job: the other ranks step with us */
     qkt_trainer_step(&s->t, st);
     double dt = now_s() - ts;
     int64_t step = s->t.step;
@@ -294,7 +318,7 @@ static int save(qkt_session *s, double t0, qkt_err *err) {
     return 0;
 }
 
-qkt_session_end qkt_session_run(qkt_session *s, const qkt_session_opts *opts, qkt_err *err) {
+static qkt_session_end run_here(qkt_session *s, const qkt_session_opts *opts, qkt_err *err) {
     static const qkt_session_opts none = {0};
     const qkt_session_opts *o = opts ? opts : &none;
     const qkt_train_run *r = &s->run;
@@ -323,4 +347,13 @@ qkt_session_end qkt_session_run(qkt_session *s, const qkt_session_opts *opts, qk
     if (stop_asked(o) && s->last_ckpt != s->t.step && save(s, t0, err)) return QKT_SESSION_CKPT_FAILED;
     s->elapsed_s = now_s() - t0;
     return stop_asked(o) ? QKT_SESSION_STOPPED : paused ? QKT_SESSION_PAUSED : QKT_SESSION_DONE;
+}
+
+/* In an MPI job rank 0 runs the loop (validation, log, checkpoints: all its own) and
+ * leads the other ranks step by step (session_dist.c); they end as it ends. */
+qkt_session_end qkt_session_run(qkt_session *s, const qkt_session_opts *opts, qkt_err *err) {
+    if (qkt_dist_rank() > 0) return qkt__session_follow(s, err);
+    qkt_session_end end = run_here(s, opts, err);
+    qkt__session_lead(QKT__SESSION_END_BASE + (int)end);
+    return end;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train_internal.h"
 #include "qkt_trainer.h"
 
 int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
@@ -66,7 +67,8 @@ void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
     int B = t->cfg.batch_size;
     qkt_data_batch(t->data, QKT_SPLIT_TRAIN, B, t->idx, t->tgt, NULL);
     t->ctx.training = true;
-    st->loss = qkt_dp_forward_backward(&t->dp, &t->gpt, t->idx, t->tgt, B, t->T);
+    st->loss = t->ranks > 1 ? qkt__trainer_dist_forward_backward(t, B)
+                            : qkt_dp_forward_backward(&t->dp, &t->gpt, t->idx, t->tgt, B, t->T);
     st->grad_norm_wq = qk_grad_norm(&t->gpt, 0);
     st->grad_norm_wk = qk_grad_norm(&t->gpt, 1);
     st->grad_norm = qkt_clip_grad_norm(&t->gpt.params, t->cfg.grad_clip);

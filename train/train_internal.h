@@ -1,0 +1,29 @@
+/* Private to train/: the pieces of a session and a trainer that an MPI job runs
+ * differently (trainer_dist.c, session_dist.c). */
+#ifndef QKT_TRAIN_INTERNAL_H
+#define QKT_TRAIN_INTERNAL_H
+#include "qkt_train_run.h"
+#include "qkt_trainer.h"
+
+/* Zeroes the grads, runs this rank's shard of the batch in t->idx / t->tgt, leaves the
+ * replica-ordered sum of every rank's grads in params.grad; returns the batch loss.
+ * qkt_trainer_step calls it when t->ranks > 1. */
+double qkt__trainer_dist_forward_backward(qkt_trainer *t, int B);
+
+/* qkt_session_open's two halves (train_session.c): the trainer from s->run, then the
+ * directory (lock, files, the checkpoint when resuming). */
+qkt_session_status qkt__session_open_trainer(qkt_session *s, qkt_err *err);
+qkt_session_status qkt__session_open_dir(qkt_session *s, const char *dir, bool resume, qkt_err *err);
+
+/* An MPI job (session_dist.c): every rank builds the trainer from rank 0's run, rank 0
+ * alone opens the directory, the ranks agree on the status (the first failing rank's,
+ * its message prefixed with its rank) and take rank 0's state. */
+qkt_session_status qkt__session_open_dist(qkt_session *s, const char *dir, bool resume, qkt_err *err);
+/* Rank 0 tells the other ranks what comes: a step, or the end with its qkt_session_end
+ * (QKT__SESSION_END_BASE + end). Nothing in a single process. */
+enum { QKT__SESSION_STEP = 1, QKT__SESSION_END_BASE = 16 };
+void qkt__session_lead(int what);
+/* Ranks > 0: step when rank 0 steps, until it ends; returns its end. */
+qkt_session_end qkt__session_follow(qkt_session *s, qkt_err *err);
+
+#endif
