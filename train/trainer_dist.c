@@ -60,6 +60,9 @@ double qkt__trainer_dist_forward_backward(qkt_trainer *t, int B) {
         int b0 = shard_b0(B, R, r), b1 = shard_b0(B, R, r + 1);
         total += n_r[r] = counted(t->tgt + (size_t)b0 * T, (int64_t)(b1 - b0) * T);
     }
+    /* Persistent state (sigma_reparam's u) advances once per step before the shards run,
+     * as in qkt_dp, even when nothing is counted; the forward then only reads it. */
+    if (c->training) qkt_gpt_advance_state(g);
     if (!total) return 0; /* nothing counted anywhere: loss 0, grads 0 (as qkt_dp) */
     /* the splits of replicas 1 .. R-1, in order, from ctx0's stream; replica 0 keeps the rest */
     qkt_rng mine;
@@ -71,7 +74,8 @@ double qkt__trainer_dist_forward_backward(qkt_trainer *t, int B) {
     if (me > 0) c->rng = mine;
     int b0 = shard_b0(B, R, me), b1 = shard_b0(B, R, me + 1);
     qkt_ctx_reset(c);
-    qkt_tensor *loss = qkt_gpt_forward(c, g, t->idx + (size_t)b0 * T, t->tgt + (size_t)b0 * T, b1 - b0, T, NULL, NULL);
+    qkt_gpt_opts hold = {.hold_state = true};
+    qkt_tensor *loss = qkt_gpt_forward(c, g, t->idx + (size_t)b0 * T, t->tgt + (size_t)b0 * T, b1 - b0, T, NULL, &hold);
     double share = (double)n_r[me] / (double)total;
     qkt_real w = (qkt_real)share;
     if (n_r[me]) qkt_backward(c, loss, &w);

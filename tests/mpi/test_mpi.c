@@ -122,6 +122,15 @@ static void test_train(void) {
     rc = mpirun(3, "train " TINY " --steps 9 --threads 1 --out mpi3");
     EXPECT(rc == 0, "-np 3 exited %d: %s", rc, out);
     expect_same_run("rep3", "mpi3", __LINE__);
+    /* a variant with persistent state (sigma_reparam's u advances once per step, before
+     * the shards) and the issue-13 model options: -np 2 is --replicas 2 here too */
+    rc = run("train " TINY " --attn-scale sigma_reparam --norm rmsnorm --mlp swiglu --pos rope --steps 6 --replicas 2 "
+             "--threads 1 --out rep2s");
+    EXPECT(rc == 0, "--replicas 2 sigma_reparam exited %d: %s", rc, out);
+    rc = mpirun(2, "train " TINY " --attn-scale sigma_reparam --norm rmsnorm --mlp swiglu --pos rope --steps 6 --threads 1 "
+               "--out mpi2s");
+    EXPECT(rc == 0, "-np 2 sigma_reparam exited %d: %s", rc, out);
+    expect_same_run("rep2s", "mpi2s", __LINE__);
     /* the other N gives other bits: the comparison above can tell */
     char pa[1024], pb[1024];
     snprintf(pa, sizeof pa, "%s/rep2/ckpt.safetensors", tmp);
