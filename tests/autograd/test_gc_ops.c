@@ -1,8 +1,10 @@
 /* Float64 gradient checks of every autograd op (cases in op_cases.h), the planted
  * bug that the checker must catch, and a dump of the forward outputs that the float32
  * test compares against. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "op_cases.h"
 #include "qkt_test.h"
@@ -81,12 +83,15 @@ int main(void) {
     printf("planted bug deep in a graph: err %.2e -> %s\n", r.worst, ok ? "NOT CAUGHT" : "caught");
     EXPECT(!ok && r.worst > 1e-3, "the planted wrong backward inside a graph was not caught (err %.3g)", r.worst);
 
-    /* Forward outputs for the float32 comparison (test_ops_f32). */
+    /* Forward outputs for the float32 comparison (test_ops_f32). Written to a temp file
+     * and renamed: the per-path runs (test_gc_ops_<isa>) write it too, in parallel with
+     * test_ops_f32 reading it, which must never see a half-written file. */
     const char *dir = getenv("QKT_BUILD_DIR");
-    char path[1024];
+    char path[1024], tmp[1100];
     snprintf(path, sizeof path, "%s/op_forward_f64.bin", dir ? dir : ".");
-    FILE *f = fopen(path, "wb");
-    EXPECT(f != NULL, "cannot write %s", path);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    EXPECT(f != NULL, "cannot write %s", tmp);
     if (f) {
         static double out[1 << 14];
         for (int i = 0; i < N_OP_CASES; i++) {
@@ -94,7 +99,7 @@ int main(void) {
             fwrite(&n, sizeof n, 1, f);
             fwrite(out, sizeof(double), (size_t)n, f);
         }
-        fclose(f);
+        EXPECT(fclose(f) == 0 && rename(tmp, path) == 0, "cannot write %s", path);
     }
     return qkt_test_finish();
 }
