@@ -85,18 +85,23 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
         c->n_growth_dk = 4;
         for (int i = 0; i < 4; i++) c->growth_dks[i] = 8 << i; /* 8 .. 64 */
     } else if (!strcmp(name, "full")) {
-        /* At most ~2 h on 2 cores, estimated from measured cell times (quick preset's run):
-         * a d_k 128 (d_model 256) step at batch 32 costs ~0.27 s, d_k 64 ~0.1 s. */
+        /* Every variant at d_k 8..128 x 6 seeds on mqar, the second task at d_k 16 and 64, 9 learning
+         * rates at d_k 32. Estimated from timed cells (user CPU, batch 32: a d_k 64 train cell of 400
+         * steps 17.9 s, d_k 8 1.0 s, an LR cell at d_k 32 6.0 s) and the cost model: ~4400 CPU-seconds,
+         * ~40 min on 2 idle cores; measured: docs/ablate.md. */
         c->qk_init = QKT_QK_INIT_UNIT;
         c->steps = 500, c->eval_every = 25, c->eval_batches = 8;
         c->n_dk = 5;
         for (int i = 0; i < 5; i++) c->dks[i] = 8 << i; /* 8 .. 128 */
         c->seeds = 6;
-        c->n_lr = 7;
-        const double lrs[] = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
+        snprintf(c->task2, sizeof c->task2, "recall");
+        c->n_task2_dk = 2, c->task2_dks[0] = 16, c->task2_dks[1] = 64;
+        c->n_lr = 9;
+        const double lrs[] = {1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 0.6, 1, 3};
         memcpy(c->lrs, lrs, sizeof lrs);
-        c->lr_steps = 400, c->lr_dk = 32;
+        c->lr_steps = 300, c->lr_dk = 32, c->lr_eval_every = 5;
         set_variants(c->lr_variants, &c->n_lr_variants, all, QKT_ATTN_SCALE_COUNT);
+        add_sigma_reparam(c->lr_variants, &c->n_lr_variants);
         c->n_init_dk = 8;
         for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i;
         c->n_growth_dk = 6;
