@@ -323,7 +323,7 @@ static void claim_range(qkt__report *r, const char *id, const char *claim, const
 static void claim_lr(qkt__report *r) {
     qkt_attn_scale q, s;
     const char *claim = "qk-LayerNorm widens the stable LR range", *src = "Wortsman et al. 2023";
-    if (!lr_has(r->c, "qk_layernorm", &q) || !lr_has(r->c, "sqrt_dk", &s)) {
+    if (r->c->n_lr >= 2 && (!lr_has(r->c, "qk_layernorm", &q) || !lr_has(r->c, "sqrt_dk", &s))) { /* one LR: claim_range says so */
         row(r, "6b", claim, src, "`qk_layernorm` and `sqrt_dk` are not both in the LR sweep (--lr-variants)", qkt__verdict_name(QKT_V_UNTESTABLE));
         return;
     }
