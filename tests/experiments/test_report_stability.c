@@ -97,7 +97,43 @@ static void expect_row(int mode, int n_lr, const char *id, const char *a, const 
     free(r);
 }
 
+/* Drops the line holding `key` from a config.json text. */
+static void drop_key(char *json, const char *key) {
+    char *p = strstr(json, key), *e = p ? strchr(p, '\n') : NULL;
+    EXPECT(p && e, "config.json has no %s", key);
+    if (p && e) memmove(p, e + 1, strlen(e + 1) + 1);
+}
+
+/* task2, task2_d_k and lr_eval_every round-trip through config.json; a config.json from before
+ * them loads with no second task and the LR runs evaluated every eval_every steps. */
+static void test_config_keys(void) {
+    qkt_ablate_cfg c, d;
+    qkt_err err;
+    EXPECT(qkt_ablate_preset("quick", &c, &err) == 0, "%s", err.msg);
+    EXPECT(!strcmp(c.task2, "recall") && c.n_task2_dk == 2 && c.lr_eval_every == 5, "quick: task2 '%s' (%d d_k), lr_eval_every %d", c.task2,
+           c.n_task2_dk, c.lr_eval_every);
+    char *json = qkt_ablate_config_json(&c);
+    EXPECT(qkt_ablate_parse_config(json, strlen(json), "cfg", &d, &err) == 0, "round trip: %s", err.msg);
+    EXPECT(!strcmp(d.task2, "recall") && d.n_task2_dk == 2 && d.task2_dks[1] == 64 && d.lr_eval_every == 5, "round trip lost a key");
+    drop_key(json, "\"task2\"");
+    drop_key(json, "\"task2_d_k\"");
+    drop_key(json, "\"lr_eval_every\"");
+    EXPECT(qkt_ablate_parse_config(json, strlen(json), "old", &d, &err) == 0, "old config: %s", err.msg);
+    EXPECT(!d.task2[0] && d.n_task2_dk == 0 && d.lr_eval_every == d.eval_every, "old config: task2 '%s', lr_eval_every %d", d.task2,
+           d.lr_eval_every);
+    free(json);
+    c.n_task2_dk = 0; /* a second task needs its d_k values */
+    EXPECT(qkt_ablate_validate(&c, &err) != 0 && strstr(err.msg, "task2_d_k"), "task2 without d_k accepted: %s", err.msg);
+    qkt_cell *plan;
+    EXPECT(qkt_ablate_preset("quick", &c, &err) == 0, "%s", err.msg);
+    int n = qkt_ablate_plan(&c, &plan), k2 = 0;
+    for (int i = 0; i < n; i++) k2 += plan[i].kind == QKT_CELL_TRAIN2 && !strncmp(plan[i].id, "train2_", 7);
+    EXPECT(k2 == c.n_variants * c.n_task2_dk * c.seeds, "%d train2 cells, expected %d", k2, c.n_variants * c.n_task2_dk * c.seeds);
+    free(plan);
+}
+
 int main(void) {
+    test_config_keys();
     /* logits pass every stable run's before the loss rises, entropy collapses: per variant 3 of 6
      * (qk_layernorm 1 of 6) unstable, every unstable above every stable: auc 1, p = 2 / (20 x 20 x 6) */
     expect_row(GROWTH_FIRST, 6, "6a", "probability 1.00 [1.00, 1.00] (23 pairs, exact stratified permutation p = 0.000833;",
