@@ -188,6 +188,8 @@ typedef struct {
     int n, n_unstable, n_stable;
     qkt__lr_run u[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
     int stratum[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
+    /* over a window common to a variant's runs: evaluations up to its earliest instability (all if none) */
+    double wlogit[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST], wentropy[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
 } lr_runs;
 
 static void lr_gather(const qkt__report *r, lr_runs *o) {
@@ -201,6 +203,17 @@ static void lr_gather(const qkt__report *r, lr_runs *o) {
             o->stratum[o->n++] = v;
             o->n_unstable += u->unstable, o->n_stable += !u->unstable;
         }
+    /* A stable run keeps training after an unstable one has stopped counting: its logits have longer to
+     * grow and its entropy to fall. Compare each variant's runs over the same evaluations, up to the
+     * earliest step at which one of them became unstable. */
+    for (int k = 0; k < o->n; k++) {
+        int upto = 1 << 30;
+        for (int j = 0; j < o->n; j++)
+            if (o->stratum[j] == o->stratum[k] && o->u[j].unstable && o->u[j].unstable_step < upto) upto = o->u[j].unstable_step;
+        int li = 0;
+        while (li < c->n_lr && c->lrs[li] != o->u[k].lr) li++;
+        qkt__report_lr_window(r, NAME(c->lr_variants[o->stratum[k]]), li, upto, &o->wlogit[k], &o->wentropy[k]);
+    }
 }
 
 /* Unstable (group 1) against stable (group 0) runs of the same variant on value[i]. */
@@ -245,7 +258,7 @@ static void claim_logit_growth(qkt__report *r, const lr_runs *L) {
     double g[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST], stable_max[QKT_AB_MAX_LIST];
     for (int v = 0; v < c->n_lr_variants; v++) stable_max[v] = -INFINITY;
     for (int i = 0; i < L->n; i++) {
-        g[i] = L->u[i].logit_max;
+        g[i] = L->wlogit[i];
         if (!L->u[i].unstable && !isnan(g[i])) stable_max[L->stratum[i]] = fmax(stable_max[L->stratum[i]], g[i]);
     }
     qkt_ranked k = lr_rank(r, L, g, 6);
@@ -257,7 +270,7 @@ static void claim_logit_growth(qkt__report *r, const lr_runs *L) {
         if (!u->unstable || !isfinite(sm)) continue;
         cmp++;
         if (u->logit_before > sm) before++;
-        else if (u->logit_max > sm) same++;
+        else if (L->wlogit[i] > sm) same++;
         else none++;
     }
     if (k.n_pairs == 0) {
@@ -266,7 +279,8 @@ static void claim_logit_growth(qkt__report *r, const lr_runs *L) {
         return;
     }
     snprintf(m, sizeof m, "LR sweep (d_k = %d, one seed per LR; unstable = validation loss %.1f above its value at init, or non-finite): the largest "
-             "attention logit up to the point of instability is larger in unstable than in stable runs of the same variant with probability "
+             "attention logit is larger in unstable than in stable runs of the same variant (over the same evaluations: up to the variant's "
+             "earliest instability) with probability "
              "%.2f [%.2f, %.2f] (%d pairs, exact stratified permutation p = %.3g; 0.5 = no difference). Of %d unstable runs, %d had passed "
              "every stable run's logit maximum at the evaluation before the loss rose, %d in the same evaluation (every %d steps), %d never",
              c->lr_dk, QKT_REPORT_UNSTABLE_MARGIN, k.auc, k.lo, k.hi, k.n_pairs, k.p_exact, cmp, before, same, c->lr_eval_every, none);
@@ -342,12 +356,12 @@ static void claim_collapse(qkt__report *r, const lr_runs *L) {
         double e[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
         int cu = 0, cs = 0;
         for (int i = 0; i < L->n; i++) {
-            e[i] = -L->u[i].min_entropy; /* larger = more collapsed */
-            if (L->u[i].min_entropy < 0.1) cu += L->u[i].unstable, cs += !L->u[i].unstable;
+            e[i] = -L->wentropy[i]; /* larger = more collapsed */
+            if (L->wentropy[i] < 0.1) cu += L->u[i].unstable, cs += !L->u[i].unstable;
         }
         qkt_ranked k = lr_rank(r, L, e, 7);
-        snprintf(m, sizeof m, "LR sweep: the lowest normalised attention entropy (mean over heads) up to the point of instability is lower in "
-                 "unstable than in stable runs of the same variant with probability %.2f [%.2f, %.2f] (%d pairs, exact stratified permutation "
+        snprintf(m, sizeof m, "LR sweep: the lowest normalised attention entropy (mean over heads) is lower in unstable than in stable runs of "
+                 "the same variant (over the same evaluations: up to the variant's earliest instability) with probability %.2f [%.2f, %.2f] (%d pairs, exact stratified permutation "
                  "p = %.3g); below 0.1 (collapsed): %d of %d unstable runs, %d of %d stable",
                  k.auc, k.lo, k.hi, k.n_pairs, k.p_exact, cu, L->n_unstable, cs, L->n_stable);
         row(r, "7a", claim, src, m, qkt__verdict_name(k.n_pairs ? rank_verdict(&k) : QKT_V_NOT_DETECTABLE));

@@ -121,6 +121,9 @@ typedef struct {
     bool stable_above;
 } qkt__lr_range;
 qkt__lr_range qkt__report_lr_range(const qkt__report *r, const char *variant);
+/* The largest attention logit and the lowest normalised entropy (clamped to [0, 1]) of an LR run
+ * over the evaluations at steps <= upto: claims 6a and 7a compare runs over the same window. */
+void qkt__report_lr_window(const qkt__report *r, const char *variant, int li, int upto, double *logit_max, double *min_entropy);
 
 /* ---------------------------------------------------------------- the sections, in report order */
 void qkt__report_part_init(qkt__report *r);   /* 1. at initialisation (iid q, k; a fresh GPT) */

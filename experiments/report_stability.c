@@ -74,3 +74,19 @@ qkt__lr_range qkt__report_lr_range(const qkt__report *r, const char *variant) {
     }
     return g;
 }
+
+void qkt__report_lr_window(const qkt__report *r, const char *variant, int li, int upto, double *logit_max, double *min_entropy) {
+    static double st[QKT_REPORT_MAXS], v[QKT_REPORT_MAXS];
+    *logit_max = *min_entropy = NAN;
+    int run = qkt_table_find_run(r->t, QKT_KIND(LR), variant, r->c->lr_dk, 0, r->c->lrs[li]);
+    if (run < 0) return;
+    int n = qkt_table_series(r->t, run, QKT_M(LOGIT_MAX), -1, st, v, QKT_REPORT_MAXS);
+    for (int i = 0; i < n && st[i] <= upto; i++)
+        if (!isnan(v[i])) *logit_max = isnan(*logit_max) ? v[i] : fmax(*logit_max, v[i]);
+    n = qkt_table_series(r->t, run, QKT_M(NORM_ENTROPY), -1, st, v, QKT_REPORT_MAXS);
+    for (int i = 0; i < n && st[i] <= upto; i++)
+        if (!isnan(v[i])) {
+            double e = fmin(1, fmax(0, v[i]));
+            *min_entropy = isnan(*min_entropy) ? e : fmin(*min_entropy, e);
+        }
+}
