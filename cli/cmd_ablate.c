@@ -64,8 +64,8 @@ static int self_exe(char *buf, size_t n) {
 
 /* The flags as given (0 / NULL = unset: the preset's value). */
 typedef struct {
-    const char *preset, *name, *out, *task, *qk_init, *norm, *mlp, *pos, *variants, *dks, *lr_grid, *lr_variants, *init_dks, *growth_dks;
-    int seq_len, seeds, steps, lr_steps, lr_dk, n_layer, n_head, batch, eval_every, workers;
+    const char *preset, *name, *out, *task, *task2, *task2_dks, *qk_init, *norm, *mlp, *pos, *variants, *dks, *lr_grid, *lr_variants, *init_dks, *growth_dks;
+    int seq_len, seeds, steps, lr_steps, lr_dk, lr_eval_every, n_layer, n_head, batch, eval_every, workers;
     double lr, qk_mult, temp, init_std;
     uint64_t seed;
     bool seed_seen, report_only;
@@ -82,6 +82,8 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
         {"name", QKT_FLAG_STRING, &a->name, "run name: results go to OUT/NAME (default: the preset)", 1, 0, false, false},
         {"out", QKT_FLAG_STRING, &a->out, "directory holding runs", 1, 0, false, false},
         {"task", QKT_FLAG_STRING, &a->task, "data spec of the synthetic task (default mqar)", 1, 0, false, false},
+        {"task2", QKT_FLAG_STRING, &a->task2, "second task, trained like --task at --task2-d-k (part 2c; 'none' = skip)", 1, 0, false, false},
+        {"task2-d-k", QKT_FLAG_STRING, &a->task2_dks, "key widths d_k of the second task, comma-separated", 1, 0, false, false},
         {"seq-len", QKT_FLAG_INT, &a->seq_len, "sequence length T (= block size)", 2, 4096, true, false},
         {"variants", QKT_FLAG_STRING, &a->variants, variants_help, 1, 0, false, false},
         {"d-k", QKT_FLAG_STRING, &a->dks, "key widths d_k to train, comma-separated", 1, 0, false, false},
@@ -92,6 +94,7 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
         {"lr-variants", QKT_FLAG_STRING, &a->lr_variants, "variants of the sensitivity sweep (as --variants)", 1, 0, false, false},
         {"lr-steps", QKT_FLAG_INT, &a->lr_steps, "steps per sensitivity run", 1, 1e8, true, false},
         {"lr-d-k", QKT_FLAG_INT, &a->lr_dk, "d_k of the sensitivity sweep", 1, 1024, true, false},
+        {"lr-eval-every", QKT_FLAG_INT, &a->lr_eval_every, "steps between evaluations of the sensitivity runs", 1, 1e8, true, false},
         {"init-d-k", QKT_FLAG_STRING, &a->init_dks, "d_k values measured at init", 1, 0, false, false},
         {"growth-d-k", QKT_FLAG_STRING, &a->growth_dks, "d_k values of the logit-growth check", 1, 0, false, false},
         {"n-layer", QKT_FLAG_INT, &a->n_layer, "layers", 1, 64, true, false},
@@ -139,6 +142,11 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     if (a->task && strlen(a->task) >= sizeof c->task) return fprintf(stderr, "qkt ablate: --task: spec too long (at most %zu characters)\n", sizeof c->task - 1), 2;
     if (a->name) snprintf(c->name, sizeof c->name, "%s", a->name);
     if (a->task) snprintf(c->task, sizeof c->task, "%s", a->task);
+    if (a->task2 && strlen(a->task2) >= sizeof c->task2) return fprintf(stderr, "qkt ablate: --task2: spec too long (at most %zu characters)\n", sizeof c->task2 - 1), 2;
+    if (a->task2) snprintf(c->task2, sizeof c->task2, "%s", strcmp(a->task2, "none") ? a->task2 : "");
+    if (!c->task2[0]) c->n_task2_dk = 0, memset(c->task2_dks, 0, sizeof c->task2_dks);
+    if (a->task2_dks && !c->task2[0]) return fprintf(stderr, "qkt ablate: --task2-d-k: no second task (--task2 none)\n"), 2;
+    if (a->task2_dks && parse_list("task2-d-k", a->task2_dks, 1024, c->task2_dks, NULL, NULL, &c->n_task2_dk)) return 2;
     if (a->variants && parse_list("variants", a->variants, 0, NULL, NULL, c->variants, &c->n_variants)) return 2;
     if (a->lr_variants && parse_list("lr-variants", a->lr_variants, 0, NULL, NULL, c->lr_variants, &c->n_lr_variants)) return 2;
     if (a->dks && parse_list("d-k", a->dks, 1024, c->dks, NULL, NULL, &c->n_dk)) return 2;
@@ -151,6 +159,7 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     if (a->lr > 0) c->lr = a->lr;
     if (a->lr_steps) c->lr_steps = a->lr_steps;
     if (a->lr_dk) c->lr_dk = a->lr_dk;
+    if (a->lr_eval_every) c->lr_eval_every = a->lr_eval_every;
     if (a->n_layer) c->n_layer = a->n_layer;
     if (a->n_head) c->n_head = a->n_head;
     if (a->batch) c->batch_size = a->batch;
@@ -173,6 +182,10 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     qkt_data_opts dop = {.seq_len = c->seq_len, .seed = c->seed};
     if (qkt_data_open(&probe, c->task, &dop, &err) != 0) return fprintf(stderr, "qkt ablate: --task: %s\n", err.msg), 2;
     qkt_data_free(probe);
+    if (c->task2[0]) {
+        if (qkt_data_open(&probe, c->task2, &dop, &err) != 0) return fprintf(stderr, "qkt ablate: --task2: %s\n", err.msg), 2;
+        qkt_data_free(probe);
+    }
     return 0;
 }
 

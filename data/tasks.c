@@ -249,6 +249,70 @@ static void bigram_token(const qkt_data *d, int32_t tok, char buf[16]) {
     snprintf(buf, 16, "%d", (int)tok);
 }
 
+/* ------------------------------------------------------------------ recall */
+/* Noisy one-token associative recall, graded by the number of pairs. Tokens: 0 blank,
+ * keys 1..K, values K+1..K+W, pair tokens K+W+1 + k*W + v (key k and value v in one
+ * token, so one attention step that matches the query's key finds the answer: no
+ * induction circuit, no plateau). Layout of s (L+1 tokens, L = T):
+ *   p_1 .. p_n | q_1 a_1 q_2 a_2 ... [blank if one position is left]
+ * n ~ uniform 1..n_pairs; the pairs' keys are distinct, their values iid uniform; each
+ * query key is uniform among the n pair keys, and its answer a_j is the pair's value
+ * with probability 1 - noise/100, else a uniform value (possibly the same). Answers
+ * are the a_j. With n pairs visible, attention spread evenly over them gives the right
+ * value probability ~1/n; sharpening it lowers the loss continuously. */
+enum { RC_KEYS, RC_VALUES, RC_PAIRS, RC_NOISE };
+
+static int recall_setup(qkt_data *d, qkt_err *err) {
+    int K = d->p[RC_KEYS], W = d->p[RC_VALUES], N = d->p[RC_PAIRS];
+    if (N > K) return qkt_err_set(err, "recall: n_pairs=%d exceeds keys=%d (the pairs' keys are distinct); raise keys", N, K);
+    if ((int64_t)K * W + K + W + 1 > QKT_DATA_MAX_VOCAB)
+        return qkt_err_set(err, "recall: keys=%d x values=%d pair tokens exceed the vocabulary limit %d", K, W, QKT_DATA_MAX_VOCAB);
+    int L = natural_T(d);
+    if (L < N + 1)
+        return qkt_err_set(err, "recall: seq_len %d is too short for n_pairs=%d: expected >= %d (one query after the pairs)", L, N, N + 1);
+    d->used = L, d->vocab = 1 + K + W + K * W, d->answer_k = W;
+    double e = d->p[RC_NOISE] / 100.0, pt = 1 - e + e / W; /* the Bayes predictor: the pair's value with pt */
+    d->best_acc = pt;
+    d->best_loss = -pt * log(pt) - (e > 0 ? (1 - pt) * log(e / W) : 0);
+    /* Sequences with n = N pairs alone: keys, values, query keys (noise only adds). */
+    d->log2_space = log2_perm(K, N) + N * log2((double)W) + ((L + 1 - N) / 2) * log2((double)N);
+    d->scratch = scratch_alloc(K);
+    d->scratch2 = scratch_alloc(2 * N);
+    return 0;
+}
+
+static void recall_gen(qkt_data *d, qkt_rng *r) {
+    int K = d->p[RC_KEYS], W = d->p[RC_VALUES], N = d->p[RC_PAIRS], L = d->used;
+    uint32_t noise = (uint32_t)d->p[RC_NOISE];
+    int32_t *s = d->seq, *key = d->scratch, *val = d->scratch2;
+    int n = 1 + (int)qkt_rng_below(r, (uint32_t)N);
+    for (int i = 0; i <= L; i++) s[i] = 0, d->ans[i] = 0;
+    qkt__sample_distinct(r, key, K, n);
+    for (int i = 0; i < n; i++) {
+        val[i] = (int32_t)qkt_rng_below(r, (uint32_t)W);
+        s[i] = 1 + K + W + key[i] * W + val[i];
+    }
+    for (int pos = n; pos + 1 <= L; pos += 2) {
+        int j = (int)qkt_rng_below(r, (uint32_t)n);
+        int32_t a = val[j];
+        if (noise && qkt_rng_below(r, 100) < noise) a = (int32_t)qkt_rng_below(r, (uint32_t)W);
+        s[pos] = 1 + key[j];
+        s[pos + 1] = 1 + K + a, d->ans[pos + 1] = 1;
+    }
+}
+
+static void recall_token(const qkt_data *d, int32_t tok, char buf[16]) {
+    int K = d->p[RC_KEYS], W = d->p[RC_VALUES];
+    if (tok == 0)
+        snprintf(buf, 16, ".");
+    else if (tok <= K)
+        snprintf(buf, 16, "k%d", (int)tok - 1);
+    else if (tok <= K + W)
+        snprintf(buf, 16, "v%d", (int)tok - 1 - K);
+    else
+        snprintf(buf, 16, "%d:%d", (int)(tok - 1 - K - W) / W, (int)(tok - 1 - K - W) % W);
+}
+
 /* ------------------------------------------------------------------ table */
 #define VOCAB_MAX QKT_DATA_MAX_VOCAB
 #define LEN_MAX (QKT_DATA_MAX_T / 2)
@@ -281,5 +345,12 @@ const qkt_data_task qkt__tasks[] = {
       {"chain_seed", 1, 0, 2147483647, "seed of the chain (fixed across runs)"},
       {0}},
      bigram_setup, bigram_gen, bigram_token},
+    {"recall", "noisy one-token key-value recall, graded by the number of pairs: the loss falls smoothly",
+     {{"keys", 8, 1, 4096, "distinct keys (tokens 1..keys)"},
+      {"values", 8, 2, 4096, "distinct values; a pair token holds one key and one value"},
+      {"n_pairs", 8, 1, 4096, "most pairs at the start (each sequence draws 1..n_pairs)"},
+      {"noise", 5, 0, 100, "percent of answers drawn uniformly instead of the pair's value"},
+      {0}},
+     recall_setup, recall_gen, recall_token},
 };
 const int qkt__n_tasks = (int)(sizeof qkt__tasks / sizeof qkt__tasks[0]);

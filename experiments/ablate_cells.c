@@ -16,8 +16,8 @@
 #define INIT_BATCH 4 /* rows for the at-init model measurements: B x T queries per head */
 
 const char *qkt_cell_kind_name(qkt_cell_kind k) {
-    static const char *const n[] = {"init", "train", "lr", "growth", "iid"};
-    return k >= 0 && k <= QKT_CELL_IID ? n[k] : "?";
+    static const char *const n[] = {"init", "train", "lr", "growth", "iid", "train2"};
+    return k >= 0 && k <= QKT_CELL_TRAIN2 ? n[k] : "?";
 }
 
 static qkt_cell *add(qkt_cell **v, int *n, int *cap) {
@@ -43,6 +43,15 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
                 x->d_k = c->dks[di], x->seed = s, x->lr = c->lr, x->steps = c->steps;
                 x->maps = s == 0 && di == c->n_dk - 1;
                 snprintf(x->id, sizeof x->id, "train_%s_dk%d_s%d", qkt_attn_scale_name(x->variant), x->d_k, s);
+            }
+    for (int s = 0; s < c->seeds && c->task2[0]; s++) /* part 2c: the second task */
+        for (int di = c->n_task2_dk - 1; di >= 0; di--)
+            for (int vi = 0; vi < c->n_variants; vi++) {
+                qkt_cell *x = add(&v, &n, &cap);
+                x->kind = QKT_CELL_TRAIN2;
+                x->variant = c->variants[vi];
+                x->d_k = c->task2_dks[di], x->seed = s, x->lr = c->lr, x->steps = c->steps;
+                snprintf(x->id, sizeof x->id, "train2_%s_dk%d_s%d", qkt_attn_scale_name(x->variant), x->d_k, s);
             }
     for (int li = 0; li < c->n_lr; li++)
         for (int vi = 0; vi < c->n_lr_variants; vi++) {
@@ -108,7 +117,7 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     tc.model.qk_init = c->qk_init;
     tc.model.attn_scale = cell->variant;
     tc.model.norm = c->norm, tc.model.mlp = c->mlp, tc.model.pos = c->pos;
-    tc.data = c->task;
+    tc.data = cell->kind == QKT_CELL_TRAIN2 ? c->task2 : c->task;
     tc.batch_size = cell->kind == QKT_CELL_INIT ? INIT_BATCH : c->batch_size;
     tc.steps = cell->steps > 0 ? cell->steps : 1;
     tc.lr = cell->lr > 0 ? cell->lr : c->lr;
@@ -230,7 +239,8 @@ static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer 
     qkt_step_stats ss;
     long diverged = -1;
     for (long s = 0; s <= cell->steps; s++) {
-        if (s % c->eval_every == 0 || s == cell->steps) {
+        int every = cell->kind == QKT_CELL_LR ? c->lr_eval_every : c->eval_every;
+        if (s % every == 0 || s == cell->steps) {
             qkt_trainer_eval(t, c->eval_batches, c->batch_size, &ev);
             row(b, cell, s, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
             row(b, cell, s, QKT_METRIC_VAL_ACC, -1, -1, ev.acc);

@@ -22,6 +22,15 @@ static void set_variants(qkt_attn_scale *dst, int *n, const qkt_attn_scale *src,
 static const qkt_attn_scale preset_all[] = {QKT_ATTN_SQRT_DK, QKT_ATTN_NONE,    QKT_ATTN_DK,
                                             QKT_ATTN_SQRT_DMODEL, QKT_ATTN_LEARNED, QKT_ATTN_QK_LAYERNORM};
 #define N_PRESET_ALL ((int)(sizeof preset_all / sizeof preset_all[0]))
+/* Claim 7b (Zhai et al. 2023: preventing entropy collapse stabilises) compares `sigma_reparam`
+ * with the others in the LR sweep: the presets add it, by name, in a build that has it. */
+static void add_sigma_reparam(qkt_attn_scale *v, int *n) {
+    qkt_attn_scale s;
+    if (qkt_attn_scale_parse("sigma_reparam", &s, NULL) != 0 || *n >= QKT_AB_MAX_LIST) return;
+    for (int i = 0; i < *n; i++)
+        if (v[i] == s) return;
+    v[(*n)++] = s;
+}
 
 int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     const qkt_attn_scale *all = preset_all;
@@ -64,27 +73,40 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
         c->steps = 200, c->eval_every = 20, c->eval_batches = 4;
         c->n_dk = 2, c->dks[0] = 8, c->dks[1] = 64;
         c->seeds = 6;
-        c->n_lr = 4;
-        const double lrs[] = {3e-4, 3e-3, 3e-2, 3e-1};
+        /* Part 2c: the smoothly learnt `recall` at the same d_k (d_k 8 cells cost ~1/5 of d_k 64's). */
+        snprintf(c->task2, sizeof c->task2, "recall");
+        c->n_task2_dk = 2, c->task2_dks[0] = 8, c->task2_dks[1] = 64;
+        /* Up to where runs become unstable (measured at d_k 16, 150 steps: every variant's
+         * validation loss rises above its value at init from lr 1 on, none does at 0.3; clipping
+         * and LayerNorm keep them finite up to lr 10), evaluated every 5 steps so the logit
+         * growth can be timed against the loss rising (claim 6a). */
+        c->n_lr = 6;
+        const double lrs[] = {3e-3, 3e-2, 0.3, 0.6, 1, 3};
         memcpy(c->lrs, lrs, sizeof lrs);
-        c->lr_steps = 150, c->lr_dk = 16;
+        c->lr_steps = 150, c->lr_dk = 16, c->lr_eval_every = 5;
+        add_sigma_reparam(c->lr_variants, &c->n_lr_variants);
         c->n_init_dk = 8;
         for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i; /* 4 .. 512 */
         c->n_growth_dk = 4;
         for (int i = 0; i < 4; i++) c->growth_dks[i] = 8 << i; /* 8 .. 64 */
     } else if (!strcmp(name, "full")) {
-        /* At most ~2 h on 2 cores, estimated from measured cell times (quick preset's run):
-         * a d_k 128 (d_model 256) step at batch 32 costs ~0.27 s, d_k 64 ~0.1 s. */
+        /* Every variant at d_k 8..128 x 6 seeds on mqar, the second task at d_k 16 and 64, 9 learning
+         * rates at d_k 32. Estimated from timed cells (user CPU, batch 32: a d_k 64 train cell of 400
+         * steps 17.9 s, d_k 8 1.0 s, an LR cell at d_k 32 6.0 s) and the cost model: ~4400 CPU-seconds,
+         * ~40 min on 2 idle cores; measured: docs/ablate.md. */
         c->qk_init = QKT_QK_INIT_UNIT;
         c->steps = 500, c->eval_every = 25, c->eval_batches = 8;
         c->n_dk = 5;
         for (int i = 0; i < 5; i++) c->dks[i] = 8 << i; /* 8 .. 128 */
         c->seeds = 6;
-        c->n_lr = 7;
-        const double lrs[] = {3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1};
+        snprintf(c->task2, sizeof c->task2, "recall");
+        c->n_task2_dk = 2, c->task2_dks[0] = 16, c->task2_dks[1] = 64;
+        c->n_lr = 9;
+        const double lrs[] = {1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 0.6, 1, 3};
         memcpy(c->lrs, lrs, sizeof lrs);
-        c->lr_steps = 400, c->lr_dk = 32;
+        c->lr_steps = 300, c->lr_dk = 32, c->lr_eval_every = 5;
         set_variants(c->lr_variants, &c->n_lr_variants, all, N_PRESET_ALL);
+        add_sigma_reparam(c->lr_variants, &c->n_lr_variants);
         c->n_init_dk = 8;
         for (int i = 0; i < 8; i++) c->init_dks[i] = 4 << i;
         c->n_growth_dk = 6;
@@ -92,6 +114,7 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     } else {
         return qkt_err_set(err, "--preset '%s': expected quick or full", name);
     }
+    if (!c->lr_eval_every) c->lr_eval_every = c->eval_every;
     return 0;
 }
 
@@ -126,6 +149,7 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (c->steps < 1 || c->lr_steps < 1 || c->steps > 100000000 || c->lr_steps > 100000000)
         return qkt_err_set(err, "steps %d / lr_steps %d: expected 1 .. 1e8", c->steps, c->lr_steps);
     if (c->eval_every < 1 || c->eval_batches < 1) return qkt_err_set(err, "eval_every %d / eval_batches %d: expected positive integers", c->eval_every, c->eval_batches);
+    if (c->lr_eval_every < 1 || c->lr_eval_every > 100000000) return qkt_err_set(err, "lr_eval_every %d: expected 1 .. 1e8", c->lr_eval_every);
     if (c->warmup < 0) return qkt_err_set(err, "warmup %d: expected >= 0", c->warmup);
     if (!(c->lr > 0) || !isfinite(c->lr)) return qkt_err_set(err, "lr %g: expected a positive number", c->lr);
     if (!(c->min_lr_frac >= 0 && c->min_lr_frac <= 1)) return qkt_err_set(err, "min_lr_frac %g: expected 0 .. 1", c->min_lr_frac);
@@ -146,6 +170,7 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (check_variants("variants", c->variants, c->n_variants, err)) return -1;
     if (check_variants("lr_variants", c->lr_variants, c->n_lr_variants, err)) return -1;
     if (check_ints("d_k", c->dks, c->n_dk, 1, 1024, err)) return -1;
+    if (c->task2[0] && check_ints("task2_d_k", c->task2_dks, c->n_task2_dk, 1, 1024, err)) return -1;
     if (check_ints("init_d_k", c->init_dks, c->n_init_dk, 1, 4096, err)) return -1;
     if (check_ints("growth_d_k", c->growth_dks, c->n_growth_dk, 1, 1024, err)) return -1;
     if (c->lr_dk < 1 || c->lr_dk > 1024) return qkt_err_set(err, "lr_d_k %d: expected 1 .. 1024", c->lr_dk);
@@ -169,6 +194,7 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
     cJSON_AddStringToObject(j, "name", c->name);
     cJSON_AddStringToObject(j, "preset", c->preset);
     cJSON_AddStringToObject(j, "task", c->task);
+    cJSON_AddStringToObject(j, "task2", c->task2);
     cJSON_AddStringToObject(j, "command", c->command);
     cJSON_AddStringToObject(j, "qk_init", qkt_qk_init_name(c->qk_init));
     cJSON_AddStringToObject(j, "norm", qkt_norm_name(c->norm));
@@ -177,7 +203,7 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
 #define NUM(f) cJSON_AddNumberToObject(j, #f, (double)c->f)
     NUM(seq_len), NUM(n_layer), NUM(n_head), NUM(batch_size), NUM(steps), NUM(eval_every), NUM(eval_batches);
     NUM(warmup), NUM(lr), NUM(min_lr_frac), NUM(weight_decay), NUM(grad_clip), NUM(beta2), NUM(attn_temp);
-    NUM(qk_init_mult), NUM(init_std), NUM(seeds), NUM(lr_steps), NUM(lr_dk), NUM(growth_steps), NUM(growth_lr), NUM(workers);
+    NUM(qk_init_mult), NUM(init_std), NUM(seeds), NUM(lr_steps), NUM(lr_dk), NUM(lr_eval_every), NUM(growth_steps), NUM(growth_lr), NUM(workers);
 #undef NUM
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed); /* as a string: exact for 64 bits */
@@ -185,6 +211,7 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
     cJSON_AddItemToObject(j, "variants", variant_array(c->variants, c->n_variants));
     cJSON_AddItemToObject(j, "lr_variants", variant_array(c->lr_variants, c->n_lr_variants));
     cJSON_AddItemToObject(j, "d_k", cJSON_CreateIntArray(c->dks, c->n_dk));
+    cJSON_AddItemToObject(j, "task2_d_k", cJSON_CreateIntArray(c->task2_dks, c->n_task2_dk));
     cJSON_AddItemToObject(j, "init_d_k", cJSON_CreateIntArray(c->init_dks, c->n_init_dk));
     cJSON_AddItemToObject(j, "growth_d_k", cJSON_CreateIntArray(c->growth_dks, c->n_growth_dk));
     cJSON_AddItemToObject(j, "lr_grid", cJSON_CreateDoubleArray(c->lrs, c->n_lr));
@@ -326,6 +353,12 @@ int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ab
     INT(seq_len), INT(n_layer), INT(n_head), INT(batch_size), INT(steps), INT(eval_every), INT(eval_batches), INT(warmup);
     DBL(lr), DBL(min_lr_frac), DBL(weight_decay), DBL(grad_clip), DBL(beta2), DBL(attn_temp), DBL(qk_init_mult), DBL(init_std);
     INT(seeds), INT(lr_steps), INT(lr_dk), INT(growth_steps), DBL(growth_lr), INT(workers);
+    c->lr_eval_every = c->eval_every; /* optional: runs made before it evaluated the LR runs like the others */
+    if (!rc && cJSON_GetObjectItemCaseSensitive(j, "lr_eval_every")) INT(lr_eval_every);
+    if (!rc && cJSON_GetObjectItemCaseSensitive(j, "task2")) { /* optional: runs made before part 2c have neither key */
+        rc = get_str(path, j, "task2", c->task2, sizeof c->task2, err);
+        rc = rc ? rc : get_list(path, j, "task2_d_k", c->task2_dks, NULL, NULL, &c->n_task2_dk, err);
+    }
 #undef INT
 #undef DBL
     rc = rc ? rc : get_variants(path, j, "variants", c->variants, &c->n_variants, err);

@@ -66,9 +66,9 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
     for (int i = 0; i < n; i++) ids[i] = plan[i].id, w[i] = qkt_ablate_cell_cost(c, &plan[i]);
     if (verbose)
         fprintf(stderr, "qkt ablate: parts 1-4, %d cells (init %d d_k x %d variants, train %d variants x %d d_k x %d seeds, "
-                        "lr %d x %d, growth %d x %d), %d side by side with one thread each\n",
-                n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->n_lr_variants, c->n_lr, c->n_growth_dk,
-                QKT_STUDY_N_GROWTH, c->workers);
+                        "second task %d d_k, lr %d x %d, growth %d x %d), %d side by side with one thread each\n",
+                n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->task2[0] ? c->n_task2_dk : 0, c->n_lr_variants,
+                c->n_lr, c->n_growth_dk, QKT_STUDY_N_GROWTH, c->workers);
     qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose, stop, qkt_dist_size() > 1};
     qkt_sweep_result res;
     int rc = qkt_sweep_run(&s, &res, err);

@@ -25,6 +25,12 @@ typedef struct qkt_ablate_cfg {
     char name[64];
     char preset[16];
     char task[256];           /* data spec (synthetic task) */
+    /* part 2c: a second task trained like part 2 (same variants, seeds, steps) at the d_k values
+     * task2_dks, as experiment "train2"; "" = none. config.json "task2" and "task2_d_k", missing =
+     * none (runs made before them). */
+    char task2[256];
+    int n_task2_dk;
+    int task2_dks[QKT_AB_MAX_LIST];
     int seq_len;              /* T */
     int n_layer, n_head;      /* d_model = n_head * d_k */
     int batch_size;
@@ -47,6 +53,8 @@ typedef struct qkt_ablate_cfg {
     int n_lr;
     double lrs[QKT_AB_MAX_LIST];
     int lr_steps, lr_dk;
+    int lr_eval_every;        /* evaluations of the LR runs (claims 6-7 time the logit growth against the loss
+                               * rising); config.json "lr_eval_every", missing = eval_every */
     int n_lr_variants;
     qkt_attn_scale lr_variants[QKT_AB_MAX_LIST];
     /* part 1: init */
@@ -82,7 +90,7 @@ int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err)
 int qkt_ablate_parse_config(const char *text, size_t n, const char *label, qkt_ablate_cfg *c, qkt_err *err);
 
 /* ---------------------------------------------------------------- cells */
-typedef enum { QKT_CELL_INIT = 0, QKT_CELL_TRAIN, QKT_CELL_LR, QKT_CELL_GROWTH, QKT_CELL_IID } qkt_cell_kind;
+typedef enum { QKT_CELL_INIT = 0, QKT_CELL_TRAIN, QKT_CELL_LR, QKT_CELL_GROWTH, QKT_CELL_IID, QKT_CELL_TRAIN2 } qkt_cell_kind;
 typedef struct qkt_cell {
     qkt_cell_kind kind;
     char id[96];

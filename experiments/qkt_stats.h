@@ -41,6 +41,22 @@ qkt_censored qkt_stats_censored_paired(const int *ta, const int *tb, int n, doub
  * are censored (the median is "not reached"), NaN for n = 0. */
 double qkt_stats_censored_median(const int *t, int n);
 
+/* Do the units of group 1 have larger values than those of group 0 of the same stratum?
+ * (e.g. unstable vs stable learning-rate runs, strata = variants.) The pooled
+ * Mann-Whitney statistic: over every pair (x in group 1, y in group 0, same stratum),
+ * auc = P(x > y) + P(x = y) / 2; 0.5 = no difference. Units with a NaN value or a
+ * group other than 0/1 are left out. */
+typedef struct {
+    int n1, n0;     /* units in group 1 / group 0 used (every stratum) */
+    int n_pairs;    /* comparable pairs: sum over strata of n1_s x n0_s */
+    double auc;     /* NaN if n_pairs = 0 */
+    double lo, hi;  /* bootstrap CI of auc (units resampled within stratum and group); NaN if n_pairs = 0 */
+    double p_exact; /* two-sided p of auc = 0.5 under permutations of the groups within each stratum: exact
+                     * (every assignment enumerated) for strata of <= 20 units, else n_boot random ones; 1 if no pairs */
+    double p_min;   /* the smallest p these group sizes can give */
+} qkt_ranked;
+qkt_ranked qkt_stats_strat_auc(const double *v, const int *group, const int *stratum, int n, double level, int n_boot, uint64_t seed);
+
 /* Fisher's exact test on the 2x2 table [[a, b], [c, d]] (rows: groups, columns: outcome
  * yes / no): the two-sided p-value (sum of the hypergeometric probabilities no larger
  * than the observed one, with a 1e-7 relative tolerance). 1 for an empty margin. */

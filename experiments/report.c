@@ -105,6 +105,7 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     qkt__report_part_init(&r);
     qkt__report_part_train(&r);
     qkt__report_part_stats(&r);
+    qkt__report_part_task2(&r);
     qkt__report_part_maps(&r);
     qkt__report_part_lr(&r);
     qkt__report_part_growth(&r, &s1, &s2);

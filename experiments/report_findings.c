@@ -147,115 +147,236 @@ static void claim_train(qkt__report *r, const qkt__cmp *small, const qkt__cmp *b
     row(r, "5b", "... and more so as d_k grows", "Vaswani et al. 2017, sec. 3.2.1", m, qkt__verdict_name(qkt__report_verdict(&p, 1)));
 }
 
-/* The LR runs of a variant: stable = finite and below its loss at init. */
-typedef struct {
-    int n, stable, diverged;
-    double max_stable_lr;
-} lr_sum;
-
-static int lr_run(const qkt__report *r, qkt_attn_scale v, int i) { return qkt_table_find_run(r->t, QKT_KIND(LR), NAME(v), r->c->lr_dk, 0, r->c->lrs[i]); }
-
-static bool lr_stable(const qkt__report *r, int run) {
-    if (run < 0 || qkt__report_diverged(r->t, run, NULL)) return false;
-    double f = qkt__report_final_val(r->t, run, QKT_M(VAL_LOSS)), i0 = qkt_table_value(r->t, run, QKT_M(VAL_LOSS), 0, -1);
-    return isfinite(f) && f < i0;
-}
-
-static lr_sum lr_summary(const qkt__report *r, qkt_attn_scale v) {
-    lr_sum s = {.max_stable_lr = NAN};
-    for (int i = 0; i < r->c->n_lr; i++) {
-        int run = lr_run(r, v, i);
-        if (run < 0) continue;
-        s.n++;
-        s.diverged += qkt__report_diverged(r->t, run, NULL);
-        if (lr_stable(r, run)) s.stable++, s.max_stable_lr = isfinite(s.max_stable_lr) ? fmax(s.max_stable_lr, r->c->lrs[i]) : r->c->lrs[i];
-    }
-    return s;
-}
-
-/* The largest logit max over the evaluations before the end (or divergence), / the one at step 0. */
-static double logit_growth(const qkt_table *t, int run) {
-    static double st[QKT_REPORT_MAXS], v[QKT_REPORT_MAXS];
-    int n = qkt_table_series(t, run, QKT_M(LOGIT_MAX), -1, st, v, QKT_REPORT_MAXS);
-    double m = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (isfinite(v[i])) m = fmax(m, v[i]);
-    return n && v[0] > 0 && isfinite(m) ? m / v[0] : NAN;
-}
-
-/* 6. Logit growth precedes divergence; qk-LayerNorm widens the stable LR range. */
-static void claim_lr(qkt__report *r) {
+/* 5c, 5d: the same on the second task, whose loss falls smoothly (no plateau to escape). */
+static void claim_task2(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
-    const char *src = "Wortsman et al. 2023";
-    char m[600];
-    if (c->n_lr < 2) {
-        row(r, "6a", "Attention-logit growth at high LR precedes divergence", src, "one learning rate: no LR range", qkt__verdict_name(QKT_V_UNTESTABLE));
-        row(r, "6b", "qk-LayerNorm widens the stable LR range", src, "one learning rate: no LR range", qkt__verdict_name(QKT_V_UNTESTABLE));
+    const char *src = "Vaswani et al. 2017, sec. 3.2.1";
+    char m[700], l[160], a[160];
+    if (!c->task2[0] || !c->n_task2_dk) {
+        row(r, "5c", "Unscaled logits train slower or worse, on a task whose loss falls smoothly", src, "no second task in this run (--task2)",
+            qkt__verdict_name(QKT_V_UNTESTABLE));
         return;
     }
-    double gd = -INFINITY, gs = -INFINITY; /* largest growth among diverged / stable runs */
-    int nd = 0, ns = 0, nd_above = 0;
-    double gdiv[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
+    int ds = c->task2_dks[0], db = c->task2_dks[0];
+    for (int i = 0; i < c->n_task2_dk; i++) ds = c->task2_dks[i] < ds ? c->task2_dks[i] : ds, db = c->task2_dks[i] > db ? c->task2_dks[i] : db;
+    static qkt__cmp big, small;
+    qkt__report_compare_exp(r, QKT_KIND(TRAIN2), QKT_ATTN_NONE, QKT_ATTN_SQRT_DK, db, &big);
+    qkt__report_compare_exp(r, QKT_KIND(TRAIN2), QKT_ATTN_NONE, QKT_ATTN_SQRT_DK, ds, &small);
+    qkt__report_fmt_paired(l, sizeof l, &big.loss, "%+.3f");
+    qkt__report_fmt_paired(a, sizeof a, &big.auc, "%+.3f");
+    snprintf(m, sizeof m, "`%s`, d_k = %d, unscaled - scaled: final val loss %s; mean val loss over the run %s", c->task2, db, l, a);
+    qkt__verdict v = combine(qkt__report_verdict(&big.loss, 1), qkt__report_verdict(&big.auc, 1));
+    if (!big.sa.n_present || !big.sb.n_present) snprintf(m, sizeof m, "`none` and `sqrt_dk` are not both trained on `%s`", c->task2), v = QKT_V_UNTESTABLE;
+    else if (big.sa.n_diverged == big.sa.n_present) snprintf(m, sizeof m, "`%s`, d_k = %d: every unscaled run diverged", c->task2, db), v = QKT_V_REPRODUCED;
+    row(r, "5c", "Unscaled logits train slower or worse, on a task whose loss falls smoothly", src, m, qkt__verdict_name(v));
+    if (c->n_task2_dk < 2) {
+        row(r, "5d", "... and more so as d_k grows (smooth task)", src, "one d_k on the second task: no trend", qkt__verdict_name(QKT_V_UNTESTABLE));
+        return;
+    }
+    double dl[QKT_REPORT_MAX_SEEDS], dsm[QKT_REPORT_MAX_SEEDS];
+    for (int s = 0; s < big.sa.n; s++) dl[s] = big.sa.auc[s] - big.sb.auc[s], dsm[s] = small.sa.auc[s] - small.sb.auc[s];
+    qkt_paired p = qkt_stats_paired(dl, dsm, big.sa.n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, c->seed + 199);
+    char pc[160];
+    qkt__report_fmt_paired(pc, sizeof pc, &p, "%+.3f");
+    snprintf(m, sizeof m, "`%s`: effect on mean val loss at d_k = %d minus at d_k = %d (same seeds): %s", c->task2, db, ds, pc);
+    row(r, "5d", "... and more so as d_k grows (smooth task)", src, m, qkt__verdict_name(qkt__report_verdict(&p, 1)));
+}
+
+/* ---------------------------------------------------------------- claims 6-7: the LR sweep */
+/* Every LR run of the sweep, with its variant's index as the stratum. */
+typedef struct {
+    int n, n_unstable, n_stable;
+    qkt__lr_run u[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
+    int stratum[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
+    /* over a window common to a variant's runs: evaluations up to its earliest instability (all if none) */
+    double wlogit[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST], wentropy[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
+} lr_runs;
+
+static void lr_gather(const qkt__report *r, lr_runs *o) {
+    const qkt_ablate_cfg *c = r->c;
+    o->n = o->n_unstable = o->n_stable = 0;
     for (int v = 0; v < c->n_lr_variants; v++)
         for (int i = 0; i < c->n_lr; i++) {
-            int run = lr_run(r, c->lr_variants[v], i);
-            if (run < 0) continue;
-            double g = logit_growth(r->t, run);
-            if (qkt__report_diverged(r->t, run, NULL)) gdiv[nd++] = g, gd = fmax(gd, g);
-            else if (lr_stable(r, run)) ns++, gs = fmax(gs, g);
+            qkt__lr_run *u = &o->u[o->n];
+            qkt__report_lr_run(r, NAME(c->lr_variants[v]), i, u);
+            if (u->run < 0) continue;
+            o->stratum[o->n++] = v;
+            o->n_unstable += u->unstable, o->n_stable += !u->unstable;
         }
-    for (int i = 0; i < nd; i++) nd_above += gdiv[i] > gs;
-    qkt__verdict v6a;
-    if (nd == 0) {
-        snprintf(m, sizeof m, "no run of the LR sweep diverged (lr up to %g, d_k = %d, grad clip %g)", c->lrs[c->n_lr - 1], c->lr_dk, c->grad_clip);
-        v6a = QKT_V_NOT_DETECTABLE;
-    } else {
-        snprintf(m, sizeof m, "%d diverged runs: %d had a larger logit-max growth (max over evals / at init) than every one of the %d stable runs "
-                 "(largest: %.1fx diverged, %.1fx stable); one seed per LR", nd, nd_above, ns, gd, gs);
-        v6a = ns == 0 ? QKT_V_NOT_DETECTABLE : 2 * nd_above > nd ? QKT_V_REPRODUCED : nd_above == 0 ? QKT_V_CONTRADICTED : QKT_V_NOT_DETECTABLE;
+    /* A stable run keeps training after an unstable one has stopped counting: its logits have longer to
+     * grow and its entropy to fall. Compare each variant's runs over the same evaluations, up to the
+     * earliest step at which one of them became unstable. */
+    for (int k = 0; k < o->n; k++) {
+        int upto = 1 << 30;
+        for (int j = 0; j < o->n; j++)
+            if (o->stratum[j] == o->stratum[k] && o->u[j].unstable && o->u[j].unstable_step < upto) upto = o->u[j].unstable_step;
+        int li = 0;
+        while (li < c->n_lr && c->lrs[li] != o->u[k].lr) li++;
+        qkt__report_lr_window(r, NAME(c->lr_variants[o->stratum[k]]), li, upto, &o->wlogit[k], &o->wentropy[k]);
     }
-    row(r, "6a", "Attention-logit growth at high LR precedes divergence", src, m, qkt__verdict_name(v6a));
-    if (!has_variant(c->lr_variants, c->n_lr_variants, QKT_ATTN_QK_LAYERNORM) || !has_variant(c->lr_variants, c->n_lr_variants, QKT_ATTN_SQRT_DK)) {
-        row(r, "6b", "qk-LayerNorm widens the stable LR range", src, "qk_layernorm and sqrt_dk are not both in the LR sweep", qkt__verdict_name(QKT_V_UNTESTABLE));
-        return;
-    }
-    lr_sum q = lr_summary(r, QKT_ATTN_QK_LAYERNORM), s = lr_summary(r, QKT_ATTN_SQRT_DK);
-    snprintf(m, sizeof m, "LRs (of %d, %g..%g) ending below the loss at init: qk_layernorm %d (largest %g), sqrt_dk %d (largest %g); one seed", c->n_lr,
-             c->lrs[0], c->lrs[c->n_lr - 1], q.stable, q.max_stable_lr, s.stable, s.max_stable_lr);
-    row(r, "6b", "qk-LayerNorm widens the stable LR range", src, m,
-        qkt__verdict_name(q.stable > s.stable ? QKT_V_REPRODUCED : q.stable < s.stable ? QKT_V_CONTRADICTED : QKT_V_NOT_DETECTABLE));
 }
 
-/* 7. Entropy collapse accompanies instability: LR runs, collapsed = min normalised entropy < 0.1. */
-static void claim_collapse(qkt__report *r) {
+/* Unstable (group 1) against stable (group 0) runs of the same variant on value[i]. */
+static qkt_ranked lr_rank(const qkt__report *r, const lr_runs *L, const double *value, uint64_t salt) {
+    int g[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
+    for (int i = 0; i < L->n; i++) g[i] = L->u[i].unstable;
+    return qkt_stats_strat_auc(value, g, L->stratum, L->n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, r->c->seed * 7717 + salt);
+}
+
+/* The verdict of a ranked comparison whose claim is auc > 0.5. */
+static qkt__verdict rank_verdict(const qkt_ranked *k) {
+    if (k->n_pairs == 0) return QKT_V_UNTESTABLE;
+    bool sig = k->p_exact <= 1 - QKT_REPORT_LEVEL + 1e-12;
+    return sig && k->auc > 0.5 ? QKT_V_REPRODUCED : sig && k->auc < 0.5 ? QKT_V_CONTRADICTED : QKT_V_NOT_DETECTABLE;
+}
+
+/* Why claims 6a and 7a cannot be measured on this sweep, or NULL when they can. */
+static const char *lr_degenerate(const qkt__report *r, const lr_runs *L, char *m, size_t n) {
     const qkt_ablate_cfg *c = r->c;
-    static double st[QKT_REPORT_MAXS], v[QKT_REPORT_MAXS];
-    int k[2][2] = {{0, 0}, {0, 0}}; /* [unstable, stable][collapsed, not] */
-    for (int a = 0; a < c->n_lr_variants; a++)
-        for (int i = 0; i < c->n_lr; i++) {
-            int run = lr_run(r, c->lr_variants[a], i);
-            if (run < 0) continue;
-            int n = qkt_table_series(r->t, run, QKT_M(NORM_ENTROPY), -1, st, v, QKT_REPORT_MAXS);
-            double mn = INFINITY;
-            for (int j = 0; j < n; j++)
-                if (isfinite(v[j])) mn = fmin(mn, v[j]);
-            k[lr_stable(r, run) ? 1 : 0][mn < 0.1 ? 0 : 1]++;
-        }
-    char m[500];
-    int nu = k[0][0] + k[0][1], ns = k[1][0] + k[1][1];
-    double p = qkt_stats_fisher(k[0][0], k[0][1], k[1][0], k[1][1]);
-    qkt__verdict vv;
-    if (nu == 0 || ns == 0) {
-        snprintf(m, sizeof m, "LR sweep: %d unstable (diverged or not below the loss at init) and %d stable runs: nothing to compare", nu, ns);
-        vv = QKT_V_NOT_DETECTABLE;
-    } else {
-        snprintf(m, sizeof m, "LR sweep, collapse = normalised entropy (mean over heads) below 0.1 at some evaluation: unstable runs %d/%d, stable %d/%d "
-                 "(Fisher p = %.3g)", k[0][0], nu, k[1][0], ns, p);
-        bool more = (double)k[0][0] / nu > (double)k[1][0] / ns;
-        vv = p > 0.05 ? QKT_V_NOT_DETECTABLE : more ? QKT_V_REPRODUCED : QKT_V_CONTRADICTED;
+    double top = c->lrs[0];
+    for (int i = 1; i < c->n_lr; i++) top = fmax(top, c->lrs[i]);
+    if (c->n_lr < 2) return snprintf(m, n, "one learning rate (%g): no LR range, nothing to compare", c->lrs[0]), m;
+    if (L->n == 0) return snprintf(m, n, "no LR run in metrics.csv"), m;
+    if (L->n_unstable == 0)
+        return snprintf(m, n, "no run became unstable up to lr %g (validation loss never rose %.1f above its value at init, none went "
+                              "non-finite; d_k = %d, %d steps, grad clip %g): the grid does not reach instability at this size",
+                        top, QKT_REPORT_UNSTABLE_MARGIN, c->lr_dk, c->lr_steps, c->grad_clip), m;
+    if (L->n_stable == 0) return snprintf(m, n, "every one of the %d LR runs became unstable: no stable run to compare with", L->n), m;
+    return NULL;
+}
+
+/* 6a: the attention logits of runs that became unstable had grown larger (up to that point)
+ * than those of the stable runs of the same variant; and whether they had grown before the loss rose. */
+static void claim_logit_growth(qkt__report *r, const lr_runs *L) {
+    const qkt_ablate_cfg *c = r->c;
+    const char *claim = "Attention-logit growth at high LR precedes divergence", *src = "Wortsman et al. 2023";
+    char m[900];
+    if (lr_degenerate(r, L, m, sizeof m)) {
+        row(r, "6a", claim, src, m, qkt__verdict_name(c->n_lr < 2 || L->n == 0 ? QKT_V_UNTESTABLE : QKT_V_NOT_DETECTABLE));
+        return;
     }
-    row(r, "7a", "Attention-entropy collapse accompanies training instability", "Zhai et al. 2023", m, qkt__verdict_name(vv));
-    row(r, "7b", "... and preventing it (sigma_reparam) stabilises training", "Zhai et al. 2023", "-", "not tested: needs sigma_reparam");
+    double g[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST], stable_max[QKT_AB_MAX_LIST];
+    for (int v = 0; v < c->n_lr_variants; v++) stable_max[v] = -INFINITY;
+    for (int i = 0; i < L->n; i++) {
+        g[i] = L->wlogit[i];
+        if (!L->u[i].unstable && !isnan(g[i])) stable_max[L->stratum[i]] = fmax(stable_max[L->stratum[i]], g[i]);
+    }
+    qkt_ranked k = lr_rank(r, L, g, 6);
+    /* the order: had the logits already passed every stable run's of the variant at the evaluation before the loss rose? */
+    int before = 0, same = 0, none = 0, cmp = 0;
+    for (int i = 0; i < L->n; i++) {
+        const qkt__lr_run *u = &L->u[i];
+        double sm = stable_max[L->stratum[i]];
+        if (!u->unstable || !isfinite(sm)) continue;
+        cmp++;
+        if (u->logit_before > sm) before++;
+        else if (L->wlogit[i] > sm) same++;
+        else none++;
+    }
+    if (k.n_pairs == 0) {
+        snprintf(m, sizeof m, "%d unstable and %d stable runs, but no variant has both: nothing to compare within a variant", L->n_unstable, L->n_stable);
+        row(r, "6a", claim, src, m, qkt__verdict_name(QKT_V_NOT_DETECTABLE));
+        return;
+    }
+    snprintf(m, sizeof m, "LR sweep (d_k = %d, one seed per LR; unstable = validation loss %.1f above its value at init, or non-finite): the largest "
+             "attention logit is larger in unstable than in stable runs of the same variant (over the same evaluations: up to the variant's "
+             "earliest instability) with probability "
+             "%.2f [%.2f, %.2f] (%d pairs, exact stratified permutation p = %.3g; 0.5 = no difference). Of %d unstable runs, %d had passed "
+             "every stable run's logit maximum at the evaluation before the loss rose, %d in the same evaluation (every %d steps), %d never",
+             c->lr_dk, QKT_REPORT_UNSTABLE_MARGIN, k.auc, k.lo, k.hi, k.n_pairs, k.p_exact, cmp, before, same, c->lr_eval_every, none);
+    qkt__verdict v = rank_verdict(&k);
+    if (v == QKT_V_REPRODUCED && before < none) v = QKT_V_NOT_DETECTABLE; /* associated, but not ahead of the loss */
+    row(r, "6a", claim, src, m, qkt__verdict_name(v));
+}
+
+static bool lr_has(const qkt_ablate_cfg *c, const char *name, qkt_attn_scale *out) {
+    for (int i = 0; i < c->n_lr_variants; i++)
+        if (!strcmp(NAME(c->lr_variants[i]), name)) return *out = c->lr_variants[i], true;
+    return false;
+}
+
+/* "stable up to A, unstable from B" for one variant. */
+static void fmt_range(char *b, size_t n, const char *name, const qkt__lr_range *g) {
+    if (isnan(g->max_stable_lr)) snprintf(b, n, "%s unstable from the smallest LR", name);
+    else if (isnan(g->min_unstable_lr)) snprintf(b, n, "%s stable over the whole grid", name);
+    else snprintf(b, n, "%s stable up to %g, unstable from %g%s", name, g->max_stable_lr, g->min_unstable_lr, g->stable_above ? " (stable again above)" : "");
+}
+
+/* Does `wide` have a wider stable LR range than `base`? (6b: qk_layernorm, 7b: sigma_reparam, against sqrt_dk.) */
+static void claim_range(qkt__report *r, const char *id, const char *claim, const char *src, const char *wide, const char *base) {
+    const qkt_ablate_cfg *c = r->c;
+    char m[900], a[200], b[200], all[600] = "";
+    if (c->n_lr < 2) {
+        row(r, id, claim, src, "one learning rate: no LR range", qkt__verdict_name(QKT_V_UNTESTABLE));
+        return;
+    }
+    qkt__lr_range gw = qkt__report_lr_range(r, wide), gb = qkt__report_lr_range(r, base);
+    if (!gw.n || !gb.n) {
+        snprintf(m, sizeof m, "`%s` or `%s` has no LR run", wide, base);
+        row(r, id, claim, src, m, qkt__verdict_name(QKT_V_UNTESTABLE));
+        return;
+    }
+    size_t k = 0;
+    for (int v = 0; v < c->n_lr_variants && k < sizeof all; v++) {
+        qkt__lr_range g = qkt__report_lr_range(r, NAME(c->lr_variants[v]));
+        fmt_range(a, sizeof a, NAME(c->lr_variants[v]), &g);
+        k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", v ? "; " : "", a);
+    }
+    fmt_range(a, sizeof a, wide, &gw), fmt_range(b, sizeof b, base, &gb);
+    /* the largest stable LR of each, -inf if none; equal when both cover the grid */
+    double ew = isnan(gw.max_stable_lr) ? -INFINITY : isnan(gw.min_unstable_lr) ? INFINITY : gw.max_stable_lr;
+    double eb = isnan(gb.max_stable_lr) ? -INFINITY : isnan(gb.min_unstable_lr) ? INFINITY : gb.max_stable_lr;
+    qkt__verdict v = ew > eb ? QKT_V_REPRODUCED : ew < eb ? QKT_V_CONTRADICTED : QKT_V_NOT_DETECTABLE;
+    snprintf(m, sizeof m, "%s (of %d LRs %g..%g, one seed each; the edge lies between grid points). All: %s%s", ew == eb ? "same range on this grid" : "ranges differ",
+             c->n_lr, c->lrs[0], c->lrs[c->n_lr - 1], all,
+             ew == eb && isinf(ew) && ew > 0 ? " - the grid does not reach instability" : "");
+    row(r, id, claim, src, m, qkt__verdict_name(v));
+}
+
+/* 6b: qk-LayerNorm widens the stable LR range. */
+static void claim_lr(qkt__report *r) {
+    qkt_attn_scale q, s;
+    const char *claim = "qk-LayerNorm widens the stable LR range", *src = "Wortsman et al. 2023";
+    if (r->c->n_lr >= 2 && (!lr_has(r->c, "qk_layernorm", &q) || !lr_has(r->c, "sqrt_dk", &s))) { /* one LR: claim_range says so */
+        row(r, "6b", claim, src, "`qk_layernorm` and `sqrt_dk` are not both in the LR sweep (--lr-variants)", qkt__verdict_name(QKT_V_UNTESTABLE));
+        return;
+    }
+    claim_range(r, "6b", claim, src, "qk_layernorm", "sqrt_dk");
+}
+
+/* 7a: entropy collapse accompanies instability (lower minimum entropy in unstable runs);
+ * 7b: preventing it (sigma_reparam, when the build has it and the sweep includes it) widens the stable range. */
+static void claim_collapse(qkt__report *r, const lr_runs *L) {
+    const qkt_ablate_cfg *c = r->c;
+    const char *claim = "Attention-entropy collapse accompanies training instability", *src = "Zhai et al. 2023";
+    char m[900];
+    if (lr_degenerate(r, L, m, sizeof m)) {
+        row(r, "7a", claim, src, m, qkt__verdict_name(c->n_lr < 2 || L->n == 0 ? QKT_V_UNTESTABLE : QKT_V_NOT_DETECTABLE));
+    } else {
+        double e[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
+        int cu = 0, cs = 0;
+        for (int i = 0; i < L->n; i++) {
+            e[i] = -L->wentropy[i]; /* larger = more collapsed */
+            if (L->wentropy[i] < 0.1) cu += L->u[i].unstable, cs += !L->u[i].unstable;
+        }
+        qkt_ranked k = lr_rank(r, L, e, 7);
+        snprintf(m, sizeof m, "LR sweep: the lowest normalised attention entropy (mean over heads) is lower in unstable than in stable runs of "
+                 "the same variant (over the same evaluations: up to the variant's earliest instability) with probability %.2f [%.2f, %.2f] (%d pairs, exact stratified permutation "
+                 "p = %.3g); below 0.1 (collapsed): %d of %d unstable runs, %d of %d stable",
+                 k.auc, k.lo, k.hi, k.n_pairs, k.p_exact, cu, L->n_unstable, cs, L->n_stable);
+        row(r, "7a", claim, src, m, qkt__verdict_name(k.n_pairs ? rank_verdict(&k) : QKT_V_NOT_DETECTABLE));
+    }
+    const char *c7 = "... and preventing it (sigma_reparam) widens the stable LR range";
+    qkt_attn_scale sr, s;
+    if (!lr_has(c, "sigma_reparam", &sr) || !lr_has(c, "sqrt_dk", &s)) {
+        qkt_attn_scale any;
+        bool built = qkt_attn_scale_parse("sigma_reparam", &any, NULL) == 0;
+        row(r, "7b", c7, src, built ? "`sigma_reparam` and `sqrt_dk` are not both in the LR sweep (add them with --lr-variants)"
+                                    : "this build has no `sigma_reparam` variant",
+            qkt__verdict_name(QKT_V_UNTESTABLE));
+        return;
+    }
+    claim_range(r, "7b", c7, src, "sigma_reparam", "sqrt_dk");
 }
 
 /* 8. muP: with Adam, 1/d_k keeps the logit change width-independent, 1/sqrt(d_k) lets it grow. */
@@ -308,11 +429,15 @@ void qkt__report_findings(qkt__report *r) {
     if (trained) {
         claim_grad(r, &big);
         claim_train(r, c->n_dk > 1 ? &small : &big, &big);
+        claim_task2(r);
     } else {
         row(r, "4-5", "training claims (gradients, loss)", "-", "`none` and `sqrt_dk` are not both trained", qkt__verdict_name(QKT_V_UNTESTABLE));
     }
+    static lr_runs L;
+    lr_gather(r, &L);
+    claim_logit_growth(r, &L);
     claim_lr(r);
-    claim_collapse(r);
+    claim_collapse(r, &L);
     claim_mup(r);
     qkt_buf_printf(&r->md, "\n");
 }

@@ -83,6 +83,8 @@ typedef struct {
     double fisher_p;    /* escaped (reached 90 %) counts, a vs b */
 } qkt__cmp;
 void qkt__report_compare(const qkt__report *r, qkt_attn_scale a, qkt_attn_scale b, int d_k, qkt__cmp *o);
+/* The same for the train cells of experiment `exp` ("train" or "train2": part 2c's second task). */
+void qkt__report_compare_exp(const qkt__report *r, const char *exp, qkt_attn_scale a, qkt_attn_scale b, int d_k, qkt__cmp *o);
 typedef enum { QKT_V_REPRODUCED, QKT_V_CONTRADICTED, QKT_V_NOT_DETECTABLE, QKT_V_UNTESTABLE } qkt__verdict;
 /* From a paired interval: the claim expects sign(a - b) = sign (+1 or -1). Reproduced if
  * the interval excludes 0 on that side and the exact sign-flip p <= 1 - level,
@@ -93,10 +95,41 @@ const char *qkt__verdict_name(qkt__verdict v);
 /* "mean [lo, hi], p = .. (n = ..)" with fmt for the numbers; degenerate cases in words. */
 void qkt__report_fmt_paired(char *buf, size_t n, const qkt_paired *p, const char *fmt);
 
+/* ---------------------------------------------------------------- report_stability.c */
+/* An LR run is unstable once its loss is non-finite or its validation loss exceeds the
+ * one at init by more than this (nats) at some evaluation after step 0. */
+#define QKT_REPORT_UNSTABLE_MARGIN 0.1
+typedef struct {
+    int run; /* -1 if missing */
+    double lr, init_loss, final_loss; /* final: NaN if the loss went non-finite */
+    double peak_excess;               /* max over evaluations after step 0 of val loss - init loss (inf: non-finite) */
+    bool unstable;
+    int unstable_step;                /* first evaluation step above the margin (or the non-finite step), -1 */
+    double logit_init;                /* the largest attention logit (any layer, head) at step 0 */
+    double logit_max;                 /* ... its maximum over the evaluations up to unstable_step (whole run if stable) */
+    double logit_before;              /* ... over the evaluations strictly before unstable_step (= logit_max if stable) */
+    double min_entropy;               /* min normalised entropy (mean over heads, clamped to [0, 1]) over the same evaluations */
+} qkt__lr_run;
+/* The LR run of `variant` at the grid's li-th learning rate (seed 0, lr_d_k). */
+void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, qkt__lr_run *o);
+/* A variant's stable LR range: stable from the smallest LR up to max_stable_lr (NaN if the
+ * smallest is unstable); min_unstable_lr = the first unstable one (NaN if none);
+ * stable_above: a stable LR above an unstable one (the range is not one interval). */
+typedef struct {
+    int n, n_unstable;
+    double max_stable_lr, min_unstable_lr;
+    bool stable_above;
+} qkt__lr_range;
+qkt__lr_range qkt__report_lr_range(const qkt__report *r, const char *variant);
+/* The largest attention logit and the lowest normalised entropy (clamped to [0, 1]) of an LR run
+ * over the evaluations at steps <= upto: claims 6a and 7a compare runs over the same window. */
+void qkt__report_lr_window(const qkt__report *r, const char *variant, int li, int upto, double *logit_max, double *min_entropy);
+
 /* ---------------------------------------------------------------- the sections, in report order */
 void qkt__report_part_init(qkt__report *r);   /* 1. at initialisation (iid q, k; a fresh GPT) */
 void qkt__report_part_train(qkt__report *r);  /* 2. training ablation */
 void qkt__report_part_maps(qkt__report *r);   /*    its attention maps */
+void qkt__report_part_task2(qkt__report *r);  /* 2c. the second task's loss curves, paired against sqrt_dk */
 void qkt__report_part_lr(qkt__report *r);     /* 3. learning-rate sensitivity */
 /* 4. logit growth; the log-log slopes for the two variants go to the reading. */
 void qkt__report_part_growth(qkt__report *r, double *slope_sqrt, double *slope_dk);

@@ -44,4 +44,36 @@ void qkt__report_part_lr(qkt__report *r) {
                          .series = s, .n_series = c->n_lr_variants};
     qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
     qkt_buf_printf(md, "\n![lr](lr_sensitivity.png)\n\n");
+    /* stability: what claims 6-7 read */
+    qkt_buf_printf(md, "**Stability** (claims 6-7; evaluations every %d steps). Per LR: the peak of the validation loss above its value at "
+                       "init (**bold** = unstable: more than %.1f above, or non-finite, first at step @N), the largest attention logit up to "
+                       "that point (all of the run if stable), and the lowest normalised entropy (mean over heads) over the same evaluations.\n\n| variant |",
+                   c->lr_eval_every, QKT_REPORT_UNSTABLE_MARGIN);
+    for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
+    qkt_buf_printf(md, " stable range |\n|---|");
+    for (int i = 0; i < c->n_lr + 1; i++) qkt_buf_printf(md, "---|");
+    qkt_buf_printf(md, "\n");
+    for (int v = 0; v < c->n_lr_variants; v++) {
+        const char *name = qkt_attn_scale_name(c->lr_variants[v]);
+        qkt_buf_printf(md, "| %s |", name);
+        for (int i = 0; i < c->n_lr; i++) {
+            qkt__lr_run u;
+            qkt__report_lr_run(r, name, i, &u);
+            X[v][i] = c->lrs[i], Y[v][i] = u.logit_max > 0 ? u.logit_max : NAN;
+            if (u.run < 0) qkt_buf_printf(md, " - |");
+            else if (u.unstable) qkt_buf_printf(md, " **%+.2f** @%d / %.3g / %.2f |", u.peak_excess, u.unstable_step, u.logit_max, u.min_entropy);
+            else qkt_buf_printf(md, " %+.2f / %.3g / %.2f |", u.peak_excess, u.logit_max, u.min_entropy);
+        }
+        qkt__lr_range g = qkt__report_lr_range(r, name);
+        if (isnan(g.max_stable_lr)) qkt_buf_printf(md, " none |\n");
+        else if (isnan(g.min_unstable_lr)) qkt_buf_printf(md, " whole grid |\n");
+        else qkt_buf_printf(md, " <= %g%s |\n", g.max_stable_lr, g.stable_above ? " (stable again above)" : "");
+        s[v] = (qkt_series){.name = name, .x = X[v], .y = Y[v], .n = c->n_lr, .marker = QKT_MARK_CIRCLE};
+    }
+    snprintf(path, sizeof path, "%s/lr_logit_max.png", r->dir);
+    snprintf(title, sizeof title, "Largest attention logit up to instability vs learning rate (d_k = %d)", c->lr_dk);
+    qkt_line_chart g = {.title = title, .x = {.label = "learning rate", .log = 1}, .y = {.label = "max attention logit", .log = 1},
+                        .series = s, .n_series = c->n_lr_variants};
+    qkt__report_plot_done(r, qkt_plot_lines(path, &g, NULL, r->err), path);
+    qkt_buf_printf(md, "\n![logit max vs lr](lr_logit_max.png)\n\n");
 }

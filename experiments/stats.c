@@ -250,3 +250,120 @@ double qkt_stats_slope(const double *x, const double *y, int n, double *se) {
     }
     return b;
 }
+
+/* ---------------------------------------------------------------- stratified rank test */
+/* Twice the Mann-Whitney count of one stratum: 2 per (group 1 > group 0) pair, 1 per tie. */
+static long twice_u(const double *v, const int *g, int n) {
+    long u = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (g[i] == 1 && g[j] == 0) u += v[i] > v[j] ? 2 : v[i] == v[j] ? 1 : 0;
+    return u;
+}
+
+/* The null distribution of twice_u over the assignments of k ones to the n units, as
+ * probabilities in dist[0 .. 2k(n-k)]: every assignment for n <= 20, else the observed
+ * one g_obs and n_boot random ones (partial Fisher-Yates from r). */
+static void null_dist(const double *v, const int *g_obs, int n, int k, double *dist, int n_boot, qkt_rng *r) {
+    int m = 2 * k * (n - k), *g = qkt_malloc((size_t)n * sizeof *g), *perm = qkt_malloc((size_t)n * sizeof *perm);
+    for (int i = 0; i <= m; i++) dist[i] = 0;
+    double total = 0;
+    if (n <= 20) {
+        for (long mask = 0; mask < (1L << n); mask++) {
+            if (__builtin_popcountl((unsigned long)mask) != k) continue;
+            for (int i = 0; i < n; i++) g[i] = (int)(mask >> i & 1);
+            dist[twice_u(v, g, n)] += 1, total += 1;
+        }
+    } else { /* the observed assignment counts as one draw, so p > 0 */
+        dist[twice_u(v, g_obs, n)] += 1, total += 1;
+        for (int b = 0; b < n_boot; b++) {
+            for (int i = 0; i < n; i++) perm[i] = i, g[i] = 0;
+            for (int i = 0; i < k; i++) {
+                int j = i + (int)qkt_rng_below(r, (uint32_t)(n - i)), t = perm[i];
+                perm[i] = perm[j], perm[j] = t, g[perm[i]] = 1;
+            }
+            dist[twice_u(v, g, n)] += 1, total += 1;
+        }
+    }
+    for (int i = 0; i <= m; i++) dist[i] /= total;
+    free(g);
+    free(perm);
+}
+
+qkt_ranked qkt_stats_strat_auc(const double *v, const int *group, const int *stratum, int n, double level, int n_boot, uint64_t seed) {
+    qkt_ranked o = {.auc = NAN, .lo = NAN, .hi = NAN, .p_exact = 1, .p_min = 1};
+    int sz = n > 0 ? n : 1;
+    int *done = qkt_calloc((size_t)sz, sizeof *done);
+    int *g = qkt_malloc((size_t)sz * sizeof *g), *g1 = qkt_malloc((size_t)sz * sizeof *g1), *g0 = qkt_malloc((size_t)sz * sizeof *g0);
+    double *x = qkt_malloc((size_t)sz * sizeof *x), *bx = qkt_malloc((size_t)sz * sizeof *bx);
+    /* the null distribution of the pooled 2U: the convolution of the strata's */
+    long m_tot = 0, u_obs = 0, e2 = 0;
+    double *acc = qkt_calloc(1, sizeof *acc), *dist = NULL;
+    acc[0] = 1;
+    qkt_rng r;
+    qkt_rng_seed(&r, seed ^ 0x7a11ull);
+    for (int i = 0; i < n; i++) {
+        if (done[i]) continue;
+        int k = 0, n1 = 0;
+        for (int j = i; j < n; j++) /* the units of i's stratum */
+            if (!done[j] && stratum[j] == stratum[i]) {
+                done[j] = 1;
+                if (isnan(v[j]) || (group[j] != 0 && group[j] != 1)) continue;
+                x[k] = v[j], g[k] = group[j], n1 += group[j], k++;
+            }
+        if (n1 == 0 || n1 == k) { o.n1 += n1, o.n0 += k - n1; continue; }
+        o.n1 += n1, o.n0 += k - n1, o.n_pairs += n1 * (k - n1);
+        u_obs += twice_u(x, g, k), e2 += (long)n1 * (k - n1); /* E[2U] = n1 n0 */
+        long m = 2L * n1 * (k - n1);
+        dist = qkt_realloc(dist, (size_t)(m + 1) * sizeof *dist);
+        null_dist(x, g, k, n1, dist, n_boot, &r);
+        double *tmp = qkt_calloc((size_t)(m_tot + m + 1), sizeof *tmp);
+        for (long a = 0; a <= m_tot; a++)
+            if (acc[a] > 0)
+                for (long b = 0; b <= m; b++) tmp[a + b] += acc[a] * dist[b];
+        free(acc);
+        acc = tmp, m_tot += m;
+    }
+    if (o.n_pairs > 0) {
+        o.auc = (double)u_obs / (2.0 * o.n_pairs);
+        double dev = fabs((double)u_obs - e2) - 1e-9, p = 0, pmin = 0, far = 0;
+        for (long a = 0; a <= m_tot; a++) {
+            if (fabs((double)a - e2) >= dev) p += acc[a];
+            far = fmax(far, fabs((double)a - e2));
+        }
+        for (long a = 0; a <= m_tot; a++) /* the most extreme outcome's probability: the floor of p */
+            if (fabs((double)a - e2) >= far - 1e-9) pmin += acc[a];
+        o.p_exact = fmin(1, p), o.p_min = fmin(1, pmin);
+        /* bootstrap: resample units within each (stratum, group) cell */
+        double *b = qkt_malloc((size_t)(n_boot > 1 ? n_boot : 1) * sizeof *b);
+        for (int it = 0; it < n_boot; it++) {
+            long u = 0, pairs = 0;
+            for (int i = 0; i < n; i++) done[i] = 0;
+            for (int i = 0; i < n; i++) {
+                if (done[i]) continue;
+                int k1 = 0, k0 = 0;
+                for (int j = i; j < n; j++)
+                    if (!done[j] && stratum[j] == stratum[i]) {
+                        done[j] = 1;
+                        if (isnan(v[j])) continue;
+                        if (group[j] == 1) g1[k1++] = j;
+                        else if (group[j] == 0) g0[k0++] = j;
+                    }
+                if (!k1 || !k0) continue;
+                int k = 0;
+                for (int a = 0; a < k1; a++) bx[k] = v[g1[qkt_rng_below(&r, (uint32_t)k1)]], g[k++] = 1;
+                for (int a = 0; a < k0; a++) bx[k] = v[g0[qkt_rng_below(&r, (uint32_t)k0)]], g[k++] = 0;
+                u += twice_u(bx, g, k), pairs += (long)k1 * k0;
+            }
+            b[it] = (double)u / (2.0 * pairs);
+        }
+        if (n_boot >= 2) {
+            qsort(b, (size_t)n_boot, sizeof *b, cmp_dbl);
+            o.lo = quantile_sorted(b, n_boot, (1 - level) / 2);
+            o.hi = quantile_sorted(b, n_boot, 1 - (1 - level) / 2);
+        }
+        free(b);
+    }
+    free(done), free(g), free(g1), free(g0), free(x), free(bx), free(acc), free(dist);
+    return o;
+}

@@ -151,6 +151,9 @@ static int get_param(const char *spec, const char *name) {
     return atoi(p + strlen(name) + 1);
 }
 
+/* recall: answers seen, answers other than the pair's value, sequences per pair count */
+static long recall_answers, recall_wrong, recall_hist[4097];
+
 /* Recomputes each row's answers from its input tokens alone; returns the number of
  * problems (and reports the first). */
 static int check_row(qkt_data *d, const int32_t *x, const int32_t *y, char *why) {
@@ -227,6 +230,35 @@ static int check_row(qkt_data *d, const int32_t *x, const int32_t *y, char *why)
             if (y[t] < 0) return sprintf(why, "uncounted position %d", t), 1;
             if (t + 1 < T && y[t] != x[t + 1]) return sprintf(why, "target %d at %d is not the next token %d", y[t], t, x[t + 1]), 1;
         }
+    } else if (!strcmp(name, "recall")) {
+        int K = get_param(spec, "keys"), W = get_param(spec, "values"), N = get_param(spec, "n_pairs");
+        int noise = get_param(spec, "noise"), n = 0;
+        static int val_of[4097];
+        if (V != 1 + K + W + K * W || U != T) return sprintf(why, "vocab %d / used %d", V, U), 1;
+        for (int k = 0; k < K; k++) val_of[k] = -1;
+        while (n < U && x[n] > K + W) { /* the leading pair tokens */
+            int k = (x[n] - 1 - K - W) / W, v = (x[n] - 1 - K - W) % W;
+            if (val_of[k] >= 0) return sprintf(why, "key %d in two pairs", k), 1;
+            val_of[k] = v, n++;
+        }
+        if (n < 1 || n > N) return sprintf(why, "%d pairs, expected 1..%d", n, N), 1;
+        recall_hist[n]++;
+        for (int t = n; t < U; t++) {
+            if ((t - n) % 2 == 0) { /* a query key; its target is the answer */
+                if (x[t] < 1 || x[t] > K || val_of[x[t] - 1] < 0) return sprintf(why, "query %d at %d is not a pair's key", x[t], t), 1;
+                if (y[t] <= K || y[t] > K + W) return sprintf(why, "answer %d at %d is not a value", y[t], t), 1;
+                int want = 1 + K + val_of[x[t] - 1];
+                recall_answers++, recall_wrong += y[t] != want;
+                if (noise == 0 && y[t] != want) return sprintf(why, "noise=0: answer %d at %d, pair says %d", y[t], t, want), 1;
+                if (t + 1 < U && x[t + 1] != y[t]) return sprintf(why, "token after the query at %d is %d, answer %d", t, x[t + 1], y[t]), 1;
+            } else if (y[t] != -1) {
+                return sprintf(why, "target %d at non-query position %d", y[t], t), 1;
+            } else if (x[t] <= K || x[t] > K + W) {
+                return sprintf(why, "expected a value token at %d, got %d", t, x[t]), 1;
+            }
+        }
+        for (int t = 0; t < n; t++)
+            if (y[t] != -1) return sprintf(why, "target %d inside the pairs at %d", y[t], t), 1;
     } else {
         return sprintf(why, "no checker for task '%s': add one to check_row", name), 1;
     }
@@ -265,6 +297,17 @@ static void test_checker(void) {
     check_task("reverse:len=5,digits=30", 11, 1024);
     check_task("copy:len=30,digits=2", 0, 1024);
     check_task("bigram:vocab=16,branch=3,chain_seed=9", 100, 1024);
+    check_task("recall:noise=0", 0, 1024);              /* every answer is the pair's value */
+    check_task("recall:keys=4,values=4,n_pairs=3,noise=0", 5, 1024); /* tightest: 3 pairs, one query */
+    check_task("recall:keys=40,values=30,n_pairs=20", 64, 1024);
+    /* noise=5: 5 % of answers are a uniform value, so 5 % x (1 - 1/values) differ from the pair */
+    recall_answers = recall_wrong = 0;
+    memset(recall_hist, 0, sizeof recall_hist);
+    check_task("recall:noise=5", 0, 4096);
+    double rate = (double)recall_wrong / (double)recall_answers;
+    EXPECT(fabs(rate - 0.05 * 7 / 8) < 0.006, "recall noise=5: %.4f of %ld answers differ from the pair (expected 0.044)", rate, recall_answers);
+    for (int n = 1; n <= 8; n++) /* the pair count is uniform on 1..8: 8192 sequences, ~1024 each */
+        EXPECT(recall_hist[n] > 850 && recall_hist[n] < 1200, "recall: %ld sequences with %d pairs", recall_hist[n], n);
 
     /* A planted bug must be caught: corrupt one answer of a valid row. */
     qkt_data *d = open_ok("sort", 0, 1);
@@ -331,7 +374,8 @@ static void test_chance_and_spec(void) {
         int V, T;
     } c[] = {{"mqar", 16, 0, 32, 64},       {"induction", 63, 0, 64, 64}, {"sort", 10, 0, 12, 16},
              {"reverse", 10, 0, 12, 24},    {"copy", 10, 0, 12, 24},      {"bigram", 64, -1, 64, 64},
-             {"copy:digits=3", 3, 0, 5, 24}, {"mqar:vocab=101", 50, 0, 101, 64}};
+             {"copy:digits=3", 3, 0, 5, 24}, {"mqar:vocab=101", 50, 0, 101, 64}, {"recall:noise=0", 8, 0, 81, 64},
+             {"recall", 8, -1, 81, 64}};
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         qkt_data *d = open_ok(c[i].spec, 0, 1);
         double l, a, bl, ba;
@@ -351,6 +395,19 @@ static void test_chance_and_spec(void) {
         batch(d, QKT_SPLIT_TRAIN, 8, x1, y1), batch(e, QKT_SPLIT_TRAIN, 8, x2, y2);
         EXPECT(!memcmp(x1, x2, sizeof(int32_t) * 8 * qkt_data_seq_len(d)), "%s: canonical spec differs", c[i].spec);
         qkt_data_free(d), qkt_data_free(e);
+    }
+    { /* recall with noise 5 %: the Bayes predictor gives the pair's value p = 0.95 + 0.05/8, each other value 0.05/8 */
+        qkt_data *r = open_ok("recall", 0, 1);
+        double bl, ba, pt = 0.95 + 0.05 / 8;
+        qkt_data_best(r, &bl, &ba);
+        EXPECT_NEAR(ba, pt, 1e-12);
+        EXPECT_NEAR(bl, -pt * log(pt) - (1 - pt) * log(0.05 / 8), 1e-12);
+        char buf[16];
+        EXPECT(!strcmp(qkt_data_token_str(r, 3, buf), "k2") && !strcmp(qkt_data_token_str(r, 9, buf), "v0") &&
+                   !strcmp(qkt_data_token_str(r, 17 + 2 * 8 + 5, buf), "2:5") && !strcmp(qkt_data_token_str(r, 0, buf), "."),
+               "recall token names");
+        EXPECT(!strcmp(qkt_data_spec(r), "recall:keys=8,values=8,n_pairs=8,noise=5"), "recall spec %s", qkt_data_spec(r));
+        qkt_data_free(r);
     }
     qkt_data *d = open_ok("mqar:n_pairs=4,n_queries=2", 32, 1);
     EXPECT(!strcmp(qkt_data_spec(d), "mqar:vocab=32,seq_len=32,n_pairs=4,n_queries=2"), "spec %s", qkt_data_spec(d));
@@ -405,6 +462,10 @@ static void test_errors(void) {
         {"induction", 1, "too short"},
         {"induction:vocab=2", 0, "vocab=2"},
         {"bigram:branch=9,vocab=8", 0, "branch=9 exceeds vocab=8"},
+        {"recall:n_pairs=9", 0, "n_pairs=9 exceeds keys=8"},
+        {"recall", 8, "seq_len 8 is too short for n_pairs=8: expected >= 9"},
+        {"recall:noise=101", 0, "noise=101"},
+        {"recall:keys=4096,values=4096", 0, "exceed the vocabulary limit"},
         {"bigram:vocab=64,branch=1", 0, "distinct sequences"},
         {"mqar", -1, "seq_len -1"},
         {"mqar", QKT_DATA_MAX_T + 1, "seq_len"},

@@ -64,7 +64,8 @@ static void test_degenerate_run(void) {
     char cmd[2048], run[1100];
     snprintf(cmd, sizeof cmd,
              "%s ablate --name d --out %s --variants sqrt_dk,none --d-k 8 --seeds 1 --steps 8 --eval-every 4 --lr-grid 1e-3 "
-             "--lr-variants sqrt_dk --lr-steps 4 --lr-d-k 8 --init-d-k 4 --growth-d-k 8 --batch-size 4 --workers 2",
+             "--lr-variants sqrt_dk --lr-steps 4 --lr-d-k 8 --init-d-k 4 --growth-d-k 8 --batch-size 4 --workers 2 --task2 recall "
+             "--task2-d-k 8",
              qkt_test_bin(), tmp);
     int rc = qkt_test_run(cmd, out, sizeof out);
     EXPECT(rc == 0, "qkt ablate exited %d:\n%s", rc, out);
@@ -79,7 +80,12 @@ static void test_degenerate_run(void) {
     expect_in(s, "one seed only, so no claim");                          /* one seed */
     expect_in(s, "Power with 1 seed");
     expect_in(s, "1 init d_k value: a slope with an interval needs 3");
-    expect_in(s, "not tested: needs sigma_reparam");
+    expect_in(s, "one learning rate (0.001): no LR range, nothing to compare"); /* claims 6a, 7a */
+    expect_in(s, "one learning rate: no LR range");                     /* 6b */
+    EXPECT(strstr(s, "this build has no `sigma_reparam` variant") || strstr(s, "`sigma_reparam` and `sqrt_dk` are not both in the LR sweep"),
+           "claim 7b does not say why it is untested");
+    expect_in(s, "one d_k on the second task: no trend");              /* 5d */
+    expect_in(s, "## 2c. Second task: `recall`");
     free(s);
     /* every training run diverged: said in words, no loss comparison */
     make_all_diverged(run);

@@ -2,6 +2,7 @@
  * p-value of a known paired sample, Fisher's exact test against R's fisher.test, the
  * t quantiles, censoring, and degenerate inputs (no pairs, one pair, NaN, all ties). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "qkt_stats.h"
 #include "qkt_test.h"
@@ -107,7 +108,82 @@ static void test_auc_slope(void) {
     EXPECT(isnan(qkt_stats_slope(cx, ly, 3, &se)), "constant x has no slope");
 }
 
+/* The pooled statistic by brute force: every assignment of each stratum's group sizes. */
+static double brute_p(const double *v, const int *g, const int *st, int n) {
+    int g2[16];
+    long obs = 0, e = 0;
+    int n1[2] = {0, 0}, ns[2] = {0, 0};
+    for (int i = 0; i < n; i++) n1[st[i]] += g[i], ns[st[i]]++;
+    for (int s = 0; s < 2; s++) e += (long)n1[s] * (ns[s] - n1[s]);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (st[i] == st[j] && g[i] == 1 && g[j] == 0) obs += v[i] > v[j] ? 2 : v[i] == v[j];
+    long hit = 0, tot = 0;
+    for (int mask = 0; mask < 1 << n; mask++) {
+        int c[2] = {0, 0};
+        for (int i = 0; i < n; i++) g2[i] = mask >> i & 1, c[st[i]] += g2[i];
+        if (c[0] != n1[0] || c[1] != n1[1]) continue;
+        long u = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                if (st[i] == st[j] && g2[i] == 1 && g2[j] == 0) u += v[i] > v[j] ? 2 : v[i] == v[j];
+        hit += labs(u - e) >= labs(obs - e), tot++;
+    }
+    return (double)hit / tot;
+}
+
+static void test_strat_auc(void) {
+    /* one stratum: {5, 6} above {1, 2, 3}: auc 1; of the C(5,2) = 10 assignments only
+     * this one and its mirror are as extreme: p = 0.2 */
+    double v[10] = {5, 6, 1, 2, 3, 15, 16, 11, 12, 13};
+    int g[10] = {1, 1, 0, 0, 0, 1, 1, 0, 0, 0}, one[10] = {0}, two[10] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+    qkt_ranked a = qkt_stats_strat_auc(v, g, one, 5, 0.95, 1000, 1);
+    EXPECT(a.n_pairs == 6 && a.n1 == 2 && a.n0 == 3, "pairs %d", a.n_pairs);
+    EXPECT_NEAR(a.auc, 1.0, 1e-12);
+    EXPECT_NEAR(a.p_exact, 0.2, 1e-12);
+    EXPECT_NEAR(a.p_min, 0.2, 1e-12);
+    EXPECT(a.lo == 1 && a.hi == 1, "perfect separation CI [%g, %g]", a.lo, a.hi);
+    /* two such strata: within-stratum permutations only, p = 2 / 10^2 */
+    qkt_ranked b = qkt_stats_strat_auc(v, g, two, 10, 0.95, 1000, 1);
+    EXPECT(b.n_pairs == 12, "pairs %d", b.n_pairs);
+    EXPECT_NEAR(b.p_exact, 0.02, 1e-12);
+    /* pooled over strata without stratifying, 15 > 3 would count: here it must not */
+    int gr[10] = {1, 1, 0, 0, 0, 0, 0, 1, 1, 1};
+    qkt_ranked c = qkt_stats_strat_auc(v, gr, two, 10, 0.95, 1000, 1);
+    EXPECT_NEAR(c.auc, 0.5, 1e-12); /* stratum 0: 6 wins of 6; stratum 1: 0 of 6 */
+    /* the reverse direction */
+    int rev[5] = {0, 0, 1, 1, 1};
+    qkt_ranked d = qkt_stats_strat_auc(v, rev, one, 5, 0.95, 1000, 1);
+    EXPECT_NEAR(d.auc, 0.0, 1e-12);
+    EXPECT_NEAR(d.p_exact, 0.2, 1e-12);
+    /* ties and a mixed case against brute force */
+    double w[9] = {1, 2, 2, 3, 0.5, 4, 4, 1, 7};
+    int gw[9] = {1, 0, 1, 0, 1, 0, 1, 1, 0}, sw[9] = {0, 0, 0, 0, 1, 1, 1, 1, 1};
+    qkt_ranked e = qkt_stats_strat_auc(w, gw, sw, 9, 0.95, 1000, 1);
+    EXPECT_NEAR(e.p_exact, brute_p(w, gw, sw, 9), 1e-12);
+    /* stratum 0: (1 vs 2, 3): 0; (2 vs 2): 0.5, (2 vs 3): 0 -> 0.5 of 4; stratum 1: 0.5 vs 4, 7: 0; 4 vs 4: 0.5, 4 vs 7: 0; 1: 0 -> 0.5 of 6 */
+    EXPECT_NEAR(e.auc, 1.0 / 10, 1e-12);
+    double eq[4] = {3, 3, 3, 3};
+    int ge[4] = {1, 0, 1, 0};
+    qkt_ranked f = qkt_stats_strat_auc(eq, ge, one, 4, 0.95, 500, 1);
+    EXPECT(f.auc == 0.5 && f.p_exact == 1, "all ties: auc %g p %g", f.auc, f.p_exact);
+    /* nothing to compare: one group only, NaN values, groups other than 0/1 */
+    double nv[4] = {NAN, 1, 2, 3};
+    int gn[4] = {1, 0, 0, 2};
+    qkt_ranked h = qkt_stats_strat_auc(nv, gn, one, 4, 0.95, 500, 1);
+    EXPECT(h.n_pairs == 0 && isnan(h.auc) && isnan(h.lo) && h.p_exact == 1 && h.n1 == 0 && h.n0 == 2, "no pairs: %d", h.n_pairs);
+    qkt_ranked z = qkt_stats_strat_auc(nv, gn, one, 0, 0.95, 500, 1);
+    EXPECT(z.n_pairs == 0 && isnan(z.auc), "empty");
+    /* a stratum of 24 (sampled null): perfect separation is still far in the tail, p > 0 */
+    double big[24];
+    int gb[24], sb[24] = {0};
+    for (int i = 0; i < 24; i++) big[i] = i, gb[i] = i >= 12;
+    qkt_ranked k = qkt_stats_strat_auc(big, gb, sb, 24, 0.95, 2000, 3);
+    EXPECT(k.auc == 1 && k.p_exact > 0 && k.p_exact < 0.01, "sampled: auc %g p %g", k.auc, k.p_exact);
+}
+
 int main(void) {
+    test_strat_auc();
     test_paired();
     test_paired_degenerate();
     test_censored();

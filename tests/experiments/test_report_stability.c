@@ -1,0 +1,161 @@
+/* Claims 6 and 7 of the findings table on LR sweeps with known outcomes: cell files are
+ * written by hand (sealed like real ones), then the report is built from them. Each
+ * scenario must give the verdict its numbers imply: logit growth ahead of instability
+ * (reproduced), the opposite (contradicted), no unstable run, every run unstable, and the
+ * stable LR range of qk_layernorm against sqrt_dk. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_ablate.h"
+#include "qkt_io.h"
+#include "qkt_sweep.h"
+#include "qkt_test.h"
+
+enum { GROWTH_FIRST, GROWTH_REVERSED, NONE_UNSTABLE, ALL_UNSTABLE };
+static const double lrs[6] = {1e-3, 3e-3, 1e-2, 0.1, 1, 3};
+static const char *const variants[3] = {"sqrt_dk", "none", "qk_layernorm"};
+
+/* Is the run of variant v at lr index i unstable in this scenario? sqrt_dk and none from
+ * lr 0.1 on, qk_layernorm only at lr 3 (a wider stable range). */
+static bool unstable(int mode, int v, int i) {
+    if (mode == NONE_UNSTABLE) return false;
+    if (mode == ALL_UNSTABLE) return true;
+    return v == 2 ? i == 5 : i >= 3;
+}
+
+/* One LR cell: evaluations at steps 0, 5, .., 20 (val loss, logit max, entropy on 2 heads). */
+static void write_cell(const char *run, int mode, int v, int i) {
+    char id[96], path[1400];
+    snprintf(id, sizeof id, "lr_%s_dk8_lr%g", variants[v], lrs[i]);
+    qkt_buf b = {0};
+    bool u = unstable(mode, v, i);
+    for (int s = 0; s <= 20; s += 5) {
+        /* stable: the loss falls; unstable: it falls, then rises above init from step 10 */
+        double loss = u && s >= 10 ? 4.0 + s * 0.1 : 3.0 - 0.04 * s;
+        /* logits: stable runs stay below 20 + i; unstable ones pass 100 at step 5 (before the loss rises),
+         * or in GROWTH_REVERSED stay at 2 while the stable ones reach 50 */
+        double g = mode == GROWTH_REVERSED ? (u ? 2 : s ? 50 + i : 2) : u ? (s ? 100 * s : 3) : 3 + i * s / 20.0;
+        double e = mode == GROWTH_REVERSED ? (u ? 0.9 : 0.02) : u && s ? 0.02 : 0.8 - 0.01 * s;
+        qkt_buf_printf(&b, "%s,lr,%s,8,0,%g,%d,val_loss,-1,-1,%.9g\n", id, variants[v], lrs[i], s, loss);
+        for (int h = 0; h < 2; h++) {
+            qkt_buf_printf(&b, "%s,lr,%s,8,0,%g,%d,logit_max,0,%d,%.9g\n", id, variants[v], lrs[i], s, h, h ? g : g / 2);
+            qkt_buf_printf(&b, "%s,lr,%s,8,0,%g,%d,norm_entropy,0,%d,%.9g\n", id, variants[v], lrs[i], s, h, e);
+        }
+    }
+    qkt_buf_printf(&b, "%s,lr,%s,8,0,%g,20,diverged_step,-1,-1,-1\n", id, variants[v], lrs[i]);
+    qkt_cell_seal(&b);
+    snprintf(path, sizeof path, "%s/cells/%s.csv", run, id);
+    qkt_err err;
+    EXPECT(qkt_write_atomic(path, b.s, b.n, &err) == 0, "%s", err.msg);
+    qkt_buf_free(&b);
+}
+
+/* The findings row `id` of the report built for a scenario (malloc'd), or NULL. */
+static char *build(int mode, int n_lr, const char *id) {
+    char run[1100], cells[1200];
+    snprintf(run, sizeof run, "%s/m%d_%d", qkt_test_tmpdir("stability"), mode, n_lr);
+    snprintf(cells, sizeof cells, "%s/cells", run);
+    qkt_ablate_cfg c;
+    qkt_err err;
+    EXPECT(qkt_ablate_preset("quick", &c, &err) == 0, "%s", err.msg);
+    c.n_lr = n_lr, c.lr_dk = 8, c.lr_steps = 20, c.lr_eval_every = 5;
+    memcpy(c.lrs, lrs, sizeof lrs);
+    c.n_lr_variants = 3;
+    for (int v = 0; v < 3; v++) EXPECT(qkt_attn_scale_parse(variants[v], &c.lr_variants[v], NULL) == 0, "variant %s", variants[v]);
+    c.task2[0] = 0, c.n_task2_dk = 0;
+    EXPECT(qkt_ablate_start(run, &c, &err) == 0 && qkt_mkdirs(cells, &err) == 0, "%s", err.msg);
+    for (int v = 0; v < 3; v++)
+        for (int i = 0; i < n_lr; i++) write_cell(run, mode, v, i);
+    qkt_ablate_report(run, &err); /* the other parts have no cells: their plots may fail, report.md is written */
+    char path[1300];
+    snprintf(path, sizeof path, "%s/report.md", run);
+    size_t n;
+    char *s = qkt_read_file(path, &n, &err);
+    EXPECT(s != NULL, "%s", err.msg);
+    if (!s) return NULL;
+    char key[32];
+    snprintf(key, sizeof key, "\n| %s |", id);
+    char *p = strstr(s, key), *row = NULL;
+    EXPECT(p != NULL, "report.md has no row %s", id);
+    if (p) {
+        char *e = strchr(p + 1, '\n');
+        size_t k = e ? (size_t)(e - p - 1) : strlen(p + 1);
+        row = qkt_malloc(k + 1);
+        memcpy(row, p + 1, k), row[k] = 0;
+    }
+    free(s);
+    return row;
+}
+
+static void expect_row(int mode, int n_lr, const char *id, const char *a, const char *b) {
+    char *r = build(mode, n_lr, id);
+    if (!r) return;
+    EXPECT(strstr(r, a) != NULL, "scenario %d, %d LRs, row %s lacks \"%s\": %s", mode, n_lr, id, a, r);
+    if (b) EXPECT(strstr(r, b) != NULL, "scenario %d, %d LRs, row %s lacks \"%s\": %s", mode, n_lr, id, b, r);
+    EXPECT(!strstr(r, "nan"), "row %s prints nan: %s", id, r);
+    free(r);
+}
+
+/* Drops the line holding `key` from a config.json text. */
+static void drop_key(char *json, const char *key) {
+    char *p = strstr(json, key), *e = p ? strchr(p, '\n') : NULL;
+    EXPECT(p && e, "config.json has no %s", key);
+    if (p && e) memmove(p, e + 1, strlen(e + 1) + 1);
+}
+
+/* task2, task2_d_k and lr_eval_every round-trip through config.json; a config.json from before
+ * them loads with no second task and the LR runs evaluated every eval_every steps. */
+static void test_config_keys(void) {
+    qkt_ablate_cfg c, d;
+    qkt_err err;
+    EXPECT(qkt_ablate_preset("quick", &c, &err) == 0, "%s", err.msg);
+    EXPECT(!strcmp(c.task2, "recall") && c.n_task2_dk == 2 && c.lr_eval_every == 5, "quick: task2 '%s' (%d d_k), lr_eval_every %d", c.task2,
+           c.n_task2_dk, c.lr_eval_every);
+    char *json = qkt_ablate_config_json(&c);
+    EXPECT(qkt_ablate_parse_config(json, strlen(json), "cfg", &d, &err) == 0, "round trip: %s", err.msg);
+    EXPECT(!strcmp(d.task2, "recall") && d.n_task2_dk == 2 && d.task2_dks[1] == 64 && d.lr_eval_every == 5, "round trip lost a key");
+    drop_key(json, "\"task2\"");
+    drop_key(json, "\"task2_d_k\"");
+    drop_key(json, "\"lr_eval_every\"");
+    EXPECT(qkt_ablate_parse_config(json, strlen(json), "old", &d, &err) == 0, "old config: %s", err.msg);
+    EXPECT(!d.task2[0] && d.n_task2_dk == 0 && d.lr_eval_every == d.eval_every, "old config: task2 '%s', lr_eval_every %d", d.task2,
+           d.lr_eval_every);
+    free(json);
+    c.n_task2_dk = 0; /* a second task needs its d_k values */
+    EXPECT(qkt_ablate_validate(&c, &err) != 0 && strstr(err.msg, "task2_d_k"), "task2 without d_k accepted: %s", err.msg);
+    qkt_cell *plan;
+    EXPECT(qkt_ablate_preset("quick", &c, &err) == 0, "%s", err.msg);
+    int n = qkt_ablate_plan(&c, &plan), k2 = 0;
+    for (int i = 0; i < n; i++) k2 += plan[i].kind == QKT_CELL_TRAIN2 && !strncmp(plan[i].id, "train2_", 7);
+    EXPECT(k2 == c.n_variants * c.n_task2_dk * c.seeds, "%d train2 cells, expected %d", k2, c.n_variants * c.n_task2_dk * c.seeds);
+    free(plan);
+}
+
+int main(void) {
+    test_config_keys();
+    /* logits pass every stable run's before the loss rises, entropy collapses: per variant 3 of 6
+     * (qk_layernorm 1 of 6) unstable, every unstable above every stable: auc 1, p = 2 / (20 x 20 x 6) */
+    expect_row(GROWTH_FIRST, 6, "6a", "probability 1.00 [1.00, 1.00] (23 pairs, exact stratified permutation p = 0.000833;",
+               "**reproduced**");
+    expect_row(GROWTH_FIRST, 6, "6a", "Of 7 unstable runs, 7 had passed every stable run's logit maximum at the evaluation before the loss rose", NULL);
+    expect_row(GROWTH_FIRST, 6, "6b", "qk_layernorm stable up to 1, unstable from 3", "**reproduced**");
+    expect_row(GROWTH_FIRST, 6, "6b", "sqrt_dk stable up to 0.01, unstable from 0.1", NULL);
+    expect_row(GROWTH_FIRST, 6, "7a", "probability 1.00", "**reproduced**");
+    expect_row(GROWTH_FIRST, 6, "7b", "not testable here", NULL);
+    /* the reverse: unstable runs have the smaller logits and the higher entropy */
+    expect_row(GROWTH_REVERSED, 6, "6a", "probability 0.00", "**contradicted**");
+    expect_row(GROWTH_REVERSED, 6, "7a", "probability 0.00", "**contradicted**");
+    /* degenerate sweeps say so in words */
+    expect_row(NONE_UNSTABLE, 6, "6a", "no run became unstable up to lr 3", "not detectable at this size");
+    expect_row(NONE_UNSTABLE, 6, "6b", "same range on this grid", "the grid does not reach instability");
+    expect_row(NONE_UNSTABLE, 6, "7a", "no run became unstable up to lr 3", NULL);
+    expect_row(ALL_UNSTABLE, 6, "6a", "every one of the 18 LR runs became unstable", "not detectable at this size");
+    expect_row(ALL_UNSTABLE, 6, "6b", "qk_layernorm unstable from the smallest LR", "not detectable at this size");
+    expect_row(GROWTH_FIRST, 1, "6a", "one learning rate (0.001)", "not testable here");
+    expect_row(GROWTH_FIRST, 1, "6b", "one learning rate: no LR range", "not testable here");
+    expect_row(GROWTH_FIRST, 1, "7a", "one learning rate (0.001)", "not testable here");
+    /* two LRs, one per side: the smallest p two runs can give is above 0.05 */
+    expect_row(GROWTH_FIRST, 4, "6a", "not detectable at this size", NULL);
+    return qkt_test_finish();
+}
