@@ -66,10 +66,67 @@ static int self_exe(char *buf, size_t n) {
 typedef struct {
     const char *preset, *name, *out, *task, *task2, *task2_dks, *qk_init, *norm, *mlp, *pos, *variants, *dks, *lr_grid, *lr_variants, *init_dks, *growth_dks;
     int seq_len, seeds, steps, lr_steps, lr_dk, lr_eval_every, n_layer, n_head, batch, eval_every, workers;
-    double lr, qk_mult, temp, init_std;
+    int warmup, eval_batches, growth_steps;
+    double lr, qk_mult, temp, init_std, weight_decay, grad_clip, beta2, min_lr_frac, growth_lr;
+    bool warmup_seen, weight_decay_seen, grad_clip_seen, min_lr_frac_seen;
     uint64_t seed;
     bool seed_seen, report_only;
 } ablate_args;
+
+/* `n` values of a list, comma-separated, into buf. */
+static const char *join_ints(char *buf, size_t n, const int *v, int k) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < k && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%d", i ? "," : "", v[i]);
+    return buf;
+}
+static const char *join_reals(char *buf, size_t n, const double *v, int k) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < k && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%g", i ? "," : "", v[i]);
+    return buf;
+}
+static const char *join_variants(char *buf, size_t n, const qkt_attn_scale *v, int k) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < k && o < n; i++) o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? "," : "", qkt_attn_scale_name(v[i]));
+    return buf;
+}
+
+/* The two presets' values of every setting, for --help (from the presets themselves, so
+ * the help cannot drift from them). */
+static void preset_table(char *out, size_t n) {
+    qkt_ablate_cfg q, f;
+    qkt_ablate_preset("quick", &q, NULL);
+    qkt_ablate_preset("full", &f, NULL);
+    char a[320], b[320];
+    size_t o = (size_t)snprintf(out, n, "\nThe presets (flag: quick | full):\n");
+#define ROW_I(flag, field) o += (size_t)snprintf(out + o, n - o, "  %-16s %d | %d\n", flag, q.field, f.field)
+#define ROW_G(flag, field) o += (size_t)snprintf(out + o, n - o, "  %-16s %g | %g\n", flag, q.field, f.field)
+#define ROW_S(flag, qs, fs) o += (size_t)snprintf(out + o, n - o, "  %-16s %s | %s\n", flag, qs, fs)
+    ROW_S("task", q.task, f.task);
+    o += (size_t)snprintf(out + o, n - o, "  %-16s %s | %s\n", "task2", q.task2[0] ? q.task2 : "none", f.task2[0] ? f.task2 : "none");
+    ROW_S("variants", join_variants(a, sizeof a, q.variants, q.n_variants), join_variants(b, sizeof b, f.variants, f.n_variants));
+    ROW_S("d-k", join_ints(a, sizeof a, q.dks, q.n_dk), join_ints(b, sizeof b, f.dks, f.n_dk));
+    ROW_S("task2-d-k", join_ints(a, sizeof a, q.task2_dks, q.n_task2_dk), join_ints(b, sizeof b, f.task2_dks, f.n_task2_dk));
+    ROW_I("seeds", seeds); ROW_I("steps", steps); ROW_I("seq-len", seq_len); ROW_I("n-layer", n_layer);
+    ROW_I("n-head", n_head); ROW_I("batch-size", batch_size); ROW_I("eval-every", eval_every);
+    ROW_I("eval-batches", eval_batches); ROW_G("lr", lr); ROW_I("warmup", warmup); ROW_G("min-lr-frac", min_lr_frac);
+    ROW_G("weight-decay", weight_decay); ROW_G("grad-clip", grad_clip); ROW_G("beta2", beta2);
+    ROW_G("init-std", init_std); ROW_S("qk-init", qkt_qk_init_name(q.qk_init), qkt_qk_init_name(f.qk_init));
+    ROW_G("qk-init-mult", qk_init_mult); ROW_G("attn-temp", attn_temp);
+    ROW_S("lr-grid", join_reals(a, sizeof a, q.lrs, q.n_lr), join_reals(b, sizeof b, f.lrs, f.n_lr));
+    ROW_S("lr-variants", join_variants(a, sizeof a, q.lr_variants, q.n_lr_variants),
+          join_variants(b, sizeof b, f.lr_variants, f.n_lr_variants));
+    ROW_I("lr-steps", lr_steps); ROW_I("lr-d-k", lr_dk); ROW_I("lr-eval-every", lr_eval_every);
+    ROW_S("init-d-k", join_ints(a, sizeof a, q.init_dks, q.n_init_dk), join_ints(b, sizeof b, f.init_dks, f.n_init_dk));
+    ROW_S("growth-d-k", join_ints(a, sizeof a, q.growth_dks, q.n_growth_dk), join_ints(b, sizeof b, f.growth_dks, f.n_growth_dk));
+    ROW_I("growth-steps", growth_steps); ROW_G("growth-lr", growth_lr);
+    o += (size_t)snprintf(out + o, n - o, "  %-16s %llu | %llu", "seed", (unsigned long long)q.seed, (unsigned long long)f.seed);
+#undef ROW_I
+#undef ROW_G
+#undef ROW_S
+}
 
 /* 0 parsed, 1 --help printed, 2 a bad flag (printed). */
 static int parse_args(int argc, char **argv, ablate_args *a) {
@@ -101,6 +158,14 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
         {"n-head", QKT_FLAG_INT, &a->n_head, "heads (d_model = n_head * d_k)", 1, 64, true, false},
         {"batch-size", QKT_FLAG_INT, &a->batch, "batch size", 1, 1 << 16, true, false},
         {"eval-every", QKT_FLAG_INT, &a->eval_every, "steps between evaluations", 1, 1e8, true, false},
+        {"eval-batches", QKT_FLAG_INT, &a->eval_batches, "batches per evaluation", 1, 1e6, true, false},
+        {"warmup", QKT_FLAG_INT, &a->warmup, "linear LR warmup steps (0 = none)", 0, 1e8, false, false},
+        {"min-lr-frac", QKT_FLAG_DOUBLE, &a->min_lr_frac, "the cosine schedule's final LR as a fraction of --lr (0 .. 1)", 0, 1, false, false},
+        {"weight-decay", QKT_FLAG_DOUBLE, &a->weight_decay, "AdamW weight decay on the 2-D weights (0 = none)", 0, 1e6, false, false},
+        {"grad-clip", QKT_FLAG_DOUBLE, &a->grad_clip, "clip the global gradient norm to this (0 = off)", 0, 1e12, false, false},
+        {"beta2", QKT_FLAG_DOUBLE, &a->beta2, "AdamW beta2, in (0, 1)", 1, 0, true, false},
+        {"growth-steps", QKT_FLAG_INT, &a->growth_steps, "steps of the logit-growth check", 1, 1e8, true, false},
+        {"growth-lr", QKT_FLAG_DOUBLE, &a->growth_lr, "learning rate of the logit-growth check", 1, 0, true, false},
         {"qk-init-mult", QKT_FLAG_DOUBLE, &a->qk_mult, "multiplier on the W_q, W_k init std", 1, 0, true, false},
         {"init-std", QKT_FLAG_DOUBLE, &a->init_std, "std of the weight init (GPT-2: 0.02)", 1, 0, true, false},
         {"norm", QKT_FLAG_STRING, &a->norm, "the trained models' norm: layernorm or rmsnorm (qkt train --help)", 1, 0, false, false},
@@ -113,12 +178,19 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
         {"report-only", QKT_FLAG_BOOL, &a->report_only, "only rebuild the report from finished cells", 1, 0, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
-    int rc = qkt_flags_parse("ablate", "The sqrt(d_k) study: init measurements, training ablation, LR sensitivity, logit growth.\n"
-                                       "Unset flags take the preset's values. Writes OUT/NAME/{config.json,metrics.csv,summary.csv,*.png,report.md};\n"
-                                       "rerunning the same command resumes (finished cells are kept). mpirun -np N qkt ablate spreads\n"
-                                       "the cells over N processes or hosts (docs/distributed.md).",
-                             flags, nf, argc, argv, NULL, 0, NULL);
+    static char summary[4096];
+    size_t o = (size_t)snprintf(summary, sizeof summary, "%s",
+                                "The sqrt(d_k) study: init measurements, training ablation, LR sensitivity, logit growth.\n"
+                                "Unset flags take the preset's values. Writes OUT/NAME/{config.json,metrics.csv,summary.csv,*.png,report.md};\n"
+                                "rerunning the same command resumes (finished cells are kept). mpirun -np N qkt ablate spreads\n"
+                                "the cells over N processes or hosts (docs/distributed.md).\n");
+    preset_table(summary + o, sizeof summary - o);
+    int rc = qkt_flags_parse("ablate", summary, flags, nf, argc, argv, NULL, 0, NULL);
     a->seed_seen = qkt_flag_seen(flags, nf, "seed");
+    a->warmup_seen = qkt_flag_seen(flags, nf, "warmup");
+    a->weight_decay_seen = qkt_flag_seen(flags, nf, "weight-decay");
+    a->grad_clip_seen = qkt_flag_seen(flags, nf, "grad-clip");
+    a->min_lr_frac_seen = qkt_flag_seen(flags, nf, "min-lr-frac");
     return rc;
 }
 
@@ -164,6 +236,14 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     if (a->n_head) c->n_head = a->n_head;
     if (a->batch) c->batch_size = a->batch;
     if (a->eval_every) c->eval_every = a->eval_every;
+    if (a->eval_batches) c->eval_batches = a->eval_batches;
+    if (a->warmup_seen) c->warmup = a->warmup;
+    if (a->min_lr_frac_seen) c->min_lr_frac = a->min_lr_frac;
+    if (a->weight_decay_seen) c->weight_decay = a->weight_decay;
+    if (a->grad_clip_seen) c->grad_clip = a->grad_clip;
+    if (a->beta2 > 0) c->beta2 = a->beta2;
+    if (a->growth_steps) c->growth_steps = a->growth_steps;
+    if (a->growth_lr > 0) c->growth_lr = a->growth_lr;
     if (a->qk_mult > 0) c->qk_init_mult = a->qk_mult;
     if (a->init_std > 0) c->init_std = a->init_std;
     if (a->temp > 0) c->attn_temp = a->temp;
