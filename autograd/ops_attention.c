@@ -47,8 +47,12 @@ static bool blocked(const qkt__attn *a, int b, int i, int j) {
     return (!a->full && j > i + a->off) || (a->key_pad && a->key_pad[(size_t)b * a->Tk + j]);
 }
 
-/* The slow path for callers that asked for P or the logits (B, H, Tq, Tk): rebuilt
- * row by row from m and 1/l after the fused forward. */
+/* The slow path for callers that asked for P or the logits (B, H, Tq, Tk): each row's
+ * logits recomputed (dot products in double) and normalised with that row's own max and
+ * sum, so the captured P is exactly the softmax of the captured logits (rows sum to 1).
+ * Not the kernel's saved m and 1/l: at huge logits (|z| ~ 1e8 after a diverging LR) the
+ * float32 kernel's max and this recomputation differ by many units, and exp(z - m) with
+ * the other's m gave "probabilities" of 1e20 (found as entropies of -7e25). */
 static void capture(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
     int Tq = a->Tq, Tk = a->Tk, ld = a->ld, d = a->d, H = a->H;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if (worth_threads(a))
@@ -56,22 +60,30 @@ static void capture(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qk
         for (int h = 0; h < H; h++) {
             size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
             size_t poff = ((size_t)b * H + h) * Tq * Tk;
-            const qkt_real *rm = a->rmax + ((size_t)b * H + h) * Tq, *ri = a->rinv + ((size_t)b * H + h) * Tq;
-            for (int i = 0; i < Tq; i++)
+            double *zr = qkt_malloc((size_t)Tk * sizeof *zr);
+            for (int i = 0; i < Tq; i++) {
+                double mx = -INFINITY;
                 for (int j = 0; j < Tk; j++) {
-                    bool blk = blocked(a, b, i, j);
                     qkt_real z = -INFINITY;
-                    if (!blk) {
+                    if (!blocked(a, b, i, j)) {
                         double dot = 0;
                         for (int c = 0; c < d; c++) dot += (double)q[qbase + (size_t)i * ld + c] * k[kbase + (size_t)j * ld + c];
                         z = (qkt_real)(a->s[h] * dot);
                         if (a->bias) z += a->bias[(size_t)b * a->bias_bstride + ((size_t)h * Tq + i) * Tk + j];
                         if (a->alibi) z -= a->alibi[h] * (qkt_real)abs(i + a->off - j);
                     }
-                    size_t at = poff + (size_t)i * Tk + j;
-                    if (cap->logits) cap->logits[at] = z;
-                    if (cap->probs) cap->probs[at] = blk || ri[i] == 0 ? 0 : (qkt_real)(exp((double)z - rm[i]) * ri[i]);
+                    zr[j] = z;
+                    if (z > mx) mx = z;
+                    if (cap->logits) cap->logits[poff + (size_t)i * Tk + j] = z;
                 }
+                if (!cap->probs) continue;
+                double sum = 0;
+                if (mx > -INFINITY)
+                    for (int j = 0; j < Tk; j++) sum += exp(zr[j] - mx);
+                for (int j = 0; j < Tk; j++) /* a row with every key blocked: zeros */
+                    cap->probs[poff + (size_t)i * Tk + j] = mx > -INFINITY ? (qkt_real)(exp(zr[j] - mx) / sum) : 0;
+            }
+            free(zr);
         }
 }
 
