@@ -10,22 +10,13 @@
 
 #include "qkt_nn.h"
 #include "qkt_test.h"
+#include "nn_fixtures.h"
 
 static qkt_gpt_config cfg_of(double dropout) {
     qkt_gpt_config c = qkt_gpt_config_default();
     c.vocab_size = 13, c.block_size = 9, c.n_layer = 2, c.n_head = 2, c.n_embd = 16, c.dropout = dropout;
     c.init_std = 0.2; /* away from uniform attention, so the attention grads are not tiny */
     return c;
-}
-
-static void make_gpt(qkt_gpt *g, const qkt_gpt_config *c) {
-    qkt_err err = {{0}};
-    int rc = qkt_gpt_init(g, c, &err);
-    EXPECT(rc == 0, "qkt_gpt_init: %s", err.msg);
-    if (rc) exit(1);
-    qkt_rng r;
-    qkt_rng_seed(&r, 7);
-    qkt_gpt_init_weights(g, &r);
 }
 
 enum { B = 7, T = 9 };
@@ -47,7 +38,7 @@ typedef struct {
 } fixture;
 static void fixture_init(fixture *f, double dropout) {
     f->c = cfg_of(dropout);
-    make_gpt(&f->g, &f->c);
+    make_gpt(&f->g, &f->c, 7);
     batch(f->idx, f->tgt, f->c.vocab_size);
     f->P = f->g.params.size;
 }

@@ -7,22 +7,7 @@
 
 #include "qkt_nn.h"
 #include "qkt_test.h"
-
-static qkt_gpt_config small_cfg(qkt_attn_scale s) {
-    qkt_gpt_config c = qkt_gpt_config_default();
-    c.vocab_size = 11, c.block_size = 8, c.n_layer = 2, c.n_head = 3, c.n_embd = 12, c.attn_scale = s;
-    return c;
-}
-
-static void make_gpt(qkt_gpt *g, const qkt_gpt_config *c, uint64_t seed) {
-    qkt_err err = {{0}};
-    int rc = qkt_gpt_init(g, c, &err);
-    EXPECT(rc == 0, "qkt_gpt_init: %s", err.msg);
-    if (rc) exit(1);
-    qkt_rng r;
-    qkt_rng_seed(&r, seed);
-    qkt_gpt_init_weights(g, &r);
-}
+#include "nn_fixtures.h"
 
 static void random_tokens(int32_t *x, int n, int V, uint64_t seed) {
     qkt_rng r;
