@@ -1,4 +1,7 @@
-/* The one gemm wrapper. QKT_NO_BLAS gives a plain-loop reference build.
+/* The one gemm wrapper. On a kernel path with its own product (kern.h's `gemm`: the
+ * AVX-512 paths, kern_gemm.h) float32 products with alpha 1 and beta 0 or 1 (every call
+ * qkt makes) run there; the rest go to BLAS. QKT_NO_BLAS gives a plain-loop reference
+ * build for what BLAS would do.
  *
  * Threads: qkt's OpenMP team is the only thread pool. OpenBLAS is kept at one
  * thread and a large product is split here into row (or column) blocks, one
@@ -6,7 +9,7 @@
  * pthreads next to OpenMP's, the two pools spin-wait against each other on a
  * 2-core machine (measured: a tiny GPT step took 490 ms instead of ~40 ms). Called
  * from inside a parallel region, a product runs on the calling thread alone. */
-#include "qkt_autograd.h"
+#include "kern.h"
 
 #include <pthread.h>
 #ifdef _OPENMP
@@ -28,8 +31,12 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 #endif
 
-static void gemm_serial(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda,
-                        const qkt_real *B, int ldb, qkt_real beta, qkt_real *C, int ldc) {
+static void gemm_serial(const qkt__kern *kn, bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A,
+                        int lda, const qkt_real *B, int ldb, qkt_real beta, qkt_real *C, int ldc) {
+    if (kn->gemm && alpha == 1 && (beta == 0 || beta == 1)) {
+        kn->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta == 1, C, ldc);
+        return;
+    }
 #ifndef QKT_NO_BLAS
 #ifdef QKT_DOUBLE
     cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
@@ -55,6 +62,7 @@ static void gemm_serial(bool ta, bool tb, int M, int N, int K, qkt_real alpha, c
 void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda,
               const qkt_real *B, int ldb, qkt_real beta, qkt_real *C, int ldc) {
     if (M == 0 || N == 0) return;
+    const qkt__kern *kn = qkt__kern_get();
 #ifndef QKT_NO_BLAS
     pthread_once(&blas_once, blas_single_thread);
 #endif
@@ -70,7 +78,7 @@ void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_r
     int len = by_rows ? M : N, nb = len / QKT_GEMM_MIN_BLOCK;
     if (nb > nt) nb = nt;
     if (nt <= 1 || nb < 2) {
-        gemm_serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm_serial(kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     if (nb < nt) nt = nb;
@@ -81,10 +89,10 @@ void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_r
         if (hi <= lo) continue;
         if (by_rows) {
             const qkt_real *Ab = ta ? A + lo : A + (size_t)lo * lda;
-            gemm_serial(ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, C + (size_t)lo * ldc, ldc);
+            gemm_serial(kn, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, C + (size_t)lo * ldc, ldc);
         } else {
             const qkt_real *Bb = tb ? B + (size_t)lo * ldb : B + lo;
-            gemm_serial(ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, C + lo, ldc);
+            gemm_serial(kn, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, C + lo, ldc);
         }
     }
 }

@@ -78,6 +78,10 @@ typedef struct qkt__kern {
     void (*exp_tanh)(const qkt_real *x, qkt_real *e, qkt_real *t, int64_t n);
     void (*tile_product)(int M, int N, int K, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak, const qkt_real *B,
                          ptrdiff_t ldb, qkt_real *C, ptrdiff_t ldc, bool accumulate);
+    /* C = op(A) op(B), or C += when accumulate, on the calling thread (kern_gemm.h); NULL
+     * on the paths whose products BLAS computes (gemm.c) */
+    void (*gemm)(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
+                 bool accumulate, qkt_real *C, int ldc);
 } qkt__kern;
 
 /* The process's table: chosen on the first call, the same ever after. An unknown or
@@ -95,8 +99,8 @@ extern const qkt__kern qkt__kern_baseline, qkt__kern_avx2, qkt__kern_avx512;
 extern const qkt__kern qkt__kern_single;
 #endif
 
-/* A table of the static kernels of kern_ops.h and kern_attention.h, in the file that
- * includes them. */
+/* A table of the static kernels of kern_ops.h, kern_attention.h and kern_gemm.h, in the
+ * file that includes them. */
 #define QKT__KERN_TABLE(isa_name)                                                                                   \
     {                                                                                                               \
         .name = isa_name, .binary_forward = binary_forward, .binary_backward_a = binary_backward_a,                 \
@@ -104,6 +108,7 @@ extern const qkt__kern qkt__kern_single;
         .layernorm_backward = layernorm_backward, .colsum = colsum, .cross_entropy_forward = cross_entropy_forward, \
         .cross_entropy_backward = cross_entropy_backward, .attn_forward_tiles = attn_forward_tiles,                 \
         .attn_backward_head = attn_backward_head, .exp_tanh = exp_tanh, .tile_product = qkt__mk_gemm,               \
+        .gemm = QKT__KERN_GEMM,                                                                                     \
     }
 
 #endif

@@ -7,6 +7,7 @@
 #pragma GCC target("avx2,fma")
 #pragma GCC optimize("no-trapping-math") /* kern.h: why */
 #include "kern_attention.h"
+#include "kern_gemm.h"
 #include "kern_ops.h"
 
 const qkt__kern qkt__kern_avx2 = QKT__KERN_TABLE("avx2");

@@ -8,6 +8,7 @@
 #pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")
 #pragma GCC optimize("no-trapping-math") /* kern.h: why */
 #include "kern_attention.h"
+#include "kern_gemm.h"
 #include "kern_ops.h"
 
 const qkt__kern qkt__kern_avx512 = QKT__KERN_TABLE("avx512");

@@ -10,6 +10,7 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 #include "kern_attention.h"
+#include "kern_gemm.h"
 #include "kern_ops.h"
 
 #if QKT_KERN_DISPATCH
