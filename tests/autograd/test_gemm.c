@@ -1,0 +1,186 @@
+/* qkt_gemm on the process's kernel path (CTest runs this once per path with QKT_ISA):
+ * against a float64 product on ragged shapes around the blocking sizes of
+ * kern_gemm.h (K 256, N 128, M 64), every transpose, beta 0 and 1; where the path has
+ * its own gemm (AVX-512), the same bits whatever the thread count or the way the
+ * product is cut into blocks; a planted wrong product (one k term missing) is caught. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern.h"
+#include "qkt_test.h"
+
+typedef struct {
+    int M, N, K, lda, ldb, ldc;
+    bool ta, tb;
+    qkt_real *A, *B, *C0; /* inputs; C0: C before the product */
+} gemm_case;
+
+static void case_make(gemm_case *g, qkt_rng *r, int M, int N, int K, bool ta, bool tb) {
+    *g = (gemm_case){.M = M, .N = N, .K = K, .ta = ta, .tb = tb};
+    g->lda = (ta ? M : K) + 3, g->ldb = (tb ? K : N) + 5, g->ldc = N + 2; /* strides wider than the rows */
+    size_t na = (size_t)(ta ? K : M) * g->lda, nb = (size_t)(tb ? N : K) * g->ldb, nc = (size_t)M * g->ldc;
+    g->A = malloc(sizeof(qkt_real) * (na + 1)), g->B = malloc(sizeof(qkt_real) * (nb + 1));
+    g->C0 = malloc(sizeof(qkt_real) * (nc + 1));
+    for (size_t i = 0; i < na; i++) g->A[i] = (qkt_real)qkt_rng_normal(r);
+    for (size_t i = 0; i < nb; i++) g->B[i] = (qkt_real)qkt_rng_normal(r);
+    for (size_t i = 0; i < nc; i++) g->C0[i] = (qkt_real)qkt_rng_normal(r);
+}
+
+static void case_free(gemm_case *g) { free(g->A), free(g->B), free(g->C0); }
+
+static qkt_real *fresh_c(const gemm_case *g) {
+    size_t nc = (size_t)g->M * g->ldc;
+    qkt_real *C = malloc(sizeof(qkt_real) * (nc + 1));
+    memcpy(C, g->C0, sizeof(qkt_real) * nc);
+    return C;
+}
+
+static double op_a(const gemm_case *g, int m, int k) { return g->ta ? g->A[(size_t)k * g->lda + m] : g->A[(size_t)m * g->lda + k]; }
+static double op_b(const gemm_case *g, int k, int n) { return g->tb ? g->B[(size_t)n * g->ldb + k] : g->B[(size_t)k * g->ldb + n]; }
+
+/* The worst error of C = alpha op(A) op(B) + beta C0 against float64, in units of the
+ * float32 bound (K + 2) u (sum |a b| + |beta c0|) with u = 2^-24 (2 for slack): <= 1
+ * passes. Also fails (returns +inf) when a column past N was written. */
+static double case_error(const gemm_case *g, double alpha, double beta, const qkt_real *C) {
+    double worst = 0;
+    for (int m = 0; m < g->M; m++) {
+        for (int n = 0; n < g->N; n++) {
+            double c0 = g->C0[(size_t)m * g->ldc + n], want = beta == 0 ? 0 : beta * c0, mag = beta == 0 ? 0 : fabs(beta * c0);
+            for (int k = 0; k < g->K; k++) {
+                double p = alpha * op_a(g, m, k) * op_b(g, k, n);
+                want += p, mag += fabs(p);
+            }
+            double bound = 2.0 * (g->K + 2) * 0x1p-24 * mag + 1e-30;
+            double e = fabs(C[(size_t)m * g->ldc + n] - want) / bound;
+            if (!(e <= worst)) worst = e; /* NaN counts as the worst */
+        }
+        for (int n = g->N; n < g->ldc; n++)
+            if (memcmp(&C[(size_t)m * g->ldc + n], &g->C0[(size_t)m * g->ldc + n], sizeof(qkt_real))) return INFINITY;
+    }
+    return worst;
+}
+
+static const int dims[] = {1, 7, 8, 9, 16, 17, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 300, 513};
+enum { n_dims = sizeof dims / sizeof dims[0] };
+
+/* qkt_gemm against float64 on random shapes from `dims` (and the GPT's), all transposes. */
+static void test_accuracy(void) {
+    qkt_rng r;
+    qkt_rng_seed(&r, 17);
+    double worst = 0;
+    int n_cases = 0;
+    for (int i = 0; i < 160; i++) {
+        int M = dims[qkt_rng_u64(&r) % n_dims], N = dims[qkt_rng_u64(&r) % n_dims], K = dims[qkt_rng_u64(&r) % n_dims];
+        if (i < 4) M = 1024, N = i < 2 ? 96 : 65, K = 32 + i; /* a cell's c_attn, a tiny head */
+        gemm_case g;
+        case_make(&g, &r, M, N, K, i & 1, i & 2);
+        /* alpha 1, beta 0 or 1: every call qkt makes (the own gemm where the path has one);
+         * alpha 0.5, beta 0.25: BLAS on every path */
+        const double ab[][2] = {{1, 0}, {1, 1}, {0.5, 0.25}};
+        for (int j = 0; j < 3; j++) {
+            qkt_real *C = fresh_c(&g);
+            qkt_gemm(g.ta, g.tb, M, N, K, (qkt_real)ab[j][0], g.A, g.lda, g.B, g.ldb, (qkt_real)ab[j][1], C, g.ldc);
+            double e = case_error(&g, ab[j][0], ab[j][1], C);
+            EXPECT(e <= 1, "gemm %dx%dx%d ta=%d tb=%d alpha %g beta %g: error %.3g x the float32 bound", M, N, K, g.ta,
+                   g.tb, ab[j][0], ab[j][1], e);
+            if (e > worst) worst = e;
+            n_cases++;
+            free(C);
+        }
+        case_free(&g);
+    }
+    printf("%s: %d products, worst error %.3g x the float32 bound\n", qkt__kern_get()->name, n_cases, worst);
+}
+
+/* beta 0 never reads C (NaN there stays out); K = 0 gives beta C; NaN in A reaches its row. */
+static void test_edges(void) {
+    qkt_rng r;
+    qkt_rng_seed(&r, 3);
+    gemm_case g;
+    case_make(&g, &r, 70, 40, 300, false, true);
+    qkt_real *C = fresh_c(&g);
+    for (int i = 0; i < g.M * g.ldc; i++) C[i] = NAN;
+    qkt_gemm(false, true, g.M, g.N, g.K, 1, g.A, g.lda, g.B, g.ldb, 0, C, g.ldc);
+    bool finite = true;
+    for (int m = 0; m < g.M; m++)
+        for (int n = 0; n < g.N; n++) finite &= isfinite(C[(size_t)m * g.ldc + n]);
+    EXPECT(finite, "beta 0 read the NaN in C");
+    memcpy(C, g.C0, sizeof(qkt_real) * (size_t)g.M * g.ldc);
+    qkt_gemm(false, true, g.M, g.N, 0, 1, g.A, g.lda, g.B, g.ldb, 1, C, g.ldc);
+    EXPECT(!memcmp(C, g.C0, sizeof(qkt_real) * (size_t)g.M * g.ldc), "K = 0, beta 1 changed C");
+    qkt_gemm(false, true, g.M, g.N, 0, 1, g.A, g.lda, g.B, g.ldb, 0, C, g.ldc);
+    EXPECT(C[0] == 0 && C[(size_t)(g.M - 1) * g.ldc + g.N - 1] == 0, "K = 0, beta 0 did not zero C");
+    g.A[5 * g.lda + 299] = NAN;
+    qkt_gemm(false, true, g.M, g.N, g.K, 1, g.A, g.lda, g.B, g.ldb, 0, C, g.ldc);
+    EXPECT(isnan(C[5 * g.ldc]) && isnan(C[5 * g.ldc + g.N - 1]) && isfinite(C[4 * g.ldc]), "a NaN in row 5 of A did not reach row 5 of C alone");
+    free(C);
+    case_free(&g);
+}
+
+/* The path's own gemm: the same bits on 1 and 2 threads, and when the product is cut
+ * into row, column or K blocks by hand (any cut, not only the kernel's block sizes). */
+static void test_bits(const qkt__kern *kp) {
+    if (!kp->gemm) {
+        printf("%s: products go to BLAS on this path; the bit checks of the own gemm are not run\n", kp->name);
+        return;
+    }
+    qkt_rng r;
+    qkt_rng_seed(&r, 29);
+    const int shapes[][3] = {{700, 90, 300}, {90, 700, 130}, {333, 334, 65}, {1024, 96, 32}};
+    for (int s = 0; s < 4; s++)
+        for (int t = 0; t < 4; t++) {
+            gemm_case g;
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            case_make(&g, &r, M, N, K, t & 1, t & 2);
+            size_t bytes = sizeof(qkt_real) * (size_t)M * g.ldc;
+            qkt_real *one = fresh_c(&g), *two = fresh_c(&g), *cut = fresh_c(&g);
+            qkt_set_threads(1);
+            qkt_gemm(g.ta, g.tb, M, N, K, 1, g.A, g.lda, g.B, g.ldb, 1, one, g.ldc);
+            qkt_set_threads(2);
+            qkt_gemm(g.ta, g.tb, M, N, K, 1, g.A, g.lda, g.B, g.ldb, 1, two, g.ldc);
+            EXPECT(!memcmp(one, two, bytes), "gemm %dx%dx%d ta=%d tb=%d: 2 threads change bits", M, N, K, g.ta, g.tb);
+            /* rows [0, m1) and [m1, M); columns [0, n1) and [n1, N) of the rows' second part;
+             * K cut at k1: the second part accumulates onto the first */
+            int m1 = M / 3 + 1, n1 = N / 2 - 3, k1 = K / 2 + 5;
+            const qkt_real *A1 = g.ta ? g.A + m1 : g.A + (size_t)m1 * g.lda;
+            const qkt_real *Ak = g.ta ? g.A + (size_t)k1 * g.lda : g.A + k1, *Bk = g.tb ? g.B + k1 : g.B + (size_t)k1 * g.ldb;
+            const qkt_real *Bn = g.tb ? g.B + (size_t)n1 * g.ldb : g.B + n1;
+            kp->gemm(g.ta, g.tb, m1, N, k1, g.A, g.lda, g.B, g.ldb, true, cut, g.ldc);
+            kp->gemm(g.ta, g.tb, m1, N, K - k1, Ak, g.lda, Bk, g.ldb, true, cut, g.ldc);
+            kp->gemm(g.ta, g.tb, M - m1, n1, K, A1, g.lda, g.B, g.ldb, true, cut + (size_t)m1 * g.ldc, g.ldc);
+            kp->gemm(g.ta, g.tb, M - m1, N - n1, K, A1, g.lda, Bn, g.ldb, true, cut + (size_t)m1 * g.ldc + n1, g.ldc);
+            EXPECT(!memcmp(one, cut, bytes), "gemm %dx%dx%d ta=%d tb=%d: cut into blocks, the bits change", M, N, K, g.ta, g.tb);
+            free(one), free(two), free(cut);
+            case_free(&g);
+        }
+    qkt_set_threads(0);
+    printf("%s: own gemm: 16 products bit-identical on 1 and 2 threads and cut into blocks\n", kp->name);
+}
+
+/* A planted bug: the path's product with the last k term left out must fail the check. */
+static void test_planted(const qkt__kern *kp) {
+    qkt_rng r;
+    qkt_rng_seed(&r, 41);
+    gemm_case g;
+    case_make(&g, &r, 65, 129, 257, false, true);
+    qkt_real *C = fresh_c(&g);
+    if (kp->gemm)
+        kp->gemm(false, true, g.M, g.N, g.K - 1, g.A, g.lda, g.B, g.ldb, false, C, g.ldc);
+    else
+        qkt_gemm(false, true, g.M, g.N, g.K - 1, 1, g.A, g.lda, g.B, g.ldb, 0, C, g.ldc);
+    double e = case_error(&g, 1, 0, C);
+    printf("%s: planted product without its last k term: error %.3g x the bound (caught: %s)\n", kp->name, e, e > 1 ? "yes" : "NO");
+    EXPECT(e > 1, "the check missed a product without its last k term (error %.3g x the bound)", e);
+    free(C);
+    case_free(&g);
+}
+
+int main(void) {
+    qkt_test_isa_or_skip();
+    const qkt__kern *kp = qkt__kern_get();
+    test_accuracy();
+    test_edges();
+    test_bits(kp);
+    test_planted(kp);
+    return qkt_test_finish();
+}
