@@ -31,16 +31,25 @@ enum { GEMM_KC = 256, GEMM_NC = 128, GEMM_MC = 64 };
 /* Rows [0, kc) x columns [0, nc) of op(B) from (k0, n0) into P (kc rows of ncp floats,
  * columns nc .. ncp zero). */
 static void gemm_pack_b(bool tb, const qkt_real *B, int ldb, int k0, int n0, int kc, int nc, int ncp, qkt_real *P) {
-    for (int k = 0; k < kc; k++) {
-        qkt_real *row = P + (size_t)k * ncp;
-        if (tb) {
-            const qkt_real *col = B + (size_t)n0 * ldb + k0 + k;
-            for (int n = 0; n < nc; n++) row[n] = col[(size_t)n * ldb];
-        } else {
+    if (!tb) {
+        for (int k = 0; k < kc; k++) {
+            qkt_real *row = P + (size_t)k * ncp;
             memcpy(row, B + (size_t)(k0 + k) * ldb + n0, (size_t)nc * sizeof *row);
+            for (int n = nc; n < ncp; n++) row[n] = 0;
         }
-        for (int n = nc; n < ncp; n++) row[n] = 0;
+        return;
     }
+    /* op(B) = B^T: 16 x 16 blocks, so the 16 rows of B a block reads stay in L1 while
+     * its 16 packed rows are written (a column at a time touches a line per element) */
+    for (int j0 = 0; j0 < ncp; j0 += 16)
+        for (int i0 = 0; i0 < kc; i0 += 16) {
+            int ni = kc - i0 < 16 ? kc - i0 : 16;
+            for (int i = 0; i < ni; i++) {
+                qkt_real *row = P + (size_t)(i0 + i) * ncp + j0;
+                const qkt_real *col = B + (size_t)(n0 + j0) * ldb + k0 + i0 + i;
+                for (int j = 0; j < 16; j++) row[j] = j0 + j < nc ? col[(size_t)j * ldb] : 0;
+            }
+        }
 }
 
 /* C[mc x nc] (+)= A-block x P, P as gemm_pack_b left it. Columns past the last multiple

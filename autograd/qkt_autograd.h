@@ -154,14 +154,15 @@ void qkt_rng_seed_stream(qkt_rng *r, uint64_t seed, qkt_rng_stream stream);
 
 /* ---------------------------------------------------------------- arena */
 /* Bump allocator for one step's activations, grads and saved state. When a block
- * runs out a new one is chained (the only malloc); reset merges all blocks into one
- * of the total size, so from the second step on a step performs no malloc. With a
- * limit set, an allocation past it aborts naming the size it needed. */
+ * runs out the next kept block is used, or a new one is chained (the only malloc);
+ * reset rewinds to the first block, so a step no larger than an earlier one performs
+ * no malloc. Blocks are freed only by qkt_arena_free: a tensor kept across a reset
+ * still reads its own (stale) stamp, not freed memory. With a limit set, an allocation
+ * past it aborts naming the size it needed. */
 typedef struct qkt_arena_block qkt_arena_block;
 typedef struct qkt_arena {
-    qkt_arena_block *head;     /* current block (newest) */
-    qkt_arena_block *retired;  /* blocks merged away at the last reset, freed at the next: a tensor
-                                  kept across a reset still reads its own (stale) stamp, not freed memory */
+    qkt_arena_block *first;    /* the blocks, in the order a step fills them */
+    qkt_arena_block *cur;      /* the block allocations come from now */
     size_t used_total;         /* bytes handed out since reset */
     size_t peak;               /* max used_total over the arena's life */
     size_t capacity;           /* sum of block sizes */

@@ -67,7 +67,7 @@ int main(void) {
     int cap_nodes_after_first = 0;
     for (int step = 0; step < STEPS; step++) {
         qkt_ctx_reset(&ctx);
-        if (step == 1) { /* the first step and the reset that merges its blocks are done */
+        if (step == 1) { /* the first step, which grew the arena, is done */
             mallocs_after_first = ctx.arena.n_mallocs;
             cap_nodes_after_first = ctx.cap_nodes;
         }
