@@ -24,12 +24,41 @@
 #include "kernels.h"
 
 #if !defined(QKT_DOUBLE) && defined(__AVX512F__)
+#include <immintrin.h>
+
 #define QKT__KERN_GEMM own_gemm
 
 enum { GEMM_KC = 256, GEMM_NC = 128, GEMM_MC = 64 };
 
-/* Rows [0, kc) x columns [0, nc) of op(B) from (k0, n0) into P (kc rows of ncp floats,
- * columns nc .. ncp zero). */
+/* dst[j][i] = src[i][j] for a 16 x 16 block: three rounds of interleaving (32-bit,
+ * 64-bit, then 128-bit lanes). */
+static inline void gemm_transpose16(const float *src, size_t lds, float *dst, size_t ldd) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
+    for (int i = 0; i < 16; i += 2) { /* lane l: r_i[2l'] r_{i+1}[2l'] ... */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) { /* r[i + c]: column 4 l + c of rows i .. i+3, in lane l */
+        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int c = 0; c < 4; c++) { /* lanes l of r[c], r[4+c], r[8+c], r[12+c] make row 4 l + c */
+        __m512 v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44), v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
+        __m512 v2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44), v3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
+        _mm512_storeu_ps(dst + (size_t)c * ldd, _mm512_shuffle_f32x4(v0, v2, 0x88));
+        _mm512_storeu_ps(dst + (size_t)(4 + c) * ldd, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+        _mm512_storeu_ps(dst + (size_t)(8 + c) * ldd, _mm512_shuffle_f32x4(v1, v3, 0x88));
+        _mm512_storeu_ps(dst + (size_t)(12 + c) * ldd, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+    }
+}
+
+/* P (kc rows of ncp floats) = rows [k0, k0 + kc) x columns [n0, n0 + nc) of op(B), columns
+ * nc .. ncp zero; with tb, op(B) = B^T is transposed in 16 x 16 blocks. */
 static void gemm_pack_b(bool tb, const qkt_real *B, int ldb, int k0, int n0, int kc, int nc, int ncp, qkt_real *P) {
     if (!tb) {
         for (int k = 0; k < kc; k++) {
@@ -39,34 +68,35 @@ static void gemm_pack_b(bool tb, const qkt_real *B, int ldb, int k0, int n0, int
         }
         return;
     }
-    /* op(B) = B^T: 16 x 16 blocks, so the 16 rows of B a block reads stay in L1 while
-     * its 16 packed rows are written (a column at a time touches a line per element) */
     for (int j0 = 0; j0 < ncp; j0 += 16)
         for (int i0 = 0; i0 < kc; i0 += 16) {
-            int ni = kc - i0 < 16 ? kc - i0 : 16;
-            for (int i = 0; i < ni; i++) {
-                qkt_real *row = P + (size_t)(i0 + i) * ncp + j0;
-                const qkt_real *col = B + (size_t)(n0 + j0) * ldb + k0 + i0 + i;
-                for (int j = 0; j < 16; j++) row[j] = j0 + j < nc ? col[(size_t)j * ldb] : 0;
+            const qkt_real *src = B + (size_t)(n0 + j0) * ldb + k0 + i0;
+            if (j0 + 16 <= nc && i0 + 16 <= kc) {
+                gemm_transpose16(src, (size_t)ldb, P + (size_t)i0 * ncp + j0, (size_t)ncp);
+                continue;
             }
+            for (int i = 0; i < 16 && i0 + i < kc; i++) /* a ragged edge block */
+                for (int j = 0; j < 16; j++) P[(size_t)(i0 + i) * ncp + j0 + j] = j0 + j < nc ? src[(size_t)j * ldb + i] : 0;
         }
 }
 
-/* C[mc x nc] (+)= A-block x P, P as gemm_pack_b left it. Columns past the last multiple
- * of 16 go through a 16-wide scratch tile, so nothing beyond column nc is written. */
-static void gemm_block(int mc, int nc, int ncp, int kc, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak,
-                       const qkt_real *P, bool acc, qkt_real *C, int ldc) {
+/* C[mc x nc] (+)= A-block x op(B)-block. The first nf = nc rounded down to 16 columns
+ * read B (ldb: in place, or packed); the rest a 16-wide zero-padded packed tail T (ldt)
+ * into a scratch tile, so nothing beyond column nc is read or written. */
+static void gemm_block(int mc, int nc, int kc, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak, const qkt_real *B,
+                       ptrdiff_t ldb, const qkt_real *T, ptrdiff_t ldt, bool acc, qkt_real *C, int ldc) {
     int nf = nc / 16 * 16, w = nc - nf;
-    if (nf) qkt__mk_gemm(mc, nf, kc, A, sam, sak, P, ncp, C, ldc, acc);
+    if (nf) qkt__mk_gemm(mc, nf, kc, A, sam, sak, B, ldb, C, ldc, acc);
     if (!w) return;
     qkt_real tile[GEMM_MC * 16];
     if (acc)
         for (int i = 0; i < mc; i++) memcpy(tile + i * 16, C + (size_t)i * ldc + nf, (size_t)w * sizeof *tile);
-    qkt__mk_gemm(mc, 16, kc, A, sam, sak, P + nf, ncp, tile, 16, acc);
+    qkt__mk_gemm(mc, 16, kc, A, sam, sak, T, ldt, tile, 16, acc);
     for (int i = 0; i < mc; i++) memcpy(C + (size_t)i * ldc + nf, tile + i * 16, (size_t)w * sizeof *tile);
 }
 
-/* C = op(A) op(B), or C += op(A) op(B) when accumulate; one thread. */
+/* C = op(A) op(B), or C += op(A) op(B) when accumulate; one thread. op(B) = B (ldb rows)
+ * is read in place except its last nc % 16 columns; B^T is packed block by block. */
 static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
                      bool accumulate, qkt_real *C, int ldc) {
     if (K == 0) {
@@ -75,17 +105,26 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
         return;
     }
     int kmax = K < GEMM_KC ? K : GEMM_KC, nmax = N < GEMM_NC ? qkt__round_up(N, 16) : GEMM_NC;
-    qkt_real *P = qkt_aligned_alloc(64, (size_t)kmax * nmax * sizeof *P);
+    qkt_real *P = qkt_aligned_alloc(64, (size_t)kmax * (tb ? nmax : 16) * sizeof *P);
     ptrdiff_t sam = ta ? 1 : lda, sak = ta ? lda : 1;
     for (int n0 = 0; n0 < N; n0 += GEMM_NC) {
-        int nc = N - n0 < GEMM_NC ? N - n0 : GEMM_NC, ncp = qkt__round_up(nc, 16);
+        int nc = N - n0 < GEMM_NC ? N - n0 : GEMM_NC, ncp = qkt__round_up(nc, 16), nf = nc / 16 * 16;
         for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
             int kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
-            gemm_pack_b(tb, B, ldb, k0, n0, kc, nc, ncp, P);
+            const qkt_real *Bk = P, *T = P + nf; /* B^T packed: the tail is P's last 16 columns */
+            ptrdiff_t ldbk = ncp, ldt = ncp;
+            if (tb) {
+                gemm_pack_b(true, B, ldb, k0, n0, kc, nc, ncp, P);
+            } else { /* in place; the tail packed alone */
+                Bk = B + (size_t)k0 * ldb + n0, ldbk = ldb, T = P, ldt = 16;
+                if (nf < nc) gemm_pack_b(false, B, ldb, k0, n0 + nf, kc, nc - nf, 16, P);
+            }
             bool acc = accumulate || k0 > 0;
             for (int m0 = 0; m0 < M; m0 += GEMM_MC) {
                 int mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
-                gemm_block(mc, nc, ncp, kc, A + m0 * sam + k0 * sak, sam, sak, P, acc, C + (size_t)m0 * ldc + n0, ldc);
+                const qkt_real *Am = A + m0 * sam + k0 * sak;
+                qkt_real *Cm = C + (size_t)m0 * ldc + n0;
+                gemm_block(mc, nc, kc, Am, sam, sak, Bk, ldbk, T, ldt, acc, Cm, ldc);
             }
         }
     }
