@@ -44,18 +44,22 @@ if [ ! -x "$QKT_BIN" ]; then
     exit 2
 fi
 
-peak=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
+# The MFU denominator: qkt_gemm's rate on 2048^2 at THREADS threads, measured again at the
+# start of every round (this machine's speed drifts by 20 % over minutes: a peak measured
+# once at the start made later rounds' MFU wrong), given to both frameworks that round.
+measure_peak() { "$QKT_BIN" bench --sgemm-peak --threads "$threads" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p'; }
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$QKT_BIN" version)"
-echo "# sgemm peak ${peak} GFLOP/s at $threads threads; qkt --replicas $replicas; torch envs (best of): $TORCH_ENVS"
+echo "# sgemm peak measured each round at $threads threads (peak= on the lines); qkt --replicas $replicas; torch envs (best of): $TORCH_ENVS"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for cfg in $configs; do
     r=1
     while [ "$r" -le "$rounds" ]; do
+        peak=$(measure_peak)
         # the result line, with cpu_ms_per_step (from the stderr diagnostics) appended
         run_qkt() {
             out=$("$QKT_BIN" bench --config "$cfg" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1)
-            echo "$(echo "$out" | grep "^qkt $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')"
+            echo "$(echo "$out" | grep "^qkt $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p') peak=$peak"
         }
         run_torch() { # the fastest of the TORCH_ENVS runs
             best="" best_ms=""
@@ -65,7 +69,7 @@ for cfg in $configs; do
                 case $rest in *"|"*) rest=${rest#*|} ;; *) rest="" ;; esac
                 out=$(env $e "$TORCH_PY" "$here/torch_gpt.py" --config "$cfg" --threads "$threads" --steps "$steps" \
                     --warmup "$warmup" --peak "$peak" 2>&1)
-                line="$(echo "$out" | grep "^torch $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p') env=$(echo $e | tr ' ' ',')"
+                line="$(echo "$out" | grep "^torch $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p') env=$(echo $e | tr ' ' ',') peak=$peak"
                 ms=$(echo "$line" | sed -n 's/.* ms_per_step=\([0-9.]*\).*/\1/p')
                 if [ -n "$ms" ] && { [ -z "$best_ms" ] || awk "BEGIN{exit !($ms < $best_ms)}"; }; then best=$line best_ms=$ms; fi
             done
