@@ -6,37 +6,41 @@
 # loop's wall time, both without the process start-up), then the medians and the median
 # per-round ratio torch / qkt (> 1: qkt is faster).
 #
-# usage: bench/compare_cell.sh [-r ROUNDS] [-t THREADS] [-d D_K] [-s STEPS]
+# usage: bench/compare_cell.sh [-r ROUNDS] [-t THREADS] [-d D_K] [-s STEPS] [-b BATCH] [-e EVAL_EVERY]
+#   defaults: the quick preset's cell (d_k 16, 200 steps, batch 16, validation every 20);
+#   the preset before issue 14 was -s 600 -b 32 -e 25.
 #   QKT_BIN (default build/qkt) and TORCH_PY (default /usr/bin/python3) can be overridden.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 QKT_BIN=${QKT_BIN:-$root/build/qkt}
 TORCH_PY=${TORCH_PY:-/usr/bin/python3}
-rounds=3 threads=1 dk=16 steps=600
-while getopts r:t:d:s: opt; do
+rounds=3 threads=1 dk=16 steps=200 batch=16 every=20
+while getopts r:t:d:s:b:e: opt; do
     case $opt in
     r) rounds=$OPTARG ;;
     t) threads=$OPTARG ;;
     d) dk=$OPTARG ;;
     s) steps=$OPTARG ;;
-    *) echo "usage: $0 [-r ROUNDS] [-t THREADS] [-d D_K] [-s STEPS]" >&2; exit 2 ;;
+    b) batch=$OPTARG ;;
+    e) every=$OPTARG ;;
+    *) echo "usage: $0 [-r ROUNDS] [-t THREADS] [-d D_K] [-s STEPS] [-b BATCH] [-e EVAL_EVERY]" >&2; exit 2 ;;
     esac
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$QKT_BIN" version)"
-echo "# cell: mqar, d_k $dk (width $((2 * dk)), 2 heads, 2 layers, T 32, B 32), $steps steps, validation every 25 (4 batches), $threads thread(s)"
+echo "# cell: mqar, d_k $dk (width $((2 * dk)), 2 heads, 2 layers, T 32, B $batch), $steps steps, validation every $every (4 batches), $threads thread(s)"
 run_qkt() {
     rm -rf "$tmp/q"
-    "$QKT_BIN" train --data mqar --n-layer 2 --n-head 2 --n-embd $((2 * dk)) --block-size 32 --batch-size 32 \
+    "$QKT_BIN" train --data mqar --n-layer 2 --n-head 2 --n-embd $((2 * dk)) --block-size 32 --batch-size "$batch" \
         --steps "$steps" --lr 3e-3 --min-lr 3e-4 --warmup-steps 20 --beta2 0.95 --weight-decay 0.1 --grad-clip 1 \
-        --eval-every 25 --eval-batches 4 --ckpt-every 0 --log-every 100000 --threads "$threads" --seed 1 --out "$tmp/q" >/dev/null 2>&1
+        --eval-every "$every" --eval-batches 4 --ckpt-every 0 --log-every 100000 --threads "$threads" --seed 1 --out "$tmp/q" >/dev/null 2>&1
     s=$(tail -1 "$tmp/q/log.csv" | awk -F, '{print $NF}')
     v=$(tail -1 "$tmp/q/log.csv" | awk -F, '{print $5}')
     echo "qkt train_s=$s final_val_loss=$v"
 }
-run_torch() { "$TORCH_PY" "$here/torch_cell.py" --d-k "$dk" --steps "$steps" --threads "$threads" | sed 's/^torch cell [^ ]* [^ ]* [^ ]* /torch /'; }
+run_torch() { "$TORCH_PY" "$here/torch_cell.py" --d-k "$dk" --steps "$steps" --batch "$batch" --eval-every "$every" --threads "$threads" | sed 's/^torch cell [^ ]* [^ ]* [^ ]* /torch /'; }
 log=$tmp/log
 r=1
 while [ "$r" -le "$rounds" ]; do

@@ -3,13 +3,14 @@
 
 The cell: mqar (vocab 32, 4 key-value pairs, 12 queries in 32 positions; loss and accuracy
 on the answer positions only), the bench model (bench/torch_gpt.py: nanoGPT's GPT, 2 layers,
-2 heads, width 2 d_k, T 32) with the study's init (std 0.08), batch 32, 600 AdamW steps
+2 heads, width 2 d_k, T 32) with the study's init (std 0.08), batch 16, 200 AdamW steps
 (lr 3e-3, betas (0.9, 0.95), weight decay 0.1 on 2-D weights, 20 warmup steps then cosine to
-0.1 lr, gradient norm clipped at 1), validation on the same 4 batches every 25 steps and
-at the end. The qkt side is `qkt train` with the same settings (bench/compare_cell.sh runs
+0.1 lr, gradient norm clipped at 1), validation on the same 4 batches every 20 steps and
+at the end: the quick preset's cell (--batch, --steps, --eval-every change it; the preset
+before issue 14 had batch 32, 600 steps, every 25). The qkt side is `qkt train` with the same settings (bench/compare_cell.sh runs
 both); its cell also measures attention entropies at each validation, which this does not.
 Prints one line:
-    torch cell d_k=16 threads=1 steps=600 train_s=X ms_per_step=Y final_val_loss=Z final_val_acc=W
+    torch cell d_k=16 threads=1 steps=200 train_s=X ms_per_step=Y final_val_loss=Z final_val_acc=W
 train_s is the wall time of the loop (steps and validations), without Python and torch's
 start-up; ms_per_step = train_s / steps.
 """
@@ -48,7 +49,9 @@ def mqar_batch(torch, gen, B, T=32, V=32, N=4, Q=12):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--d-k", type=int, default=16, help="head width (the model is 2 heads of it)")
-    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--eval-every", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(a.threads))
@@ -58,7 +61,7 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    V, T, B, L, NH = 32, 32, 32, 2, 2
+    V, T, B, L, NH = 32, 32, a.batch, 2, 2
     C = NH * a.d_k
     model = torch_gpt.build(torch, V, T, C, L, NH)
     for name, p in model.named_parameters():  # the study's init: N(0, 0.08), zero biases
@@ -95,7 +98,7 @@ def main():
 
     t0 = time.perf_counter()
     for s in range(a.steps + 1):
-        if s % 25 == 0 or s == a.steps:
+        if s % a.eval_every == 0 or s == a.steps:
             vl, va = evaluate()
         if s == a.steps:
             break
