@@ -95,8 +95,9 @@ static void gemm_block(int mc, int nc, int kc, const qkt_real *A, ptrdiff_t sam,
     for (int i = 0; i < mc; i++) memcpy(C + (size_t)i * ldc + nf, tile + i * 16, (size_t)w * sizeof *tile);
 }
 
-/* C = op(A) op(B), or C += op(A) op(B) when accumulate; one thread. op(B) = B (ldb rows)
- * is read in place except its last nc % 16 columns; B^T is packed block by block. */
+/* C = op(A) op(B), or C += op(A) op(B) when accumulate; one thread. op(B) = B with rows
+ * under 4 KiB apart is read in place except its last nc % 16 columns; B^T, and B with
+ * longer rows, are packed block by block. */
 static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
                      bool accumulate, qkt_real *C, int ldc) {
     if (K == 0) {
@@ -105,16 +106,20 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
         return;
     }
     int kmax = K < GEMM_KC ? K : GEMM_KC, nmax = N < GEMM_NC ? qkt__round_up(N, 16) : GEMM_NC;
-    qkt_real *P = qkt_aligned_alloc(64, (size_t)kmax * (tb ? nmax : 16) * sizeof *P);
+    /* B in place when its rows are less than 4 KiB apart; further apart, the kc rows of a
+     * 32-column strip fall into a few cache sets (2048 x 2048: 130 GFLOP/s in place, 195
+     * packed), so B is packed like B^T */
+    bool pack_all = !tb && (size_t)ldb * sizeof *B >= 4096;
+    qkt_real *P = qkt_aligned_alloc(64, (size_t)kmax * (tb || pack_all ? nmax : 16) * sizeof *P);
     ptrdiff_t sam = ta ? 1 : lda, sak = ta ? lda : 1;
     for (int n0 = 0; n0 < N; n0 += GEMM_NC) {
         int nc = N - n0 < GEMM_NC ? N - n0 : GEMM_NC, ncp = qkt__round_up(nc, 16), nf = nc / 16 * 16;
         for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
             int kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
-            const qkt_real *Bk = P, *T = P + nf; /* B^T packed: the tail is P's last 16 columns */
+            const qkt_real *Bk = P, *T = P + nf; /* packed: the tail is P's last 16 columns */
             ptrdiff_t ldbk = ncp, ldt = ncp;
-            if (tb) {
-                gemm_pack_b(true, B, ldb, k0, n0, kc, nc, ncp, P);
+            if (tb || pack_all) {
+                gemm_pack_b(tb, B, ldb, k0, n0, kc, nc, ncp, P);
             } else { /* in place; the tail packed alone */
                 Bk = B + (size_t)k0 * ldb + n0, ldbk = ldb, T = P, ldt = 16;
                 if (nf < nc) gemm_pack_b(false, B, ldb, k0, n0 + nf, kc, nc - nf, 16, P);

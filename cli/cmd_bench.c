@@ -78,6 +78,59 @@ static double sgemm_peak(int n, int reps) {
     return 2.0 * n * (double)nn / best * 1e-9;
 }
 
+/* GFLOP/s of one qkt_gemm shape (as the affine op calls it): best of 5 timings, each of
+ * enough repetitions for ~20 ms. */
+static double gemm_rate(bool ta, bool tb, int M, int N, int K, qkt_real beta) {
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    qkt_real *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = malloc(nc * sizeof *c);
+    QKT_CHECK(a && b && c, "out of memory for a %d x %d x %d product", M, N, K);
+    qkt_rng r;
+    qkt_rng_seed(&r, 2);
+    for (size_t i = 0; i < na; i++) a[i] = (qkt_real)(qkt_rng_uniform(&r) - 0.5);
+    for (size_t i = 0; i < nb; i++) b[i] = (qkt_real)(qkt_rng_uniform(&r) - 0.5);
+    for (size_t i = 0; i < nc; i++) c[i] = 0;
+    double flops = 2.0 * M * N * K;
+    int reps = (int)(2e-2 * 100e9 / flops) + 1;
+    qkt_gemm(ta, tb, M, N, K, 1, a, ta ? M : K, b, tb ? K : N, beta, c, N);
+    double best = 1e30;
+    for (int t = 0; t < 5; t++) {
+        double t0 = now_s();
+        for (int i = 0; i < reps; i++) qkt_gemm(ta, tb, M, N, K, 1, a, ta ? M : K, b, tb ? K : N, beta, c, N);
+        double dt = (now_s() - t0) / reps;
+        if (dt < best) best = dt;
+    }
+    free(a), free(b), free(c);
+    return flops / best * 1e-9;
+}
+
+/* --gemm-shapes: the products of one training step of config bc as qkt_affine makes them
+ * (forward x W^T, dX = dY W, dW += dY^T x) for each linear layer, on rows = the rows of
+ * one replica's shard, on the thread team as set; a line each, then all the step's
+ * products (every layer, every replica, one after another) at those rates. */
+static void gemm_shapes(const bench_config *bc, int replicas, int threads) {
+    int C = bc->C, rows = bc->B / replicas * bc->T;
+    const struct {
+        const char *name;
+        int in, out, per_step; /* per_step: layers using it */
+    } lin[] = {{"c_attn", C, 3 * C, bc->L}, {"attn.c_proj", C, C, bc->L}, {"c_fc", C, 4 * C, bc->L},
+               {"mlp.c_proj", 4 * C, C, bc->L}, {"lm_head", C, bc->V, 1}};
+    double total_flops = 0, total_s = 0;
+    for (int l = 0; l < 5; l++)
+        for (int op = 0; op < 3; op++) {
+            int in = lin[l].in, out = lin[l].out, M, N, K;
+            bool ta = op == 2, tb = op == 0;
+            if (op == 0) M = rows, N = out, K = in;      /* y = x W^T (+ b: beta 1) */
+            else if (op == 1) M = rows, N = in, K = out; /* dX = dY W */
+            else M = out, N = in, K = rows;              /* dW += dY^T x */
+            double g = gemm_rate(ta, tb, M, N, K, op == 1 ? 0 : 1), f = 2.0 * M * N * K * lin[l].per_step * replicas;
+            total_flops += f, total_s += f / (g * 1e9);
+            printf("qkt gemm %s %s threads=%d M=%d N=%d K=%d gflops=%.1f isa=%s\n", lin[l].name,
+                   op == 0 ? "forward" : op == 1 ? "dx" : "dw", threads, M, N, K, g, qkt_isa_name());
+        }
+    printf("qkt gemm step threads=%d ms=%.2f gflops=%.1f isa=%s\n", threads, total_s * 1e3, total_flops / total_s * 1e-9,
+           qkt_isa_name());
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -153,7 +206,7 @@ typedef struct {
     bench_config sizes; /* the size flags; 0: the config's */
     int threads, replicas, steps, warmup, peak_n;
     double peak;
-    bool want_peak;
+    bool want_peak, want_shapes;
 } bench_args;
 static const bench_args bench_defaults = {.replicas = 1, .steps = 10, .warmup = 3, .peak_n = 2048};
 #define BENCH_MAX_VOCAB (1 << 20)
@@ -183,6 +236,7 @@ static int parse(int argc, char **argv, bench_args *a) {
         {"warmup", QKT_FLAG_INT, &a->warmup, "untimed steps first", 0, BENCH_MAX_STEPS, false, false},
         {"sgemm-peak", QKT_FLAG_BOOL, &a->want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
         {"peak-n", QKT_FLAG_INT, &a->peak_n, "matrix size for the sgemm peak", BENCH_MIN_PEAK_N, BENCH_MAX_PEAK_N, true, false},
+        {"gemm-shapes", QKT_FLAG_BOOL, &a->want_shapes, "time the config's step products (each linear layer's forward, dx, dw) instead of the step", 1, 0, false, false},
         {"peak", QKT_FLAG_DOUBLE, &a->peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, BENCH_MAX_PEAK, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
@@ -233,6 +287,10 @@ int qkt_cmd_bench(int argc, char **argv) {
     }
     bench_config bc;
     if ((rc = choose_config(&a, &bc))) return rc;
+    if (a.want_shapes) {
+        gemm_shapes(&bc, a.replicas, threads);
+        return 0;
+    }
     qkt_err err = {{0}};
     double t, cpu;
     if (run_model(&bc, a.replicas, a.warmup, a.steps, &t, &cpu, &err)) {
