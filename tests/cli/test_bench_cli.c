@@ -59,7 +59,18 @@ int main(void) {
     double g = field("qkt sgemm ", "gflops=");
     EXPECT(g > 0 && g < 1e6, "sgemm peak gflops=%g:\n%s", g, out);
 
-    EXPECT(run("--help") == 0 && strstr(out, "--sgemm-peak"), "--help:\n%s", out);
+    /* the step's products of a small custom config: 5 linear layers x (forward, dx, dw), then the sum */
+    EXPECT(run("--vocab 11 --seq 8 --batch 2 --n-embd 16 --n-layer 1 --n-head 2 --threads 1 --gemm-shapes") == 0,
+           "gemm shapes failed:\n%s", out);
+    int lines = 0;
+    for (const char *p = out; (p = strstr(p, "qkt gemm ")); p++) lines++;
+    EXPECT(lines == 16 && strstr(out, "qkt gemm c_fc forward threads=1 M=16 N=64 K=16 gflops=") &&
+               strstr(out, "qkt gemm lm_head dw threads=1 M=11 N=16 K=16 gflops="),
+           "gemm shapes: %d lines:\n%s", lines, out);
+    g = field("qkt gemm step ", "gflops=");
+    EXPECT(g > 0 && g < 1e6, "gemm shapes step gflops=%g:\n%s", g, out);
+
+    EXPECT(run("--help") == 0 && strstr(out, "--sgemm-peak") && strstr(out, "--gemm-shapes"), "--help:\n%s", out);
     expect_bad("--config huge", "--config 'huge': expected tiny, small, medium, cell32 or cell128");
     expect_bad("--config tiny --steps 0", "--steps '0'");
     expect_bad("--n-embd 30 --n-head 4", "--n-head 4: expected a divisor of the width 30");
