@@ -12,6 +12,7 @@
 #include "kern.h"
 
 #include <pthread.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -25,17 +26,31 @@
 /* Blocks have at least this many rows (columns): each block packs the shared operand
  * again, which costs about 1/QKT_GEMM_MIN_BLOCK of its compute. */
 #define QKT_GEMM_MIN_BLOCK 96
+/* Where BLAS computes a product, the blocks are fixed by its shape, never by the thread
+ * count: OpenBLAS gives different last bits for an element depending on the block it is
+ * computed in (measured, OpenBLAS 0.3.21: 2-10 % of the elements of 60..1500-sized
+ * products differed between one call and two halves), so a block count that followed
+ * the threads made results depend on them. Products of at least QKT_GEMM_PAR_FLOPS are
+ * cut into up to this many blocks whatever the threads (one thread runs them in turn;
+ * the extra packing cost ~3 % on `small`). The own gemm's bits do not depend on the
+ * cut (kern_gemm.h), so its products take one block per thread. */
+#define QKT_GEMM_BLAS_BLOCKS 8
 
 #ifndef QKT_NO_BLAS
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 #endif
 
+/* bias (with beta 0 only): every row of C starts as bias. */
 static void gemm_serial(const qkt__kern *kn, bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A,
-                        int lda, const qkt_real *B, int ldb, qkt_real beta, qkt_real *C, int ldc) {
+                        int lda, const qkt_real *B, int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc) {
     if (kn->gemm && alpha == 1 && (beta == 0 || beta == 1)) {
-        kn->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta == 1, C, ldc);
+        kn->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta == 1, bias, C, ldc);
         return;
+    }
+    if (bias) {
+        for (int i = 0; i < M; i++) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof *C);
+        beta = 1;
     }
 #ifndef QKT_NO_BLAS
 #ifdef QKT_DOUBLE
@@ -59,40 +74,52 @@ static void gemm_serial(const qkt__kern *kn, bool ta, bool tb, int M, int N, int
 #endif
 }
 
-void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda,
-              const qkt_real *B, int ldb, qkt_real beta, qkt_real *C, int ldc) {
+static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda,
+                     const qkt_real *B, int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc) {
     if (M == 0 || N == 0) return;
     const qkt__kern *kn = qkt__kern_get();
 #ifndef QKT_NO_BLAS
     pthread_once(&blas_once, blas_single_thread);
 #endif
+    bool big = 2.0 * M * N * K >= QKT_GEMM_PAR_FLOPS;
+    bool own = kn->gemm && alpha == 1 && (beta == 0 || beta == 1); /* gemm_serial's choice */
     int nt = 1;
 #ifdef _OPENMP
-    if (!omp_in_parallel() && 2.0 * M * N * K >= QKT_GEMM_PAR_FLOPS) nt = qkt_get_threads();
+    if (big && !omp_in_parallel()) nt = qkt_get_threads();
 #endif
-    /* Split the longer of M and N into one block per thread (whole rows of C, or whole
-     * columns). Every block packs the other operand again: by rows that is B (K x N), by
-     * columns A (M x K), so splitting the longer side copies the smaller one; more blocks
-     * than threads would pack it more often (measured: 3 % more CPU on `small`). */
+    /* Split the longer of M and N into blocks (whole rows of C, or whole columns). Every
+     * block packs the other operand again: by rows that is B (K x N), by columns A (M x K),
+     * so splitting the longer side copies the smaller one; the own gemm takes one block per
+     * thread (more would pack more often: 3 % more CPU on `small`), BLAS the fixed blocks. */
     bool by_rows = M >= N;
-    int len = by_rows ? M : N, nb = len / QKT_GEMM_MIN_BLOCK;
-    if (nb > nt) nb = nt;
-    if (nt <= 1 || nb < 2) {
-        gemm_serial(kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    int len = by_rows ? M : N, nb = len / QKT_GEMM_MIN_BLOCK, cap = own ? nt : big ? QKT_GEMM_BLAS_BLOCKS : 1;
+    if (nb > cap) nb = cap;
+    if (nb < 2) {
+        gemm_serial(kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
         return;
     }
-    if (nb < nt) nt = nb;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+    if (nt > nb) nt = nb;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
     for (int b = 0; b < nb; b++) {
         /* Block b covers [lo, hi), boundaries on multiples of 16 (the kernels' widths). */
         int lo = (int)((int64_t)len * b / nb) / 16 * 16, hi = b == nb - 1 ? len : (int)((int64_t)len * (b + 1) / nb) / 16 * 16;
         if (hi <= lo) continue;
         if (by_rows) {
             const qkt_real *Ab = ta ? A + lo : A + (size_t)lo * lda;
-            gemm_serial(kn, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, C + (size_t)lo * ldc, ldc);
+            gemm_serial(kn, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, bias, C + (size_t)lo * ldc, ldc);
         } else {
             const qkt_real *Bb = tb ? B + (size_t)lo * ldb : B + lo;
-            gemm_serial(kn, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, C + lo, ldc);
+            gemm_serial(kn, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, bias ? bias + lo : NULL, C + lo, ldc);
         }
     }
+}
+
+void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda, const qkt_real *B,
+              int ldb, qkt_real beta, qkt_real *C, int ldc) {
+    gemm_run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc);
+}
+
+void qkt__gemm_bias(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
+                    qkt_real *C, int ldc) {
+    gemm_run(false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc);
 }

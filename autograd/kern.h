@@ -78,10 +78,11 @@ typedef struct qkt__kern {
     void (*exp_tanh)(const qkt_real *x, qkt_real *e, qkt_real *t, int64_t n);
     void (*tile_product)(int M, int N, int K, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak, const qkt_real *B,
                          ptrdiff_t ldb, qkt_real *C, ptrdiff_t ldc, bool accumulate);
-    /* C = op(A) op(B), or C += when accumulate, on the calling thread (kern_gemm.h); NULL
-     * on the paths whose products BLAS computes (gemm.c) */
+    /* C = op(A) op(B), or C += when accumulate, or (bias not NULL, not accumulate) each
+     * row of C = bias + op(A) op(B) with the sums starting at bias, on the calling thread
+     * (kern_gemm.h); NULL on the paths whose products BLAS computes (gemm.c) */
     void (*gemm)(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
-                 bool accumulate, qkt_real *C, int ldc);
+                 bool accumulate, const qkt_real *bias, qkt_real *C, int ldc);
 } qkt__kern;
 
 /* The process's table: chosen on the first call, the same ever after. An unknown or

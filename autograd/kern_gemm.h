@@ -84,25 +84,33 @@ static void gemm_pack_b(bool tb, const qkt_real *B, int ldb, int k0, int n0, int
  * read B (ldb: in place, or packed); the rest a 16-wide zero-padded packed tail T (ldt)
  * into a scratch tile, so nothing beyond column nc is read or written. */
 static void gemm_block(int mc, int nc, int kc, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak, const qkt_real *B,
-                       ptrdiff_t ldb, const qkt_real *T, ptrdiff_t ldt, bool acc, qkt_real *C, int ldc) {
+                       ptrdiff_t ldb, const qkt_real *T, ptrdiff_t ldt, bool acc, const qkt_real *bias, qkt_real *C,
+                       int ldc) {
     int nf = nc / 16 * 16, w = nc - nf;
-    if (nf) qkt__mk_gemm(mc, nf, kc, A, sam, sak, B, ldb, C, ldc, acc);
+    if (nf) qkt__mk_gemm_init(mc, nf, kc, A, sam, sak, B, ldb, C, ldc, acc, bias);
     if (!w) return;
     qkt_real tile[GEMM_MC * 16];
     if (acc)
         for (int i = 0; i < mc; i++) memcpy(tile + i * 16, C + (size_t)i * ldc + nf, (size_t)w * sizeof *tile);
-    qkt__mk_gemm(mc, 16, kc, A, sam, sak, T, ldt, tile, 16, acc);
+    else if (bias)
+        for (int i = 0; i < mc; i++) memcpy(tile + i * 16, bias + nf, (size_t)w * sizeof *tile);
+    qkt__mk_gemm(mc, 16, kc, A, sam, sak, T, ldt, tile, 16, acc || bias);
     for (int i = 0; i < mc; i++) memcpy(C + (size_t)i * ldc + nf, tile + i * 16, (size_t)w * sizeof *tile);
 }
 
-/* C = op(A) op(B), or C += op(A) op(B) when accumulate; one thread. op(B) = B with rows
+/* C = op(A) op(B), or C += op(A) op(B) when accumulate, or (bias, not accumulate) C =
+ * bias + op(A) op(B) with every sum starting at bias[n]; one thread. op(B) = B with rows
  * under 4 KiB apart is read in place except its last nc % 16 columns; B^T, and B with
  * longer rows, are packed block by block. */
 static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
-                     bool accumulate, qkt_real *C, int ldc) {
+                     bool accumulate, const qkt_real *bias, qkt_real *C, int ldc) {
+    if (accumulate) bias = NULL;
     if (K == 0) {
         if (!accumulate)
-            for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
+            for (int i = 0; i < M; i++) {
+                if (bias) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof *C);
+                else memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
+            }
         return;
     }
     int kmax = K < GEMM_KC ? K : GEMM_KC, nmax = N < GEMM_NC ? qkt__round_up(N, 16) : GEMM_NC;
@@ -129,7 +137,7 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
                 int mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
                 const qkt_real *Am = A + m0 * sam + k0 * sak;
                 qkt_real *Cm = C + (size_t)m0 * ldc + n0;
-                gemm_block(mc, nc, kc, Am, sam, sak, Bk, ldbk, T, ldt, acc, Cm, ldc);
+                gemm_block(mc, nc, kc, Am, sam, sak, Bk, ldbk, T, ldt, acc, bias && !acc ? bias + n0 : NULL, Cm, ldc);
             }
         }
     }

@@ -19,12 +19,13 @@
 #include "qkt_autograd.h"
 
 /* Tile product with a fixed width W:
- *   C[m][n] (+)= sum_{k<K} A[m*sam + k*sak] * B[k*ldb + n],   m < M, n < W.
+ *   C[m][n] (+)= sum_{k<K} A[m*sam + k*sak] * B[k*ldb + n],   m < M, n < W;
+ * without accumulate, each C[m][n]'s sum starts at init[n] (init NULL: at 0).
  * A is read by scalars (any strides, so A or A^T); B and C rows by W-wide vectors. */
 #define QKT__MK_DEFINE(NAME, R, W)                                                                     \
     static inline void NAME(int M, int K, const qkt_real *restrict A, ptrdiff_t sam, ptrdiff_t sak,   \
                             const qkt_real *restrict B, ptrdiff_t ldb, qkt_real *restrict C, ptrdiff_t ldc, \
-                            bool accumulate) {                                                         \
+                            bool accumulate, const qkt_real *restrict init) {                          \
         int m = 0;                                                                                     \
         for (; m + (R) <= M; m += (R)) {                                                               \
             qkt_real c[R][W];                                                                          \
@@ -33,6 +34,9 @@
                     const qkt_real *ci = C + (m + i) * ldc;                                            \
                     _Pragma("omp simd") for (int n = 0; n < (W); n++) c[i][n] = ci[n];                \
                 }                                                                                      \
+            } else if (init) { /* every row starts from the same vector (a bias) */                 \
+                _Pragma("GCC unroll 8") for (int i = 0; i < (R); i++)                                  \
+                    _Pragma("omp simd") for (int n = 0; n < (W); n++) c[i][n] = init[n];              \
             } else {                                                                                   \
                 _Pragma("GCC unroll 8") for (int i = 0; i < (R); i++)                                  \
                     _Pragma("omp simd") for (int n = 0; n < (W); n++) c[i][n] = 0;                    \
@@ -54,6 +58,8 @@
             qkt_real *cm = C + m * ldc;                                                                \
             if (accumulate) {                                                                          \
                 _Pragma("omp simd") for (int n = 0; n < (W); n++) c[n] = cm[n];                       \
+            } else if (init) {                                                                         \
+                _Pragma("omp simd") for (int n = 0; n < (W); n++) c[n] = init[n];                     \
             } else {                                                                                   \
                 _Pragma("omp simd") for (int n = 0; n < (W); n++) c[n] = 0;                           \
             }                                                                                          \
@@ -84,17 +90,22 @@ QKT__MK_DEFINE(qkt__mk_r6w8, 6, 8)
  * 32-wide column blocks and a 16-wide block for the remainder (AVX-512), or 16-wide
  * (AVX2) or 8-wide blocks. */
 #define QKT_MK_PAD 16
-static inline void qkt__mk_gemm(int M, int N, int K, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak,
-                                const qkt_real *B, ptrdiff_t ldb, qkt_real *C, ptrdiff_t ldc, bool accumulate) {
+static inline void qkt__mk_gemm_init(int M, int N, int K, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak,
+                                     const qkt_real *B, ptrdiff_t ldb, qkt_real *C, ptrdiff_t ldc, bool accumulate,
+                                     const qkt_real *init) {
     int n = 0;
 #if defined(__AVX512F__) || !defined(__x86_64__)
-    for (; n + 32 <= N; n += 32) qkt__mk_r8w32(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate);
-    if (n < N) qkt__mk_r8w16(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate);
+    for (; n + 32 <= N; n += 32) qkt__mk_r8w32(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate, init ? init + n : NULL);
+    if (n < N) qkt__mk_r8w16(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate, init ? init + n : NULL);
 #elif defined(__AVX2__)
-    for (; n < N; n += 16) qkt__mk_r6w16(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate);
+    for (; n < N; n += 16) qkt__mk_r6w16(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate, init ? init + n : NULL);
 #else
-    for (; n < N; n += 8) qkt__mk_r6w8(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate);
+    for (; n < N; n += 8) qkt__mk_r6w8(M, K, A, sam, sak, B + n, ldb, C + n, ldc, accumulate, init ? init + n : NULL);
 #endif
+}
+static inline void qkt__mk_gemm(int M, int N, int K, const qkt_real *A, ptrdiff_t sam, ptrdiff_t sak,
+                                const qkt_real *B, ptrdiff_t ldb, qkt_real *C, ptrdiff_t ldc, bool accumulate) {
+    qkt__mk_gemm_init(M, N, K, A, sam, sak, B, ldb, C, ldc, accumulate, NULL);
 }
 
 static inline int qkt__round_up(int x, int m) { return (x + m - 1) / m * m; }

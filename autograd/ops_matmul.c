@@ -102,9 +102,9 @@ void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
 }
 
 /* ---------------------------------------------------------------- affine (Linear) */
-/* y = x W^T + b in one node: the bias is written into y first and the gemm adds onto
- * it (beta = 1), so no separate (rows, out) tensor exists for x W^T, and backward
- * takes db from dy directly. */
+/* y = x W^T + b in one node: every sum of the gemm starts at the bias (qkt__gemm_bias:
+ * in the registers on the own-gemm paths, written into y first for BLAS), so no
+ * separate (rows, out) tensor exists for x W^T, and backward takes db from dy directly. */
 qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
     QKT_LIVE(ctx, "affine", x, w, b);
     QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "affine (x, W)", x, w);
@@ -115,12 +115,10 @@ qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = out;
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
-    if (b) {
-        const qkt_real *bd = b->data;
-#pragma omp parallel for if (y->size > QKT_PAR_MIN)
-        for (int64_t r = 0; r < rows; r++) memcpy(y->data + r * out, bd, (size_t)out * sizeof(qkt_real));
-    }
-    qkt_gemm(false, true, (int)rows, out, in, 1, x->data, in, w->data, in, b ? 1 : 0, y->data, out);
+    if (b)
+        qkt__gemm_bias((int)rows, out, in, x->data, in, w->data, in, b->data, y->data, out);
+    else
+        qkt_gemm(false, true, (int)rows, out, in, 1, x->data, in, w->data, in, 0, y->data, out);
     qkt_op_record(ctx, QKT_OP_AFFINE, y, 3, (qkt_tensor *[]){x, w, b});
     qkt_op_done(ctx, QKT_OP_AFFINE, y);
     return y;

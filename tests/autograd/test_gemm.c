@@ -1,12 +1,14 @@
 /* qkt_gemm on the process's kernel path (CTest runs this once per path with QKT_ISA):
  * against a float64 product on ragged shapes around the blocking sizes of
  * kern_gemm.h (K 256, N 128, M 64), every transpose, beta 0 and 1; where the path has
- * its own gemm (AVX-512), the same bits whatever the thread count or the way the
- * product is cut into blocks; a planted wrong product (one k term missing) is caught. */
+ * the same bits whatever the thread count, and where it has its own gemm (AVX-512)
+ * whatever the way the product is cut into blocks; a planted wrong product (one k term
+ * missing) is caught. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kern.h"
+#include "ops_internal.h"
 #include "qkt_test.h"
 
 typedef struct {
@@ -117,44 +119,83 @@ static void test_edges(void) {
     case_free(&g);
 }
 
-/* The path's own gemm: the same bits on 1 and 2 threads, and when the product is cut
- * into row, column or K blocks by hand (any cut, not only the kernel's block sizes). */
+/* The same bits on 1, 2 and 3 threads on every path (BLAS's products are cut into blocks
+ * fixed by the shape, gemm.c), for alpha 1 / beta 1 (the own gemm where the path has one)
+ * and alpha 0.5 / beta 0.25 (BLAS); where the path has its own gemm, also when the product
+ * is cut into row, column or K blocks by hand (any cut, not the kernel's block sizes). */
 static void test_bits(const qkt__kern *kp) {
-    if (!kp->gemm) {
-        printf("%s: products go to BLAS on this path; the bit checks of the own gemm are not run\n", kp->name);
-        return;
-    }
     qkt_rng r;
     qkt_rng_seed(&r, 29);
-    const int shapes[][3] = {{700, 90, 300}, {90, 700, 130}, {333, 334, 65}, {1024, 96, 32}};
-    for (int s = 0; s < 4; s++)
-        for (int t = 0; t < 4; t++) {
-            gemm_case g;
-            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-            case_make(&g, &r, M, N, K, t & 1, t & 2);
-            size_t bytes = sizeof(qkt_real) * (size_t)M * g.ldc;
-            qkt_real *one = fresh_c(&g), *two = fresh_c(&g), *cut = fresh_c(&g);
-            qkt_set_threads(1);
-            qkt_gemm(g.ta, g.tb, M, N, K, 1, g.A, g.lda, g.B, g.ldb, 1, one, g.ldc);
-            qkt_set_threads(2);
-            qkt_gemm(g.ta, g.tb, M, N, K, 1, g.A, g.lda, g.B, g.ldb, 1, two, g.ldc);
-            EXPECT(!memcmp(one, two, bytes), "gemm %dx%dx%d ta=%d tb=%d: 2 threads change bits", M, N, K, g.ta, g.tb);
-            /* rows [0, m1) and [m1, M); columns [0, n1) and [n1, N) of the rows' second part;
-             * K cut at k1: the second part accumulates onto the first */
-            int m1 = M / 3 + 1, n1 = N / 2 - 3, k1 = K / 2 + 5;
-            const qkt_real *A1 = g.ta ? g.A + m1 : g.A + (size_t)m1 * g.lda;
-            const qkt_real *Ak = g.ta ? g.A + (size_t)k1 * g.lda : g.A + k1, *Bk = g.tb ? g.B + k1 : g.B + (size_t)k1 * g.ldb;
-            const qkt_real *Bn = g.tb ? g.B + (size_t)n1 * g.ldb : g.B + n1;
-            kp->gemm(g.ta, g.tb, m1, N, k1, g.A, g.lda, g.B, g.ldb, true, cut, g.ldc);
-            kp->gemm(g.ta, g.tb, m1, N, K - k1, Ak, g.lda, Bk, g.ldb, true, cut, g.ldc);
-            kp->gemm(g.ta, g.tb, M - m1, n1, K, A1, g.lda, g.B, g.ldb, true, cut + (size_t)m1 * g.ldc, g.ldc);
-            kp->gemm(g.ta, g.tb, M - m1, N - n1, K, A1, g.lda, Bn, g.ldb, true, cut + (size_t)m1 * g.ldc + n1, g.ldc);
-            EXPECT(!memcmp(one, cut, bytes), "gemm %dx%dx%d ta=%d tb=%d: cut into blocks, the bits change", M, N, K, g.ta, g.tb);
-            free(one), free(two), free(cut);
-            case_free(&g);
-        }
+    const int shapes[][3] = {{700, 90, 300}, {90, 700, 130}, {333, 334, 65}, {1024, 96, 32}, {60, 1500, 70}};
+    int n_cut = 0;
+    for (int s = 0; s < 5; s++)
+        for (int t = 0; t < 4; t++)
+            for (int ab = 0; ab < 2; ab++) {
+                gemm_case g;
+                int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+                qkt_real alpha = ab ? 0.5f : 1, beta = ab ? 0.25f : 1;
+                case_make(&g, &r, M, N, K, t & 1, t & 2);
+                size_t bytes = sizeof(qkt_real) * (size_t)M * g.ldc;
+                qkt_real *one = fresh_c(&g), *more = fresh_c(&g);
+                qkt_set_threads(1);
+                qkt_gemm(g.ta, g.tb, M, N, K, alpha, g.A, g.lda, g.B, g.ldb, beta, one, g.ldc);
+                for (int nt = 2; nt <= 3; nt++) {
+                    memcpy(more, g.C0, bytes);
+                    qkt_set_threads(nt);
+                    qkt_gemm(g.ta, g.tb, M, N, K, alpha, g.A, g.lda, g.B, g.ldb, beta, more, g.ldc);
+                    EXPECT(!memcmp(one, more, bytes), "gemm %dx%dx%d ta=%d tb=%d alpha %g beta %g: %d threads change bits", M,
+                           N, K, g.ta, g.tb, alpha, beta, nt);
+                }
+                if (kp->gemm && !ab) { /* rows [0, m1) in two K parts; rows [m1, M) in two column parts */
+                    qkt_real *cut = fresh_c(&g);
+                    int m1 = M / 3 + 1, n1 = N / 2 - 3, k1 = K / 2 + 5;
+                    const qkt_real *A1 = g.ta ? g.A + m1 : g.A + (size_t)m1 * g.lda;
+                    const qkt_real *Ak = g.ta ? g.A + (size_t)k1 * g.lda : g.A + k1, *Bk = g.tb ? g.B + k1 : g.B + (size_t)k1 * g.ldb;
+                    const qkt_real *Bn = g.tb ? g.B + (size_t)n1 * g.ldb : g.B + n1;
+                    kp->gemm(g.ta, g.tb, m1, N, k1, g.A, g.lda, g.B, g.ldb, true, NULL, cut, g.ldc);
+                    kp->gemm(g.ta, g.tb, m1, N, K - k1, Ak, g.lda, Bk, g.ldb, true, NULL, cut, g.ldc);
+                    kp->gemm(g.ta, g.tb, M - m1, n1, K, A1, g.lda, g.B, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc, g.ldc);
+                    kp->gemm(g.ta, g.tb, M - m1, N - n1, K, A1, g.lda, Bn, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc + n1, g.ldc);
+                    EXPECT(!memcmp(one, cut, bytes), "gemm %dx%dx%d ta=%d tb=%d: cut into blocks, the bits change", M, N, K, g.ta, g.tb);
+                    n_cut++;
+                    free(cut);
+                }
+                free(one), free(more);
+                case_free(&g);
+            }
     qkt_set_threads(0);
-    printf("%s: own gemm: 16 products bit-identical on 1 and 2 threads and cut into blocks\n", kp->name);
+    printf("%s: 40 products bit-identical on 1, 2 and 3 threads; %d cut into blocks by hand (own gemm: %s)\n", kp->name,
+           n_cut, kp->gemm ? "yes" : "no, BLAS");
+}
+
+/* The affine op's product, C = bias + A B^T with the sums starting at the bias
+ * (qkt__gemm_bias), gives the bits of writing the bias into C and adding A B^T onto it
+ * (beta 1), on 1 and 2 threads (split by rows, and by columns: N > M), ragged N too. */
+static void test_bias(void) {
+    qkt_rng r;
+    qkt_rng_seed(&r, 53);
+    const int shapes[][3] = {{1024, 96, 32}, {300, 65, 257}, {60, 1500, 70}, {7, 17, 3}};
+    for (int s = 0; s < 4; s++) {
+        gemm_case g;
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        case_make(&g, &r, M, N, K, false, true);
+        qkt_real *bias = malloc(sizeof(qkt_real) * (size_t)N);
+        for (int n = 0; n < N; n++) bias[n] = (qkt_real)qkt_rng_normal(&r);
+        size_t bytes = sizeof(qkt_real) * (size_t)M * g.ldc;
+        qkt_real *want = fresh_c(&g), *got = fresh_c(&g);
+        for (int t = 1; t <= 2; t++) {
+            qkt_set_threads(t);
+            memcpy(want, g.C0, bytes);
+            for (int m = 0; m < M; m++) memcpy(want + (size_t)m * g.ldc, bias, sizeof(qkt_real) * (size_t)N);
+            qkt_gemm(false, true, M, N, K, 1, g.A, g.lda, g.B, g.ldb, 1, want, g.ldc);
+            memcpy(got, g.C0, bytes);
+            qkt__gemm_bias(M, N, K, g.A, g.lda, g.B, g.ldb, bias, got, g.ldc);
+            EXPECT(!memcmp(want, got, bytes), "bias gemm %dx%dx%d on %d thread(s): not the bits of bias + beta 1", M, N, K, t);
+        }
+        free(bias), free(want), free(got);
+        case_free(&g);
+    }
+    qkt_set_threads(0);
 }
 
 /* A planted bug: the path's product with the last k term left out must fail the check. */
@@ -165,7 +206,7 @@ static void test_planted(const qkt__kern *kp) {
     case_make(&g, &r, 65, 129, 257, false, true);
     qkt_real *C = fresh_c(&g);
     if (kp->gemm)
-        kp->gemm(false, true, g.M, g.N, g.K - 1, g.A, g.lda, g.B, g.ldb, false, C, g.ldc);
+        kp->gemm(false, true, g.M, g.N, g.K - 1, g.A, g.lda, g.B, g.ldb, false, NULL, C, g.ldc);
     else
         qkt_gemm(false, true, g.M, g.N, g.K - 1, 1, g.A, g.lda, g.B, g.ldb, 0, C, g.ldc);
     double e = case_error(&g, 1, 0, C);
@@ -181,6 +222,7 @@ int main(void) {
     test_accuracy();
     test_edges();
     test_bits(kp);
+    test_bias();
     test_planted(kp);
     return qkt_test_finish();
 }
