@@ -20,7 +20,7 @@
  * tiny step on avx2 without it). It changes no value, only which FP exception flags a
  * loop may raise; qkt reads none.
  *
- * Results: baseline is the old default build's code, bit for bit. avx2 and avx512 fuse
+ * Results: baseline's loops are the old default build's, bit for bit. avx2 and avx512 fuse
  * a*b+c into FMAs and sum `omp simd` reductions in 8 or 16 lanes, so their float
  * rounding differs from baseline's (and from each other's) in the last bits. Each path
  * is deterministic, and its results do not depend on the thread count (the row and

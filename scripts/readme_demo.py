@@ -40,15 +40,16 @@ def main():
 seeds of 200 steps on `mqar` with T = 32, batch 16, W_q/W_k initialised `unit` so that unscaled logits at
 init have std sqrt(d_k) (8 at d_k = 64); the same on the smoothly learnt second task `recall`; a 5 x 6
 learning-rate sweep up to instability (with `sigma_reparam`); the logit-growth check), two side by side
-with one thread each. It took **{wall // 60} min {wall % 60} s** ({wall} s wall, {cpu} CPU-seconds) on this 2-core machine with
-nothing else running (default build, kernel path `avx512`). On a
-CPU that takes the `avx2` or `baseline` kernel path the numbers can differ in their last digits
-(each path is deterministic; [docs/performance.md](docs/performance.md) measures by how much). Everything below is copied from that run's
+with one thread each. It took **{wall // 60} min {wall % 60} s** ({wall} s wall, {cpu} CPU-seconds) on this 2-core machine
+(AMD Zen 5) with nothing else running (default build, kernel path `avx512`, whose products run on qkt's
+own gemm). On a CPU that takes the `avx2` or `baseline` kernel path the numbers can differ in their
+last digits (each path is deterministic; [docs/performance.md](docs/performance.md) measures by how much). Everything below is copied from that run's
 `report.md` by `scripts/readme_demo.py` ([docs/ablate.md](docs/ablate.md) explains the study, the statistics and the files).
 
 The full preset (`qkt ablate --preset full`: d_k 8..128, all 6 variants, 500 steps, the smooth second
 task `recall`, 9 learning rates up to instability, `sigma_reparam` in the LR sweep) from a real run, 80 min
-on this shared 2-core machine: [docs/study/full/report.md](docs/study/full/report.md).
+on the shared 2-core Zen 4 machine of an earlier session, with the build before qkt's own gemm (its
+digits differ from today's build in the last places): [docs/study/full/report.md](docs/study/full/report.md).
 
 The findings table (verdicts computed by the report, not typed):
 
