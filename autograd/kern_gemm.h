@@ -9,15 +9,16 @@
  * GPT step uses (docs/performance.md). With AVX2 only, the same tile product reaches
  * 0.73-0.92 of OpenBLAS's kernel, so the other paths keep BLAS.
  *
- * Blocking (BLIS-like, measured on the study's and the bench's shapes): op(B) is
- * packed by blocks of KC x NC into rows of NC floats (zero padded to 16 columns), so a
- * 32-column strip of it is read with a fixed stride from L1/L2; A is read in place
- * (any strides: op(A) or its transpose), MC rows at a time against the packed block.
+ * Blocking (BLIS-like, measured on the study's and the bench's shapes): op(B) is cut
+ * into blocks of KC x NC. B^T, and B whose rows are 4 KiB or more apart, are packed
+ * into rows of NC floats (zero padded to 16 columns), so a 32-column strip is read with
+ * a short fixed stride from L1/L2; B with closer rows is read in place. A is read in
+ * place (any strides: op(A) or its transpose), MC rows at a time against the block.
  *
  * Bits: every C element is the chain c = fma(a_k, b_k, c) over k in order, started at 0
- * (accumulate false) or at C's value (true). A later K block continues the chain from
- * the stored float, which is exact, so the blocking and qkt_gemm's row or column split
- * over threads change the speed, never the result. */
+ * (accumulate false), at C's value (true) or at the bias. A later K block continues the
+ * chain from the stored float, which is exact, so the blocking, the packing and
+ * qkt_gemm's row or column split over threads change the speed, never the result. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,7 @@ enum { GEMM_KC = 256, GEMM_NC = 128, GEMM_MC = 64 };
 static inline void gemm_transpose16(const float *src, size_t lds, float *dst, size_t ldd) {
     __m512 r[16], t[16];
     for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
-    for (int i = 0; i < 16; i += 2) { /* lane l: r_i[2l'] r_{i+1}[2l'] ... */
+    for (int i = 0; i < 16; i += 2) { /* per 128-bit lane: pairs (row i, row i+1) of 2 columns */
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
     }
