@@ -46,22 +46,17 @@ void *qkt_arena_alloc(qkt_arena *a, size_t bytes) {
         qkt_fatalf(QKT_FATAL_NOMEM, "the step arena limit of %zu bytes is too small: this step needs at least %zu bytes (raise the limit)",
                    a->limit, a->used_total + need);
     }
-    qkt_arena_block *b = a->cur;
+    qkt_arena_block *b = a->cur, *last = NULL;
     while (b && b->used + need > b->size) { /* the next kept block, rewound at reset */
-        b = b->next;
+        last = b, b = b->next;
         if (b) b->used = 0;
     }
-    if (!b) {
+    if (!b) { /* past the last block (or none yet): a new one after it */
         size_t grow = a->capacity > need ? a->capacity : need; /* geometric growth */
         if (grow < (1u << 20)) grow = 1u << 20;
         b = block_new(a, grow);
-        if (a->cur) {
-            qkt_arena_block *last = a->cur;
-            while (last->next) last = last->next;
-            last->next = b;
-        } else {
-            a->first = b;
-        }
+        if (last) last->next = b;
+        else a->first = b;
     }
     a->cur = b;
     void *p = b->mem + b->used;

@@ -41,11 +41,12 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 #endif
 
-/* bias (with beta 0 only): every row of C starts as bias. */
-static void gemm_serial(const qkt__kern *kn, bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A,
+/* own: the kernel table whose gemm computes this product, or NULL for BLAS (gemm_run
+ * decides). bias (with beta 0 only): every row of C starts as bias. */
+static void gemm_serial(const qkt__kern *own, bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A,
                         int lda, const qkt_real *B, int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc) {
-    if (kn->gemm && alpha == 1 && (beta == 0 || beta == 1)) {
-        kn->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta == 1, bias, C, ldc);
+    if (own) {
+        own->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta == 1, bias, C, ldc);
         return;
     }
     if (bias) {
@@ -82,7 +83,8 @@ static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, cons
     pthread_once(&blas_once, blas_single_thread);
 #endif
     bool big = 2.0 * M * N * K >= QKT_GEMM_PAR_FLOPS;
-    bool own = kn->gemm && alpha == 1 && (beta == 0 || beta == 1); /* gemm_serial's choice */
+    /* the path's own gemm takes alpha 1 and beta 0 or 1 (every product qkt makes); BLAS the rest */
+    const qkt__kern *own = kn->gemm && alpha == 1 && (beta == 0 || beta == 1) ? kn : NULL;
     int nt = 1;
 #ifdef _OPENMP
     if (big && !omp_in_parallel()) nt = qkt_get_threads();
@@ -95,7 +97,7 @@ static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, cons
     int len = by_rows ? M : N, nb = len / QKT_GEMM_MIN_BLOCK, cap = own ? nt : big ? QKT_GEMM_BLAS_BLOCKS : 1;
     if (nb > cap) nb = cap;
     if (nb < 2) {
-        gemm_serial(kn, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+        gemm_serial(own, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
         return;
     }
     if (nt > nb) nt = nb;
@@ -106,10 +108,10 @@ static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, cons
         if (hi <= lo) continue;
         if (by_rows) {
             const qkt_real *Ab = ta ? A + lo : A + (size_t)lo * lda;
-            gemm_serial(kn, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, bias, C + (size_t)lo * ldc, ldc);
+            gemm_serial(own, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, bias, C + (size_t)lo * ldc, ldc);
         } else {
             const qkt_real *Bb = tb ? B + (size_t)lo * ldb : B + lo;
-            gemm_serial(kn, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, bias ? bias + lo : NULL, C + lo, ldc);
+            gemm_serial(own, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, bias ? bias + lo : NULL, C + lo, ldc);
         }
     }
 }

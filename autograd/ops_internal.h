@@ -32,7 +32,7 @@
  * result does not depend on the thread count; rows are read contiguously. */
 #define QKT_COLSUM_ROWS 64 /* rows per chunk: fixed, so results are thread-count independent */
 /* C = bias (every row) + A B^T, A (M, K), B (N, K): qkt_gemm (gemm.c) with the sums
- * starting at the bias; the affine op's forward. */
+ * starting at the bias (NULL: at 0); the affine op's forward. */
 void qkt__gemm_bias(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
                     qkt_real *C, int ldc);
 void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,

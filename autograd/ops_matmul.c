@@ -115,10 +115,7 @@ qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = out;
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
-    if (b)
-        qkt__gemm_bias((int)rows, out, in, x->data, in, w->data, in, b->data, y->data, out);
-    else
-        qkt_gemm(false, true, (int)rows, out, in, 1, x->data, in, w->data, in, 0, y->data, out);
+    qkt__gemm_bias((int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, y->data, out);
     qkt_op_record(ctx, QKT_OP_AFFINE, y, 3, (qkt_tensor *[]){x, w, b});
     qkt_op_done(ctx, QKT_OP_AFFINE, y);
     return y;

@@ -58,29 +58,9 @@ static double clock_s(clockid_t id) {
 }
 static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 
-/* Best-of-reps GFLOP/s of C = A B on n x n matrices through qkt_gemm (threads as set). */
-static double sgemm_peak(int n, int reps) {
-    size_t nn = (size_t)n * n;
-    qkt_real *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
-    QKT_CHECK(a && b && c, "out of memory for %d x %d matrices", n, n);
-    qkt_rng r;
-    qkt_rng_seed(&r, 1);
-    for (size_t i = 0; i < nn; i++) a[i] = (qkt_real)(qkt_rng_uniform(&r) - 0.5), b[i] = (qkt_real)(qkt_rng_uniform(&r) - 0.5);
-    qkt_gemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n); /* warm-up: thread start, page faults */
-    double best = 1e30;
-    for (int i = 0; i < reps; i++) {
-        double t0 = now_s();
-        qkt_gemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n);
-        double t = now_s() - t0;
-        if (t < best) best = t;
-    }
-    free(a), free(b), free(c);
-    return 2.0 * n * (double)nn / best * 1e-9;
-}
-
-/* GFLOP/s of one qkt_gemm shape (as the affine op calls it): best of 5 timings, each of
- * enough repetitions for ~20 ms. */
-static double gemm_rate(bool ta, bool tb, int M, int N, int K, qkt_real beta) {
+/* GFLOP/s of one qkt_gemm shape (threads as set): the best of `timings` timings, each of
+ * one call, or (batch_s > 0) of enough calls for about batch_s seconds. */
+static double gemm_rate(bool ta, bool tb, int M, int N, int K, qkt_real beta, int timings, double batch_s) {
     size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
     qkt_real *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = malloc(nc * sizeof *c);
     QKT_CHECK(a && b && c, "out of memory for a %d x %d x %d product", M, N, K);
@@ -90,10 +70,10 @@ static double gemm_rate(bool ta, bool tb, int M, int N, int K, qkt_real beta) {
     for (size_t i = 0; i < nb; i++) b[i] = (qkt_real)(qkt_rng_uniform(&r) - 0.5);
     for (size_t i = 0; i < nc; i++) c[i] = 0;
     double flops = 2.0 * M * N * K;
-    int reps = (int)(2e-2 * 100e9 / flops) + 1;
-    qkt_gemm(ta, tb, M, N, K, 1, a, ta ? M : K, b, tb ? K : N, beta, c, N);
+    int reps = batch_s > 0 ? (int)(batch_s * 100e9 / flops) + 1 : 1;
+    qkt_gemm(ta, tb, M, N, K, 1, a, ta ? M : K, b, tb ? K : N, beta, c, N); /* warm-up: thread start, page faults */
     double best = 1e30;
-    for (int t = 0; t < 5; t++) {
+    for (int t = 0; t < timings; t++) {
         double t0 = now_s();
         for (int i = 0; i < reps; i++) qkt_gemm(ta, tb, M, N, K, 1, a, ta ? M : K, b, tb ? K : N, beta, c, N);
         double dt = (now_s() - t0) / reps;
@@ -102,6 +82,9 @@ static double gemm_rate(bool ta, bool tb, int M, int N, int K, qkt_real beta) {
     free(a), free(b), free(c);
     return flops / best * 1e-9;
 }
+
+/* The sgemm peak: best of `reps` single products C = A B of n x n matrices. */
+static double sgemm_peak(int n, int reps) { return gemm_rate(false, false, n, n, n, 0, reps, 0); }
 
 /* --gemm-shapes: the products of one training step of config bc as qkt_affine makes them
  * (forward x W^T, dX = dY W, dW += dY^T x) for each linear layer, on rows = the rows of
@@ -122,7 +105,7 @@ static void gemm_shapes(const bench_config *bc, int replicas, int threads) {
             if (op == 0) M = rows, N = out, K = in;      /* y = x W^T (+ b: beta 1) */
             else if (op == 1) M = rows, N = in, K = out; /* dX = dY W */
             else M = out, N = in, K = rows;              /* dW += dY^T x */
-            double g = gemm_rate(ta, tb, M, N, K, op == 1 ? 0 : 1), f = 2.0 * M * N * K * lin[l].per_step * replicas;
+            double g = gemm_rate(ta, tb, M, N, K, op == 1 ? 0 : 1, 5, 2e-2), f = 2.0 * M * N * K * lin[l].per_step * replicas;
             total_flops += f, total_s += f / (g * 1e9);
             printf("qkt gemm %s %s threads=%d M=%d N=%d K=%d gflops=%.1f isa=%s\n", lin[l].name,
                    op == 0 ? "forward" : op == 1 ? "dx" : "dw", threads, M, N, K, g, qkt_isa_name());
