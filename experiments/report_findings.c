@@ -230,13 +230,17 @@ static qkt__verdict rank_verdict(const qkt_ranked *k) {
     return sig && k->auc > 0.5 ? QKT_V_REPRODUCED : sig && k->auc < 0.5 ? QKT_V_CONTRADICTED : QKT_V_NOT_DETECTABLE;
 }
 
-/* Why claims 6a and 7a cannot be measured on this sweep, or NULL when they can. */
-static const char *lr_degenerate(const qkt__report *r, const lr_runs *L, char *m, size_t n) {
+/* Why claims 6a and 7a cannot be measured on this sweep (in m), with the row's verdict in
+ * *v: untestable without an LR range or runs, not detectable when every run fell on one
+ * side; NULL when they can be measured. */
+static const char *lr_degenerate(const qkt__report *r, const lr_runs *L, char *m, size_t n, qkt__verdict *v) {
     const qkt_ablate_cfg *c = r->c;
     double top = c->lrs[0];
     for (int i = 1; i < c->n_lr; i++) top = fmax(top, c->lrs[i]);
+    *v = QKT_V_UNTESTABLE;
     if (c->n_lr < 2) return snprintf(m, n, "one learning rate (%g): no LR range, nothing to compare", c->lrs[0]), m;
     if (L->n == 0) return snprintf(m, n, "no LR run in metrics.csv"), m;
+    *v = QKT_V_NOT_DETECTABLE;
     if (L->n_unstable == 0)
         return snprintf(m, n, "no run became unstable up to lr %g (validation loss never rose %.1f above its value at init, none went "
                               "non-finite; d_k = %d, %d steps, grad clip %g): the grid does not reach instability at this size",
@@ -251,8 +255,9 @@ static void claim_logit_growth(qkt__report *r, const lr_runs *L) {
     const qkt_ablate_cfg *c = r->c;
     const char *claim = "Attention-logit growth at high LR precedes divergence", *src = "Wortsman et al. 2023";
     char m[900];
-    if (lr_degenerate(r, L, m, sizeof m)) {
-        row(r, "6a", claim, src, m, qkt__verdict_name(c->n_lr < 2 || L->n == 0 ? QKT_V_UNTESTABLE : QKT_V_NOT_DETECTABLE));
+    qkt__verdict dv;
+    if (lr_degenerate(r, L, m, sizeof m, &dv)) {
+        row(r, "6a", claim, src, m, qkt__verdict_name(dv));
         return;
     }
     double g[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST], stable_max[QKT_AB_MAX_LIST];
@@ -350,8 +355,9 @@ static void claim_collapse(qkt__report *r, const lr_runs *L) {
     const qkt_ablate_cfg *c = r->c;
     const char *claim = "Attention-entropy collapse accompanies training instability", *src = "Zhai et al. 2023";
     char m[900];
-    if (lr_degenerate(r, L, m, sizeof m)) {
-        row(r, "7a", claim, src, m, qkt__verdict_name(c->n_lr < 2 || L->n == 0 ? QKT_V_UNTESTABLE : QKT_V_NOT_DETECTABLE));
+    qkt__verdict dv;
+    if (lr_degenerate(r, L, m, sizeof m, &dv)) {
+        row(r, "7a", claim, src, m, qkt__verdict_name(dv));
     } else {
         double e[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
         int cu = 0, cs = 0;
