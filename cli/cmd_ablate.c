@@ -10,10 +10,10 @@
 
 #include "qkt_ablate.h"
 #include "cli_mpi.h"
-#include "qkt_cli.h"
+#include "cli.h"
 #include "qkt_dist.h"
 #include "qkt_data.h"
-#include "qkt_flags.h"
+#include "flags.h"
 #include "qkt_io.h"
 #include "qkt_study.h"
 

@@ -18,8 +18,8 @@
 #include <time.h>
 
 #include "qkt_autograd.h"
-#include "qkt_cli.h"
-#include "qkt_flags.h"
+#include "cli.h"
+#include "flags.h"
 #include "qkt_nn.h"
 #include "qkt_optim.h"
 #include "qkt_trainer.h"

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "qkt_ablate.h"
-#include "qkt_cli.h"
-#include "qkt_flags.h"
+#include "cli.h"
+#include "flags.h"
 
 int qkt_cmd_cell(int argc, char **argv) {
     const char *run = NULL, *id = NULL;

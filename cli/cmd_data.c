@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qkt_cli.h"
+#include "cli.h"
 #include "qkt_data.h"
 
 static void data_usage(FILE *f) {

@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 
 #include "qkt_ablate.h"
-#include "qkt_cli.h"
-#include "qkt_flags.h"
+#include "cli.h"
+#include "flags.h"
 #include "qkt_io.h"
 
 int qkt_cmd_plot(int argc, char **argv) {

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qkt_cli.h"
+#include "cli.h"
 #include "qkt_data.h"
-#include "qkt_flags.h"
+#include "flags.h"
 #include "qkt_gpt_io.h"
 
 #define CMD "qkt sample"

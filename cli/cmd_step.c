@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qkt_cli.h"
-#include "qkt_flags.h"
+#include "cli.h"
+#include "flags.h"
 #include "qkt_gpt_io.h"
 #include "qkt_io.h"
 #include "qkt_optim.h"

@@ -17,9 +17,9 @@
 
 #include "cli_mpi.h"
 #include "nanogpt_aliases.h"
-#include "qkt_cli.h"
+#include "cli.h"
 #include "qkt_dist.h"
-#include "qkt_flags.h"
+#include "flags.h"
 #include "qkt_io.h"
 #include "qkt_train_run.h"
 

@@ -5,9 +5,9 @@
 
 #include "qkt_autograd.h"
 #include "qkt_version.h"
-#include "qkt_cli.h"
+#include "cli.h"
 #include "qkt_dist.h"
-#include "qkt_flags.h"
+#include "flags.h"
 
 int qkt_cmd_version(int argc, char **argv) {
     qkt_flag flags[1];

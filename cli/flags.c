@@ -1,4 +1,4 @@
-/* Table-driven command-line flags (qkt_flags.h). */
+/* Table-driven command-line flags (flags.h). */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "qkt_flags.h"
+#include "flags.h"
 
 /* " (default X)" for a flag's value before parsing, or "" (see qkt_flag.dst). */
 static void default_text(const qkt_flag *f, char *def, size_t n) {

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "qkt_autograd.h"
-#include "qkt_cli.h"
+#include "cli.h"
 
 static const qkt_command commands[] = {
 #define QKT_COMMAND(name, fn, help) {name, fn, help},

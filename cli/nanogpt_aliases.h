@@ -1,7 +1,7 @@
 /* qkt train takes nanoGPT's train.py names too (--n_layer=4, --max_iters 500, ...). */
 #ifndef QKT_NANOGPT_ALIASES_H
 #define QKT_NANOGPT_ALIASES_H
-#include "qkt_flags.h"
+#include "flags.h"
 #include "qkt_train_run.h"
 
 /* qkt_flags_parse for qkt train with nanoGPT's spellings as aliases of `flags`; the

@@ -16,12 +16,12 @@ install(TARGETS ${qkt_install_targets} EXPORT qktTargets
 install(TARGETS qkt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(qkt_public_headers ${CMAKE_CURRENT_BINARY_DIR}/generated/qkt_version.h)
-foreach(layer ${QKT_LAYERS})
-  file(GLOB hs ${CMAKE_CURRENT_SOURCE_DIR}/${layer}/qkt*.h)
-  if(layer STREQUAL "autograd")
-    list(APPEND hs ${CMAKE_CURRENT_SOURCE_DIR}/autograd/ops.def)  # the op enum, included by qkt_autograd.h
-  endif()
-  list(APPEND qkt_public_headers ${hs})
+foreach(layer ${QKT_LAYERS})  # include/qkt/ as it is (cmake/layers.cmake lists whose each is)
+  foreach(h ${qkt_headers_${layer}})
+    if(NOT h STREQUAL "qkt_version.h")
+      list(APPEND qkt_public_headers ${QKT_PUBLIC_INCLUDE}/${h})
+    endif()
+  endforeach()
 endforeach()
 install(FILES ${qkt_public_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qkt)
 

@@ -1,6 +1,26 @@
 # The layering (tests/layers/check_layers.cmake) over the source tree, and over a fixture
-# with two planted violations, which the check must report (so it can fail).
+# with planted violations, which the check must report (so it can fail).
 add_test(NAME layers COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_layers.cmake)
 add_test(NAME layers_planted COMMAND sh -c
-  "out=$(${CMAKE_COMMAND} -DROOT=${CMAKE_CURRENT_SOURCE_DIR}/layers/bad -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_layers.cmake 2>&1); rc=$?; echo \"$out\"; test $rc -ne 0 && echo \"$out\" | grep -q 'autograd/use_nn.c: includes nn/qkt_nn.h' && echo \"$out\" | grep -q 'nn/use_private.c: includes autograd/kernels.h, a header private to autograd'")
+  "out=$(${CMAKE_COMMAND} -DROOT=${CMAKE_CURRENT_SOURCE_DIR}/layers/bad -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_layers.cmake 2>&1); rc=$?; echo \"$out\"; test $rc -ne 0 \
+   && echo \"$out\" | grep -q 'autograd/use_nn.c: includes qkt_nn.h of nn/: autograd may include only' \
+   && echo \"$out\" | grep -q 'data/use_sideways.c: includes qkt_optim.h of optim/: data may include only' \
+   && echo \"$out\" | grep -q 'nn/use_private.c: includes autograd/kernels.h, a header private to autograd/' \
+   && echo \"$out\" | grep -q 'include/qkt/qkt_nn.h: includes autograd/kernels.h, a private header, from a public one' \
+   && echo \"$out\" | grep -q 'include/qkt/qkt_stray.h: in no layer.s list of public headers'")
 set_tests_properties(layers layers_planted PROPERTIES LABELS unit)
+# The compiler's side (tests/layers/check_private.cmake): with each layer's include path,
+# a header private to another folder is not found. The path is the target's own, with
+# what its links bring (INCLUDE_DIRECTORIES, evaluated for the target).
+set(qkt_inc_args "")
+foreach(layer ${QKT_LAYERS} cli)
+  if(layer STREQUAL "cli")
+    set(t qkt)
+  else()
+    set(t qkt_${layer})
+  endif()
+  list(APPEND qkt_inc_args "-DINC_${layer}=$<JOIN:$<TARGET_PROPERTY:${t},INCLUDE_DIRECTORIES>,|>")
+endforeach()
+add_test(NAME layers_private COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -DCC=${CMAKE_C_COMPILER}
+  -DOUT=${PROJECT_BINARY_DIR}/layers_private ${qkt_inc_args} -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_private.cmake)
+set_tests_properties(layers_private PROPERTIES LABELS unit)

@@ -1,2 +1,0 @@
-/* Fixture for the layer check: a tree with two planted violations. */
-#include "kernels.h"

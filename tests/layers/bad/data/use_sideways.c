@@ -1,0 +1,2 @@
+/* planted: data including optim, a layer it does not link */
+#include "qkt_optim.h"

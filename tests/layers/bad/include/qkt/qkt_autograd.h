@@ -1,0 +1,1 @@
+/* public header of autograd */

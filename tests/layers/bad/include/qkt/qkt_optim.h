@@ -1,0 +1,2 @@
+/* public header of optim */
+#include "qkt_autograd.h"

@@ -1,0 +1,1 @@
+/* planted: a public header in no layer's list */

@@ -1,1 +1,0 @@
-/* public header of nn */
