@@ -24,3 +24,9 @@ endforeach()
 add_test(NAME layers_private COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -DCC=${CMAKE_C_COMPILER}
   -DOUT=${PROJECT_BINARY_DIR}/layers_private ${qkt_inc_args} -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_private.cmake)
 set_tests_properties(layers_private PROPERTIES LABELS unit)
+# The umbrella header qkt.h includes every public header of include/qkt/ (and the generated
+# qkt_version.h); a fixture umbrella that leaves two out must be reported.
+add_test(NAME umbrella COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_umbrella.cmake)
+add_test(NAME umbrella_planted COMMAND sh -c
+  "out=$(${CMAKE_COMMAND} -DROOT=${CMAKE_CURRENT_SOURCE_DIR}/layers/bad -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_umbrella.cmake 2>&1); rc=$?; echo \"$out\"; test $rc -ne 0 && echo \"$out\" | grep -q 'qkt.h does not include qkt_optim.h, qkt_stray.h'")
+set_tests_properties(umbrella umbrella_planted PROPERTIES LABELS unit)

@@ -6,6 +6,7 @@
 #define QKT_H
 #include "qkt_version.h"
 #include "qkt_autograd.h"
+#include "qkt_gradcheck.h"
 #include "qkt_nn.h"
 #include "qkt_optim.h"
 #include "qkt_data.h"
@@ -22,4 +23,5 @@
 #include "qkt_study.h"
 #include "qkt_sweep.h"
 #include "qkt_report.h"
+#include "qkt_stats.h"
 #endif
