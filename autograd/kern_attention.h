@@ -1,8 +1,8 @@
 /* The fused attention's kernels (see ops_attention.c for the algorithm): one head's
  * query tiles forward, one head backward, and their copies and dropout hash. Included
- * once per kernel path by kern_<isa>.c (kern.h); everything here is static. */
-#include "attention_internal.h"
-#include "kernels.h"
+ * once per kernel path by kern_<isa>.c (kern_table.h); everything here is static. */
+#include "ops_attention.h"
+#include "kern_simd.h"
 #include "ops_internal.h"
 
 /* Dropout mask of P[b,h,i,j] from a counter-based hash (murmur3's 32-bit finaliser):
@@ -135,7 +135,7 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
 }
 
 /* Query tiles [qt0, qt1) of one head: rows of y, m and 1/l. `w` is the thread's scratch
- * (FWD_SCRATCH, attention_internal.h); the keys the tiles see are copied once, K transposed. */
+ * (FWD_SCRATCH, ops_attention.h); the keys the tiles see are copied once, K transposed. */
 static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_real *k, const qkt_real *v, int b, int h,
                       int qt0, int qt1, qkt_real *y, qkt_real *w) {
     int Tq = a->Tq, Tk = a->Tk, C = a->C, d = a->d, dp = qkt__round_up(d, QKT_MK_PAD), Tkp = qkt__round_up(Tk, BK);

@@ -1,8 +1,8 @@
-/* The elementwise, LayerNorm, column-sum and cross-entropy kernels (formulas in kern.h),
+/* The elementwise, LayerNorm, column-sum and cross-entropy kernels (formulas in kern_table.h),
  * with their OpenMP splits. Included once per kernel path by kern_<isa>.c; everything
  * here is static. The loops are the ones the op files had before the paths existed,
  * unchanged, so the baseline path computes the same bits as the old default build. */
-#include "kernels.h"
+#include "kern_simd.h"
 #include "ops_internal.h"
 
 /* Column chunk of the broadcast loops (elements). */

@@ -1,7 +1,7 @@
-/* Picks the kernel path (kern.h) once per process: the widest instruction set the CPU
+/* Picks the kernel path (kern_table.h) once per process: the widest instruction set the CPU
  * runs, or the one QKT_ISA names. The only state is the chosen table, written once
  * under pthread_once and read-only afterwards. */
-#include "kern.h"
+#include "kern_table.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -39,7 +39,7 @@ static const kern_path paths[] = {{"baseline", &qkt__kern_single, "this build's 
 #endif
 static bool cpu_runs(int i) { return i == 0; }
 #endif
-#define KNOWN_NAMES "baseline, avx2 or avx512" /* what QKT_ISA may say (kern.h) */
+#define KNOWN_NAMES "baseline, avx2 or avx512" /* what QKT_ISA may say (kern_table.h) */
 enum { n_paths = (int)(sizeof paths / sizeof paths[0]) };
 
 /* The table of path `name` (what: how the caller names it, for the message). */

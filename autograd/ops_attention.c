@@ -6,15 +6,15 @@
  *             (strip_rows); only the row max m and 1 / l (B, H, Tq each) are saved, never P;
  *   backward: per (b, h) P is recomputed tile by tile as exp(z - m) / l.
  * q, k, v, y stay in the (B, T, H, d) layout; tiles are copied into small padded
- * buffers, and the tile products are the register-blocked kernels of kernels.h (the
+ * buffers, and the tile products are the register-blocked kernels of kern_simd.h (the
  * threaded sgemm is never called from inside the parallel regions). Memory is linear
  * in Tq + Tk: m and 1/l plus per-thread scratch of a few (T, d) slabs and one (BQ, Tk)
  * and one (Tq, BK) strip; a bias is read in place (the caller's (.., Tq, Tk) tensor),
  * ALiBi computed from the slopes.
  * This file is the op (shapes, saved state, the split over threads, the capture path);
- * the per-head compute is in kern_attention.h, run through the kernel table (kern.h). */
-#include "attention_internal.h"
-#include "kernels.h"
+ * the per-head compute is in kern_attention.h, run through the kernel table (kern_table.h). */
+#include "ops_attention.h"
+#include "kern_simd.h"
 #include "ops_internal.h"
 
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * x is viewed as (outer, n, inner) around the axis and y as (outer, inner): element (o, i)
  * of y reduces x[o, 0..n, i]. Each output element is computed by one thread, in a fixed
  * order (sums in float64), so results do not depend on the thread count. */
-#include "generic_internal.h"
+#include "ops_generic.h"
 
 /* y's shape: x's without the axis, or with it as 1 (keepdim). */
 static qkt_tensor *axis_out(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim) {

@@ -1,10 +1,10 @@
 /* Elementwise ops: add, sub, mul, div (NumPy broadcasting), where and masked_fill, scale,
  * GELU, ReLU, dropout. */
-#include "generic_internal.h"
-#include "kern.h"
+#include "ops_generic.h"
+#include "kern_table.h"
 
 /* ---------------------------------------------------------------- add, sub, mul, div */
-/* NumPy broadcasting (generic_internal.h). The fast path, the kernels' own loops, is the
+/* NumPy broadcasting (ops_generic.h). The fast path, the kernels' own loops, is the
  * GPT's every use: a with the output's shape and b a suffix of it (after dropping b's
  * leading 1s): same shapes, a bias row (C) on (B, T, C), (T, C) over B. Then b repeats
  * with period b->size over a's flat data. add and mul also take it with the operands

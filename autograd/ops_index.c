@@ -4,7 +4,7 @@
  * scatter-adds (repeated indices) need no atomics and do not depend on the thread count. */
 #include <stdio.h>
 
-#include "generic_internal.h"
+#include "ops_generic.h"
 
 /* ---------------------------------------------------------------- narrow */
 qkt_tensor *qkt_narrow(qkt_ctx *ctx, qkt_tensor *x, int axis, int start, int len) {

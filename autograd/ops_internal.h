@@ -31,7 +31,7 @@
  * Rows go in fixed chunks with float64 partial sums added in chunk order, so the
  * result does not depend on the thread count; rows are read contiguously. */
 #define QKT_COLSUM_ROWS 64 /* rows per chunk: fixed, so results are thread-count independent */
-/* C = bias (every row) + A B^T, A (M, K), B (N, K): qkt_gemm (gemm.c) with the sums
+/* C = bias (every row) + A B^T, A (M, K), B (N, K): qkt_gemm (kern_gemm.c) with the sums
  * starting at the bias (NULL: at 0); the affine op's forward. */
 void qkt__gemm_bias(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
                     qkt_real *C, int ldc);
@@ -45,7 +45,7 @@ qkt_real *qkt__grad_out(qkt_ctx *ctx, qkt_tensor *t, bool *fresh);
 /* The buffer t's grad is in for this context, or NULL if it has none yet (no
  * allocation): a parameter's is in the buffer ctx redirects the store's grads to, if any. */
 qkt_real *qkt__grad_buffer(const qkt_ctx *ctx, const qkt_tensor *t);
-/* Grad pool (gradpool.c): give t's grad back (t->grad = NULL; params untouched);
+/* Grad pool (rt_gradpool.c): give t's grad back (t->grad = NULL; params untouched);
  * reset returns every buffer; free releases the memory. */
 void qkt__grad_release(qkt_ctx *ctx, qkt_tensor *t);
 void qkt__grad_pool_reset(qkt_ctx *ctx);
@@ -56,11 +56,11 @@ static inline bool qkt__needs_grad(const qkt_tensor *t) { return t && t->require
 /* Rows/cols view of the last axis: rows = size / last dim. */
 static inline int qkt__last(const qkt_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
 
-/* Applies QKT_THREADS and OpenBLAS's single thread once per process (core.c). */
+/* Applies QKT_THREADS and OpenBLAS's single thread once per process (rt_threads.c). */
 void qkt__threads_init(void);
 
 /* Inputs must be of this step (or parameters): checked first, before an output is
- * allocated where a stale input's header may lie (tape.c). */
+ * allocated where a stale input's header may lie (rt_tape.c). */
 void qkt__check_live(const qkt_ctx *ctx, const char *op, const qkt_tensor *t, int k);
 #define QKT_LIVE(ctx, op, ...)                                                        \
     do {                                                                              \

@@ -1,5 +1,5 @@
 /* Fused cross-entropy with integer targets and an ignore index. */
-#include "kern.h"
+#include "kern_table.h"
 #include "ops_internal.h"
 
 typedef struct {

@@ -1,5 +1,5 @@
 /* Fused normalisations over the last axis: LayerNorm, RMSNorm, L2 normalisation. */
-#include "kern.h"
+#include "kern_table.h"
 #include "ops_internal.h"
 
 typedef struct {

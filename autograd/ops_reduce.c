@@ -1,5 +1,5 @@
 /* Full reductions to a scalar: sum and mean. */
-#include "kern.h"
+#include "kern_table.h"
 #include "ops_internal.h"
 
 static qkt_tensor *reduce(qkt_ctx *ctx, qkt_op op, qkt_tensor *x) {

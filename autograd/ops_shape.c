@@ -1,5 +1,5 @@
 /* Shape ops: reshape, permute/transpose, split on the last axis, concat on any axis. */
-#include "generic_internal.h"
+#include "ops_generic.h"
 
 /* ---------------------------------------------------------------- reshape */
 qkt_tensor *qkt_reshape(qkt_ctx *ctx, qkt_tensor *x, int ndim, const int *shape) {

@@ -2,7 +2,7 @@
  * clamp. Each forward is one loop; each backward accumulates dx += dy f'(x), written
  * from x or y (the output, kept in the arena). NaN goes through: f(NaN) = NaN, and a NaN
  * x sends a NaN gradient (abs and clamp included, whose f' is otherwise a comparison). */
-#include "generic_internal.h"
+#include "ops_generic.h"
 
 /* for i < N (a local of the function), split over threads when N is large */
 #define FOR_EACH _Pragma("omp parallel for simd if (N > QKT_PAR_MIN)") for (int64_t i = 0; i < N; i++)

@@ -1,4 +1,4 @@
-# The kernel paths (autograd/kern.h): the kernel tests, the float64 gradient checks of
+# The kernel paths (autograd/kern_table.h): the kernel tests, the float64 gradient checks of
 # the ops and the attention tests once more on each path, forced with QKT_ISA. A path
 # this CPU (or a one-path build: -DQKT_NATIVE=ON) lacks is reported as skipped.
 # test_isa compares the paths with each other.

@@ -1,13 +1,13 @@
 /* qkt_gemm on the process's kernel path (CTest runs this once per path with QKT_ISA):
  * against a float64 product on ragged shapes around the blocking sizes of
- * kern_gemm.h (K 256, N 128, M 64), every transpose, beta 0 and 1; where the path has
+ * kern_gemm_avx512.h (K 256, N 128, M 64), every transpose, beta 0 and 1; where the path has
  * the same bits whatever the thread count, and where it has its own gemm (AVX-512)
  * whatever the way the product is cut into blocks; a planted wrong product (one k term
  * missing) is caught. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "kern.h"
+#include "kern_table.h"
 #include "ops_internal.h"
 #include "qkt_test.h"
 
@@ -120,7 +120,7 @@ static void test_edges(void) {
 }
 
 /* The same bits on 1, 2 and 3 threads on every path (BLAS's products are cut into blocks
- * fixed by the shape, gemm.c), for alpha 1 / beta 1 (the own gemm where the path has one)
+ * fixed by the shape, kern_gemm.c), for alpha 1 / beta 1 (the own gemm where the path has one)
  * and alpha 0.5 / beta 0.25 (BLAS); where the path has its own gemm, also when the product
  * is cut into row, column or K blocks by hand (any cut, not the kernel's block sizes). */
 static void test_bits(const qkt__kern *kp) {

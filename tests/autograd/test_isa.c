@@ -1,4 +1,4 @@
-/* The kernel paths (autograd/kern.h) against each other. A process picks its path once,
+/* The kernel paths (autograd/kern_table.h) against each other. A process picks its path once,
  * so each run is a child process (fork before any op, QKT_ISA set in the child): a small
  * transformer block (embedding, LayerNorm, affine, fused attention on packed qkv with a
  * learned log-scale and attention dropout, residual adds, a GELU MLP, tied head,

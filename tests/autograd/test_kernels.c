@@ -1,4 +1,4 @@
-/* The internal kernels of autograd/kernels.h, as the process's kernel path (kern.h;
+/* The internal kernels of autograd/kern_simd.h, as the process's kernel path (kern_table.h;
  * CTest runs this once per path with QKT_ISA) compiles them, and the gemm split: the
  * vectorised exp and tanh against libm, the register-blocked tile product against a
  * naive loop (ragged sizes, transposed A, accumulate), column sums, and qkt_gemm's
@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kern.h"
+#include "kern_table.h"
 #include "ops_internal.h"
 #include "qkt_test.h"
 
-/* The path's exp and tanh (kern.h's exp_tanh: kernels.h's qkt__exp and qkt__tanh as the
+/* The path's exp and tanh (kern_table.h's exp_tanh: kern_simd.h's qkt__exp and qkt__tanh as the
  * path compiles them, vectorised) against libm. */
 static void test_exp_tanh(const qkt__kern *kp) {
     int64_t n = (int64_t)((88.0 + 87.0) / 0.000731) + 1;
@@ -107,7 +107,7 @@ static void test_colsum(void) {
 }
 
 /* qkt_gemm splits large products over the threads, by rows (M >= N) or columns, without
- * changing a bit (gemm.c: BLAS's blocks are fixed by the shape). */
+ * changing a bit (kern_gemm.c: BLAS's blocks are fixed by the shape). */
 static void test_gemm_split(void) {
     int shapes[][3] = {{700, 90, 130}, {60, 1500, 70}, {333, 334, 65}}; /* above QKT_GEMM_PAR_FLOPS */
     qkt_rng r;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kern_simd.h"
 #include "qkt_test.h"
 
 static void test_exp_tanh(void) {

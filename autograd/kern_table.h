@@ -2,7 +2,7 @@
  * picked once per process. Private to autograd.
  *
  * Why: the default build is portable x86-64 (-O2, no -march), so gcc gives its loops
- * SSE2 (4 floats, no FMA), and the hand-written kernels (kernels.h) were 3x slower there
+ * SSE2 (4 floats, no FMA), and the hand-written kernels (kern_simd.h) were 3x slower there
  * than in a -march=native build. The loops that dominate a step (GELU, LayerNorm, the
  * bias and residual sums, cross-entropy, the fused attention's tiles) live in
  * kern_ops.h and kern_attention.h; kern_baseline.c, kern_avx2.c and kern_avx512.c each
@@ -38,7 +38,7 @@
 #define QKT_KERN_DISPATCH 0
 #endif
 
-typedef struct qkt__attn qkt__attn; /* attention_internal.h */
+typedef struct qkt__attn qkt__attn; /* ops_attention.h */
 
 typedef struct qkt__kern {
     const char *name; /* "baseline", "avx2", "avx512" or "native" */
@@ -72,7 +72,7 @@ typedef struct qkt__kern {
     double (*attn_backward_head)(const qkt__attn *a, const qkt_real *q, const qkt_real *k, const qkt_real *v,
                                  const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv,
                                  bool store, int b, int h, qkt_real *w);
-    /* For the tests (tests/autograd/test_kernels.c), the inline helpers of kernels.h as this
+    /* For the tests (tests/autograd/test_kernels.c), the inline helpers of kern_simd.h as this
      * path compiles them: e = qkt__exp(x), t = qkt__tanh(x) elementwise (vectorised), and
      * the attention's tile product qkt__mk_gemm. */
     void (*exp_tanh)(const qkt_real *x, qkt_real *e, qkt_real *t, int64_t n);
@@ -80,7 +80,7 @@ typedef struct qkt__kern {
                          ptrdiff_t ldb, qkt_real *C, ptrdiff_t ldc, bool accumulate);
     /* C = op(A) op(B), or C += when accumulate, or (bias not NULL, not accumulate) each
      * row of C = bias + op(A) op(B) with the sums starting at bias, on the calling thread
-     * (kern_gemm.h); NULL on the paths whose products BLAS computes (gemm.c) */
+     * (kern_gemm_avx512.h); NULL on the paths whose products BLAS computes (kern_gemm.c) */
     void (*gemm)(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
                  bool accumulate, const qkt_real *bias, qkt_real *C, int ldc);
 } qkt__kern;
@@ -100,7 +100,7 @@ extern const qkt__kern qkt__kern_baseline, qkt__kern_avx2, qkt__kern_avx512;
 extern const qkt__kern qkt__kern_single;
 #endif
 
-/* A table of the static kernels of kern_ops.h, kern_attention.h and kern_gemm.h, in the
+/* A table of the static kernels of kern_ops.h, kern_attention.h and kern_gemm_avx512.h, in the
  * file that includes them. */
 #define QKT__KERN_TABLE(isa_name)                                                                                   \
     {                                                                                                               \

@@ -1,5 +1,5 @@
-/* The one gemm wrapper. On a kernel path with its own product (kern.h's `gemm`: the
- * AVX-512 paths, kern_gemm.h) float32 products with alpha 1 and beta 0 or 1 (every call
+/* The one gemm wrapper. On a kernel path with its own product (kern_table.h's `gemm`: the
+ * AVX-512 paths, kern_gemm_avx512.h) float32 products with alpha 1 and beta 0 or 1 (every call
  * qkt makes) run there; the rest go to BLAS. QKT_NO_BLAS gives a plain-loop reference
  * build for what BLAS would do.
  *
@@ -9,7 +9,7 @@
  * pthreads next to OpenMP's, the two pools spin-wait against each other on a
  * 2-core machine (measured: a tiny GPT step took 490 ms instead of ~40 ms). Called
  * from inside a parallel region, a product runs on the calling thread alone. */
-#include "kern.h"
+#include "kern_table.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -33,7 +33,7 @@
  * the threads made results depend on them. Products of at least QKT_GEMM_PAR_FLOPS are
  * cut into up to this many blocks whatever the threads (one thread runs them in turn;
  * the extra packing cost ~3 % on `small`). The own gemm's bits do not depend on the
- * cut (kern_gemm.h), so its products take one block per thread. */
+ * cut (kern_gemm_avx512.h), so its products take one block per thread. */
 #define QKT_GEMM_BLAS_BLOCKS 8
 
 #ifndef QKT_NO_BLAS

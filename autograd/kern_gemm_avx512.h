@@ -1,11 +1,11 @@
 /* qkt's own float32 matrix product, on the paths with AVX-512 (kern_avx512.c, or a
  * -DQKT_NATIVE=ON build for such a CPU). Included once per kernel path by kern_<isa>.c;
- * everything here is static. Elsewhere QKT__KERN_GEMM is NULL and gemm.c calls BLAS.
+ * everything here is static. Elsewhere QKT__KERN_GEMM is NULL and kern_gemm.c calls BLAS.
  *
  * Why: OpenBLAS picks its sgemm kernel by CPU model, and a model it does not know gets
  * an older kernel. Debian 12's OpenBLAS 0.3.21 runs its AVX2 (Haswell) kernel on AMD
  * Zen 5, whose cores do a full 512-bit FMA per pipe: ~104 GFLOP/s a core where the
- * tile product below (8 x 32 accumulators, kernels.h) does 160-200 on the shapes a
+ * tile product below (8 x 32 accumulators, kern_simd.h) does 160-200 on the shapes a
  * GPT step uses (docs/performance.md). With AVX2 only, the same tile product reaches
  * 0.73-0.92 of OpenBLAS's kernel, so the other paths keep BLAS.
  *
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kern_simd.h"
 
 #if !defined(QKT_DOUBLE) && defined(__AVX512F__)
 #include <immintrin.h>

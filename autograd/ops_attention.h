@@ -2,7 +2,7 @@
  * the saved state of one call and the scratch sizes. Private to autograd. */
 #ifndef QKT_ATTENTION_INTERNAL_H
 #define QKT_ATTENTION_INTERNAL_H
-#include "kern.h"
+#include "kern_table.h"
 
 /* Tile sizes: BK keys is the vector width of the S and dP tiles (a multiple of 32). */
 #define BQ 32

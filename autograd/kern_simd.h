@@ -72,7 +72,7 @@
         }                                                                                              \
     }
 
-/* The block shape depends on the vector registers the kernel path (kern.h) compiles for:
+/* The block shape depends on the vector registers the kernel path (kern_table.h) compiles for:
  * 8 x 32 for AVX-512's 32 registers of 16 floats; with 16 registers (AVX2: 8 floats,
  * SSE2: 4) an 8 x 32 block needs 32 or 64 of them and spills, so 6 rows by two vectors
  * (12 accumulators). Every C element is the same k-ordered chain of a * b additions

@@ -1,7 +1,7 @@
-/* NumPy broadcasting for the binary ops and where (generic_internal.h), and the axis check. */
+/* NumPy broadcasting for the binary ops and where (ops_generic.h), and the axis check. */
 #include <stdio.h>
 
-#include "generic_internal.h"
+#include "ops_generic.h"
 
 bool qkt__bcast_init(qkt_bcast *b, int n, qkt_tensor *const *xs) {
     memset(b, 0, sizeof *b);

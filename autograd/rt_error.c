@@ -1,0 +1,118 @@
+/* Errors and allocation: the fatal hook (qkt_fatal, QKT_CHECK), the one allocation
+ * wrapper every qkt allocation goes through (qkt__malloc and friends, failing through the
+ * hook with the size and the caller's file:line), qkt_err_set, and the float32/float64 link
+ * guard. */
+#define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
+#include "qkt_autograd.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef QKT_DOUBLE
+const int qkt_abi_float64__link_with_libqkt64 = 64;
+#else
+const int qkt_abi_float32__link_with_libqkt = 32;
+#endif
+
+static void default_fatal(qkt_fatal_kind kind, const char *msg, void *user) {
+    (void)kind, (void)user;
+    fprintf(stderr, "qkt: %s\n", msg);
+    fflush(stderr);
+}
+
+static pthread_mutex_t fatal_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static qkt_fatal_fn fatal_fn = default_fatal;
+static void *fatal_user;
+
+qkt_fatal_fn qkt_set_fatal_handler(qkt_fatal_fn fn, void *user) {
+    qkt_fatal_fn prev = fatal_fn;
+    fatal_fn = fn ? fn : default_fatal;
+    fatal_user = user;
+    return prev;
+}
+
+static QKT_NORETURN void fatal_v(qkt_fatal_kind kind, const char *prefix, const char *fmt, va_list ap, const char *suffix) {
+    char msg[1024];
+    int k = snprintf(msg, sizeof msg, "%s", prefix);
+    if (k < 0 || k >= (int)sizeof msg) k = 0;
+    vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
+    k = (int)strlen(msg);
+    snprintf(msg + k, sizeof msg - (size_t)k, "%s", suffix);
+    for (k = (int)strlen(msg); k > 0 && msg[k - 1] == '\n'; k--) msg[k - 1] = 0;
+    /* Replicas run on several threads: one report, one end of the process. The lock
+     * is never released (the hook does not return to qkt); it is recursive, so a thread
+     * whose hook left by longjmp can fail again, while other threads wait here. */
+    pthread_mutex_lock(&fatal_lock);
+    fatal_fn(kind, msg, fatal_user);
+    abort();
+}
+
+QKT_NORETURN void qkt_fatalf(qkt_fatal_kind kind, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fatal_v(kind, "", fmt, ap, "");
+}
+
+QKT_NORETURN void qkt_fatal(const char *file, int line, const char *cond, const char *fmt, ...) {
+    char prefix[512], suffix[512];
+    snprintf(prefix, sizeof prefix, "usage error at %s:%d: ", file, line);
+    snprintf(suffix, sizeof suffix, " (check failed: %s)", cond);
+    va_list ap;
+    va_start(ap, fmt);
+    fatal_v(QKT_FATAL_USAGE, prefix, fmt, ap, suffix);
+}
+
+/* ---------------------------------------------------------------- allocation */
+static QKT_NORETURN void nomem(size_t n, const char *file, int line) {
+    qkt_fatalf(QKT_FATAL_NOMEM, "out of memory: %zu bytes requested at %s:%d", n, file, line);
+}
+
+void *qkt__malloc(size_t n, const char *file, int line) {
+    void *p = malloc(n ? n : 1);
+    if (!p) nomem(n, file, line);
+    return p;
+}
+
+void *qkt__calloc(size_t n, size_t size, const char *file, int line) {
+    if (size && n > SIZE_MAX / size) nomem(SIZE_MAX, file, line);
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) nomem(n * size, file, line);
+    return p;
+}
+
+void *qkt__realloc(void *p, size_t n, const char *file, int line) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) nomem(n, file, line);
+    return q;
+}
+
+char *qkt__strdup(const char *s, const char *file, int line) {
+    size_t n = strlen(s) + 1;
+    char *p = qkt__malloc(n, file, line);
+    memcpy(p, s, n);
+    return p;
+}
+
+void *qkt__aligned_alloc(size_t align, size_t n, const char *file, int line) {
+    void *p = NULL;
+    if (posix_memalign(&p, align, n ? n : align) != 0) nomem(n, file, line);
+    return p;
+}
+
+int qkt_err_set(qkt_err *err, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        if (n >= (int)sizeof err->msg) memcpy(err->msg + sizeof err->msg - 4, "...", 4); /* cut, and it says so */
+        /* one line whatever it quotes (a spec, a JSON string, a file name): control
+         * characters such as newlines become '?' */
+        for (char *p = err->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    }
+    return -1;
+}

@@ -1,0 +1,64 @@
+/* The project RNG: xoshiro256** seeded through splitmix64, its named streams and splits.
+ * Every random draw in qkt (init, data, dropout, the statistics' bootstrap) comes from here. */
+#include "qkt_autograd.h"
+
+#include <math.h>
+#include <stdint.h>
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void qkt_rng_seed(qkt_rng *r, uint64_t seed) {
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t qkt_rng_u64(qkt_rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+uint32_t qkt_rng_below(qkt_rng *r, uint32_t n) {
+    QKT_CHECK(n > 0, "qkt_rng_below(0)");
+    /* Lemire's multiply-shift with rejection: unbiased. */
+    uint64_t m = (uint64_t)(uint32_t)(qkt_rng_u64(r) >> 32) * n;
+    uint32_t lo = (uint32_t)m;
+    if (lo < n) {
+        uint32_t t = (uint32_t)(-n) % n;
+        while (lo < t) {
+            m = (uint64_t)(uint32_t)(qkt_rng_u64(r) >> 32) * n;
+            lo = (uint32_t)m;
+        }
+    }
+    return (uint32_t)(m >> 32);
+}
+
+double qkt_rng_uniform(qkt_rng *r) { return (double)(qkt_rng_u64(r) >> 11) * 0x1.0p-53; }
+
+double qkt_rng_normal(qkt_rng *r) {
+    /* Box-Muller; u1 in (0, 1] so log never sees 0. */
+    double u1 = 1.0 - qkt_rng_uniform(r);
+    double u2 = qkt_rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void qkt_rng_seed_stream(qkt_rng *r, uint64_t seed, qkt_rng_stream stream) { qkt_rng_seed(r, seed ^ (uint64_t)stream); }
+
+void qkt_rng_split(qkt_rng *r, uint64_t stream, qkt_rng *out) {
+    uint64_t x = qkt_rng_u64(r) ^ (stream * 0xD1B54A32D192ED03ull);
+    for (int i = 0; i < 4; i++) out->s[i] = splitmix64(&x);
+}
