@@ -48,6 +48,7 @@ qkt_real *qkt__grad_buffer(const qkt_ctx *ctx, const qkt_tensor *t);
 /* Grad pool (rt_gradpool.c): give t's grad back (t->grad = NULL; params untouched);
  * reset returns every buffer; free releases the memory. */
 void qkt__grad_release(qkt_ctx *ctx, qkt_tensor *t);
+void qkt__grad_pool_init(qkt_ctx *ctx);
 void qkt__grad_pool_reset(qkt_ctx *ctx);
 void qkt__grad_pool_free(qkt_ctx *ctx);
 

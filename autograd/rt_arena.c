@@ -7,7 +7,7 @@
  * until the next reset for that reason: the step after a merge held the arena twice,
  * and that step set the process's peak memory: 188 MB instead of 110 for `qkt bench
  * --config small`, 897 instead of 551 for medium.) */
-#include "qkt_autograd.h"
+#include "rt_memory.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@ struct qkt_arena_block {
     unsigned char *mem; /* QKT_ALIGN-aligned */
 };
 
-static qkt_arena_block *block_new(qkt_arena *a, size_t size) {
+static qkt_arena_block *block_new(qkt_arena_state *a, size_t size) {
     qkt_arena_block *b = qkt_malloc(sizeof *b);
     void *mem = qkt_aligned_alloc(QKT_ALIGN, size ? size : QKT_ALIGN);
     b->next = NULL;
@@ -33,13 +33,15 @@ static qkt_arena_block *block_new(qkt_arena *a, size_t size) {
     return b;
 }
 
-void qkt_arena_init(qkt_arena *a, size_t initial_bytes, size_t limit) {
-    memset(a, 0, sizeof *a);
+void qkt_arena_init(qkt_arena *arena, size_t initial_bytes, size_t limit) {
+    qkt_arena_state *a = arena->s = qkt_calloc(1, sizeof *a);
     a->limit = limit;
     if (initial_bytes) a->first = a->cur = block_new(a, initial_bytes);
 }
 
-void *qkt_arena_alloc(qkt_arena *a, size_t bytes) {
+void *qkt_arena_alloc(qkt_arena *arena, size_t bytes) {
+    QKT_CHECK(arena->s, "qkt_arena_alloc on an arena that is not initialised (qkt_arena_init) or was freed");
+    qkt_arena_state *a = arena->s;
     size_t need = (bytes + QKT_ALIGN - 1) & ~(size_t)(QKT_ALIGN - 1);
     if (need == 0) need = QKT_ALIGN;
     if (a->limit && a->used_total + need > a->limit) {
@@ -72,18 +74,23 @@ void *qkt_arena_calloc(qkt_arena *a, size_t bytes) {
     return p;
 }
 
-void qkt_arena_reset(qkt_arena *a) {
+void qkt_arena_reset(qkt_arena *arena) {
+    qkt_arena_state *a = arena->s;
+    if (!a) return;
     a->cur = a->first;
     if (a->cur) a->cur->used = 0;
     a->used_total = 0;
 }
 
-void qkt_arena_free(qkt_arena *a) {
+void qkt_arena_free(qkt_arena *arena) {
+    qkt_arena_state *a = arena->s;
+    if (!a) return;
     for (qkt_arena_block *b = a->first; b;) {
         qkt_arena_block *next = b->next;
         free(b->mem);
         free(b);
         b = next;
     }
-    memset(a, 0, sizeof *a);
+    free(a);
+    arena->s = NULL;
 }

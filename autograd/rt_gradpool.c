@@ -2,6 +2,7 @@
  * 64-byte header before each buffer links it into the list of all buffers and,
  * while free, into the free list. */
 #include "ops_internal.h"
+#include "rt_memory.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +18,9 @@ _Static_assert(sizeof(qkt_grad_buf) <= HDR, "grad buffer header");
 static qkt_grad_buf *hdr_of(void *p) { return (qkt_grad_buf *)((unsigned char *)p - HDR); }
 
 /* A buffer of `bytes` (zeroed if asked): an exactly fitting free buffer, else the
- * smallest free one up to twice the size, else a new one (counted in arena.n_mallocs). */
+ * smallest free one up to twice the size, else a new one (counted in n_mallocs). */
 static void *pool_alloc(qkt_ctx *ctx, size_t bytes, bool zero) {
-    qkt_grad_pool *g = &ctx->grads;
+    qkt_grad_pool *g = ctx->grads;
     bytes = (bytes + 63) & ~(size_t)63;
     qkt_grad_buf **best = NULL;
     for (qkt_grad_buf **pp = &g->free; *pp; pp = &(*pp)->next_free) {
@@ -40,7 +41,7 @@ static void *pool_alloc(qkt_ctx *ctx, size_t bytes, bool zero) {
         b->next_all = g->all;
         g->all = b;
         g->capacity += bytes;
-        ctx->arena.n_mallocs++;
+        g->n_mallocs++;
     }
     b->in_use = true;
     b->next_free = NULL;
@@ -86,14 +87,16 @@ void qkt__grad_release(qkt_ctx *ctx, qkt_tensor *t) {
     qkt_grad_buf *b = hdr_of(t->grad);
     QKT_CHECK(b->in_use, "grad of a tensor released twice");
     b->in_use = false;
-    b->next_free = ctx->grads.free;
-    ctx->grads.free = b;
-    ctx->grads.live -= b->bytes;
+    b->next_free = ctx->grads->free;
+    ctx->grads->free = b;
+    ctx->grads->live -= b->bytes;
     t->grad = NULL;
 }
 
+void qkt__grad_pool_init(qkt_ctx *ctx) { ctx->grads = qkt_calloc(1, sizeof *ctx->grads); }
+
 void qkt__grad_pool_reset(qkt_ctx *ctx) {
-    qkt_grad_pool *g = &ctx->grads;
+    qkt_grad_pool *g = ctx->grads;
     g->free = NULL;
     for (qkt_grad_buf *b = g->all; b; b = b->next_all) {
         b->in_use = false;
@@ -104,10 +107,12 @@ void qkt__grad_pool_reset(qkt_ctx *ctx) {
 }
 
 void qkt__grad_pool_free(qkt_ctx *ctx) {
-    for (qkt_grad_buf *b = ctx->grads.all; b;) {
+    if (!ctx->grads) return;
+    for (qkt_grad_buf *b = ctx->grads->all; b;) {
         qkt_grad_buf *next = b->next_all;
         free(b);
         b = next;
     }
-    memset(&ctx->grads, 0, sizeof ctx->grads);
+    free(ctx->grads);
+    ctx->grads = NULL;
 }

@@ -1,5 +1,6 @@
 /* The context: arena, flat tape, and the reverse walk. */
 #include "ops_internal.h"
+#include "rt_memory.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -30,6 +31,7 @@ void qkt_ctx_init(qkt_ctx *ctx, size_t arena_bytes, uint64_t seed) {
     memset(ctx, 0, sizeof *ctx);
     ctx->gen = first_gen();
     qkt_arena_init(&ctx->arena, arena_bytes, 0);
+    qkt__grad_pool_init(ctx);
     ctx->cap_nodes = 256;
     ctx->tape = qkt_malloc((size_t)ctx->cap_nodes * sizeof *ctx->tape);
     ctx->training = true;
@@ -55,6 +57,15 @@ void qkt_ctx_free(qkt_ctx *ctx) {
     qkt__grad_pool_free(ctx);
     free(ctx->tape);
     memset(ctx, 0, sizeof *ctx);
+}
+
+qkt_mem_stats qkt_ctx_mem(const qkt_ctx *ctx) {
+    qkt_mem_stats m = {0};
+    const qkt_arena_state *a = ctx->arena.s;
+    const qkt_grad_pool *g = ctx->grads;
+    if (a) m.arena_used = a->used_total, m.arena_peak = a->peak, m.arena_capacity = a->capacity, m.n_mallocs += a->n_mallocs;
+    if (g) m.grad_live = g->live, m.grad_peak = g->peak, m.grad_capacity = g->capacity, m.n_mallocs += g->n_mallocs;
+    return m;
 }
 
 void qkt_ctx_redirect_param_grads(qkt_ctx *ctx, const qkt_params *p, qkt_real *grad) {

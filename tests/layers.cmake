@@ -30,3 +30,9 @@ add_test(NAME umbrella COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P 
 add_test(NAME umbrella_planted COMMAND sh -c
   "out=$(${CMAKE_COMMAND} -DROOT=${CMAKE_CURRENT_SOURCE_DIR}/layers/bad -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_umbrella.cmake 2>&1); rc=$?; echo \"$out\"; test $rc -ne 0 && echo \"$out\" | grep -q 'qkt.h does not include qkt_optim.h, qkt_stray.h'")
 set_tests_properties(umbrella umbrella_planted PROPERTIES LABELS unit)
+# The arena's and the grad pool's insides are autograd's (autograd/rt_memory.h): a program
+# that reaches into them does not compile; it reads them through qkt_ctx_mem.
+add_test(NAME autograd_opaque COMMAND sh -c
+  "printf '#include \"qkt_autograd.h\"\\nsize_t f(qkt_ctx *c) { return c->arena.s->n_mallocs + c->grads->live; }\\n' > opaque.c; if ${CMAKE_C_COMPILER} -fsyntax-only -I${PROJECT_SOURCE_DIR}/include/qkt opaque.c 2>opaque.log; then echo 'FAIL: the arena and grad pool are not opaque'; exit 1; fi; cat opaque.log; grep -q 'incomplete' opaque.log"
+  WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
+set_tests_properties(autograd_opaque PROPERTIES LABELS unit)

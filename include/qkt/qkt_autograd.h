@@ -159,15 +159,9 @@ void qkt_rng_seed_stream(qkt_rng *r, uint64_t seed, qkt_rng_stream stream);
  * no malloc. Blocks are freed only by qkt_arena_free: a tensor kept across a reset
  * still reads its own (stale) stamp, not freed memory. With a limit set, an allocation
  * past it aborts naming the size it needed. */
-typedef struct qkt_arena_block qkt_arena_block;
+typedef struct qkt_arena_state qkt_arena_state; /* blocks and counters: autograd's own */
 typedef struct qkt_arena {
-    qkt_arena_block *first;    /* the blocks, in the order a step fills them */
-    qkt_arena_block *cur;      /* the block allocations come from now */
-    size_t used_total;         /* bytes handed out since reset */
-    size_t peak;               /* max used_total over the arena's life */
-    size_t capacity;           /* sum of block sizes */
-    size_t limit;              /* 0 = unlimited */
-    size_t n_mallocs;          /* blocks ever allocated, plus grad-pool buffers (tests check no-malloc steps) */
+    qkt_arena_state *s; /* set by qkt_arena_init, NULL after qkt_arena_free */
 } qkt_arena;
 void qkt_arena_init(qkt_arena *a, size_t initial_bytes, size_t limit);
 void *qkt_arena_alloc(qkt_arena *a, size_t bytes); /* 64-byte aligned, uninitialised */
@@ -181,12 +175,7 @@ void qkt_arena_free(qkt_arena *a);
  * next grad of that size reuses it. Peak grad memory is then the largest live set
  * (about one layer) instead of one grad per activation. Buffers persist across
  * steps (reset returns them all), so from the second step on no grad mallocs. */
-typedef struct qkt_grad_buf qkt_grad_buf;
-typedef struct qkt_grad_pool {
-    qkt_grad_buf *all, *free;
-    size_t live, peak;  /* bytes handed out now / at most (since init) */
-    size_t capacity;    /* bytes of all buffers */
-} qkt_grad_pool;
+typedef struct qkt_grad_pool qkt_grad_pool; /* autograd's own; a context has one */
 
 /* ---------------------------------------------------------------- tensor */
 #define QKT_MAX_DIMS 4
@@ -265,8 +254,8 @@ typedef struct qkt_node {
 } qkt_node;
 
 typedef struct qkt_ctx {
-    qkt_arena arena;
-    qkt_grad_pool grads;  /* activation grads (see qkt_grad_pool) */
+    qkt_arena arena;      /* the step's activations and saved state: qkt_arena_alloc(&ctx->arena, n) */
+    qkt_grad_pool *grads; /* activation grads (see qkt_grad_pool) */
     qkt_node *tape;
     int n_nodes, cap_nodes;
     bool keep_grads;     /* keep every activation's grad after backward (default: released) */
@@ -292,6 +281,15 @@ enum { QKT_MODE_EVAL = 0, QKT_MODE_GRAD = 1, QKT_MODE_DROPOUT = 2, QKT_MODE_TRAI
 int qkt_ctx_set_mode(qkt_ctx *ctx, int mode);
 void qkt_ctx_reset(qkt_ctx *ctx); /* empty tape and arena; keeps memory */
 void qkt_ctx_free(qkt_ctx *ctx);
+/* A context's memory, in bytes: the arena (handed out since the last reset, at most over
+ * the context's life, held), the activation grads (live now, at most, held) and the
+ * mallocs both ever made (a step that makes none leaves n_mallocs as it was). */
+typedef struct qkt_mem_stats {
+    size_t arena_used, arena_peak, arena_capacity;
+    size_t grad_live, grad_peak, grad_capacity;
+    size_t n_mallocs;
+} qkt_mem_stats;
+qkt_mem_stats qkt_ctx_mem(const qkt_ctx *ctx);
 /* Backward in ctx accumulates the grads of p's parameters into `grad` (p->size values,
  * laid out as p->grad) instead of p->grad; NULL restores p->grad. Data-parallel replicas
  * (nn's qkt_dp) each own such a buffer and sum them after the step. */

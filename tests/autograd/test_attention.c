@@ -237,11 +237,11 @@ static size_t attention_bytes(int T, int H, int variant) {
     }
     qkt_real slopes[16];
     qkt_alibi_slopes(H, slopes);
-    size_t before = ctx.arena.used_total, grads_before = ctx.grads.live;
+    size_t before = qkt_ctx_mem(&ctx).arena_used, grads_before = qkt_ctx_mem(&ctx).grad_live;
     qkt_attn_opts o = {.scale = 0.25, .full = variant == 1, .alibi = variant ? slopes : NULL};
     qkt_tensor *y = qkt_attention(&ctx, x[0], x[1], x[2], H, &o);
     qkt_backward(&ctx, y, y->data);
-    size_t used = ctx.arena.peak - before + ctx.grads.peak - grads_before;
+    size_t used = qkt_ctx_mem(&ctx).arena_peak - before + qkt_ctx_mem(&ctx).grad_peak - grads_before;
     qkt_ctx_free(&ctx);
     return used;
 }

@@ -146,12 +146,12 @@ static void test_arena_steps(void) {
         qkt_backward(&ctx, loss, NULL);
         for (int i = 0; i < 24; i++) w->data[i] -= (qkt_real)0.1 * w->grad[i];
         if (s == 0) {
-            EXPECT(ctx.arena.n_mallocs > 1, "the first step should have grown the arena");
+            EXPECT(qkt_ctx_mem(&ctx).n_mallocs > 1, "the first step should have grown the arena");
         } else if (s == 1) {
-            mallocs_after_first = ctx.arena.n_mallocs, cap_after_first = ctx.cap_nodes;
+            mallocs_after_first = qkt_ctx_mem(&ctx).n_mallocs, cap_after_first = ctx.cap_nodes;
         } else {
-            EXPECT(ctx.arena.n_mallocs == mallocs_after_first, "step %d allocated (%zu -> %zu blocks)", s,
-                   mallocs_after_first, ctx.arena.n_mallocs);
+            EXPECT(qkt_ctx_mem(&ctx).n_mallocs == mallocs_after_first, "step %d allocated (%zu -> %zu blocks)", s,
+                   mallocs_after_first, qkt_ctx_mem(&ctx).n_mallocs);
             EXPECT(ctx.cap_nodes == cap_after_first, "tape grew at step %d", s);
         }
     }
@@ -207,7 +207,7 @@ static void test_tape(void) {
         /* d/dx sum((x*0 + x)^2) = 2x; d/dleaf = 2 x * x */
         for (int i = 0; i < 3; i++) EXPECT_NEAR(x->grad[i], 2 * x->data[i], 1e-5);
         for (int i = 0; i < 3; i++) EXPECT_NEAR(leaf->grad[i], 2 * x->data[i] * x->data[i], 1e-5);
-        EXPECT(keep || ctx.grads.live == 64, "%zu grad bytes live after backward (the leaf's 64 expected)", ctx.grads.live);
+        EXPECT(keep || qkt_ctx_mem(&ctx).grad_live == 64, "%zu grad bytes live after backward (the leaf's 64 expected)", qkt_ctx_mem(&ctx).grad_live);
     }
     ctx.keep_grads = false;
     qkt_ctx_free(&ctx);

@@ -68,7 +68,7 @@ int main(void) {
     for (int step = 0; step < STEPS; step++) {
         qkt_ctx_reset(&ctx);
         if (step == 1) { /* the first step, which grew the arena, is done */
-            mallocs_after_first = ctx.arena.n_mallocs;
+            mallocs_after_first = qkt_ctx_mem(&ctx).n_mallocs;
             cap_nodes_after_first = ctx.cap_nodes;
         }
         qkt_tensor *x = qkt_tensor_2d(&ctx, N, D);
@@ -87,7 +87,7 @@ int main(void) {
 
         if (step == 0) {
             first = loss->data[0];
-            EXPECT(ctx.arena.n_mallocs > 1, "the 4 KB arena had to grow in step 1 (%zu blocks)", ctx.arena.n_mallocs);
+            EXPECT(qkt_ctx_mem(&ctx).n_mallocs > 1, "the 4 KB arena had to grow in step 1 (%zu blocks)", qkt_ctx_mem(&ctx).n_mallocs);
         }
         last = loss->data[0];
         if (!isfinite(last)) {
@@ -97,10 +97,10 @@ int main(void) {
     }
     EXPECT(finite, "loss became %g", last);
     printf("mlp sgd: loss %.6f -> %.6f after %d steps (%.1fx), arena %zu bytes, %zu mallocs\n", first, last, STEPS,
-           first / last, ctx.arena.capacity, ctx.arena.n_mallocs);
+           first / last, qkt_ctx_mem(&ctx).arena_capacity, qkt_ctx_mem(&ctx).n_mallocs);
     EXPECT(last * 10 <= first, "loss fell only from %g to %g", first, last);
-    EXPECT(ctx.arena.n_mallocs == mallocs_after_first, "steps 2..%d malloc'd: %zu arena blocks, %zu after step 1",
-           STEPS, ctx.arena.n_mallocs, mallocs_after_first);
+    EXPECT(qkt_ctx_mem(&ctx).n_mallocs == mallocs_after_first, "steps 2..%d malloc'd: %zu arena blocks, %zu after step 1",
+           STEPS, qkt_ctx_mem(&ctx).n_mallocs, mallocs_after_first);
     EXPECT(ctx.cap_nodes == cap_nodes_after_first, "tape grew after step 1");
 
     qkt_ctx_free(&ctx);
