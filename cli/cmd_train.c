@@ -2,7 +2,7 @@
  * aliases: nanogpt_aliases.c). Writes OUT/train.json, OUT/log.csv and OUT/ckpt.safetensors; --resume OUT
  * continues bit-identically. Faults: a non-finite loss or gradient norm stops the run
  * (exit 1) keeping the last good checkpoint; SIGINT/SIGTERM/SIGHUP finish the step, save
- * and exit 130 (a second one exits at once). The run itself is the library's qkt_session (train/qkt_train_run.h); this
+ * and exit 130 (a second one exits at once). The run itself is the library's qkt_session (qkt_train_run.h); this
  * file parses the flags and prints. Under mpirun every rank runs this command; rank 0
  * speaks for the job (docs/distributed.md). */
 #include <inttypes.h>

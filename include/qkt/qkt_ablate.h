@@ -106,7 +106,7 @@ const char *qkt_cell_kind_name(qkt_cell_kind k);
 /* A train cell with maps = true also writes its attention maps (one fixed validation
  * sequence, probabilities) to cells/<id>.attn.safetensors: two F32 tensors of shape
  * (n_layer, n_head, T, T), QKT_MAPS_INIT before the first step and QKT_MAPS_FINAL after
- * the last, read back by the report with io/qkt_safetensors.h. */
+ * the last, read back by the report with qkt_safetensors.h. */
 #define QKT_MAPS_INIT "attn.init"
 #define QKT_MAPS_FINAL "attn.final"
 void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t n);

@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- variants
- * Every variant is a qkt_attn_scale (nn/qkt_nn.h), an id of the variant registry: its
+ * Every variant is a qkt_attn_scale (qkt_nn.h), an id of the variant registry: its
  * name comes from qkt_attn_scale_name (built-ins, "power:0.75", a program's registered
  * names), the list of all of them from qkt_attn_scale_list. The study uses two subsets: */
 /* the fixed scales (sqrt_dk, none, dk, sqrt_dmodel): part 1 measures them at init
