@@ -63,8 +63,14 @@ qkt_mem_stats qkt_ctx_mem(const qkt_ctx *ctx) {
     qkt_mem_stats m = {0};
     const qkt_arena_state *a = ctx->arena.s;
     const qkt_grad_pool *g = ctx->grads;
-    if (a) m.arena_used = a->used_total, m.arena_peak = a->peak, m.arena_capacity = a->capacity, m.n_mallocs += a->n_mallocs;
-    if (g) m.grad_live = g->live, m.grad_peak = g->peak, m.grad_capacity = g->capacity, m.n_mallocs += g->n_mallocs;
+    if (a) {
+        m.arena_used = a->used_total, m.arena_peak = a->peak, m.arena_capacity = a->capacity;
+        m.n_mallocs += a->n_mallocs;
+    }
+    if (g) {
+        m.grad_live = g->live, m.grad_peak = g->peak, m.grad_capacity = g->capacity;
+        m.n_mallocs += g->n_mallocs;
+    }
     return m;
 }
 
