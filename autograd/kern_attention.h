@@ -80,11 +80,11 @@ static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *
  * nq x nc scores, nc = keys up to the causal limit of the last row, or all Tk under the
  * full mask, rounded up to BK; slots past it are -inf), plus the bias and ALiBi terms: S = (s Q) K^T in one product, then per row the exact max m, P = e^{z - m}
  * summed into l, P scaled by 1/l, and O = P V in one product (a convex combination of
- * V rows: it cannot overflow where the output does not). This two-pass form replaced
- * FlashAttention's online softmax over key tiles (rescaling l and O per tile): the
- * per-tile row bookkeeping cost as much as the tile products at d = 16-64, and the
- * strip's scratch, BQ x T floats per thread, is still linear in T. Measured forward,
- * one thread: 30 % faster at T = 64 .. 8192. m and 1/l are saved for the backward
+ * V rows: it cannot overflow where the output does not). Two passes rather than
+ * FlashAttention's online softmax over key tiles (rescaling l and O per tile), whose
+ * per-tile row bookkeeping costs as much as the tile products at d = 16-64 (measured:
+ * docs/performance.md, "Fused causal attention"); the strip's scratch, BQ x T floats
+ * per thread, is still linear in T. m and 1/l are saved for the backward
  * (not lse = m + log l, whose float32 rounding at |lse| ~ 100 would already be a 1e-5
  * relative error in P). */
 static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, const qkt_real *KT, int ldk,

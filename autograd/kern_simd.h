@@ -1,14 +1,15 @@
-/* Small register-blocked kernels for code running inside OpenMP regions, where the
- * threaded sgemm must not be called (one layer owns the cores at a time), and a
- * vectorisable exp. Internal to autograd (and nn's fused layers may include it).
+/* Small register-blocked kernels for code running inside OpenMP regions (the fused
+ * attention, the generic ops), where qkt_gemm, which splits its work over the same
+ * team, must not be called (one layer owns the cores at a time), and a vectorisable
+ * exp. Private to autograd.
  *
  * Written for gcc's auto-vectoriser: the inner loops have compile-time trip counts
  * (`#pragma omp simd`) and the row loop is fully unrolled (`#pragma GCC unroll`), so
  * the R x W accumulator block is scalar-replaced into vector registers. Without the
  * unroll gcc keeps the block in memory (a load and a store per FMA). W = 32 floats is
  * two AVX-512 registers; R = 8 rows gives 16 accumulators (of 32 registers) and 16
- * independent FMA chains per 2 loads and 8 broadcasts; measured on Zen 4 it beats
- * R = 4 and R = 6 by 25-35 % (about 80 GFLOP/s on a 32x32x64 tile, one core). */
+ * independent FMA chains per 2 loads and 8 broadcasts (R 8 against 4 and 6, measured:
+ * docs/performance.md, "Fused causal attention"). */
 #ifndef QKT_KERNELS_H
 #define QKT_KERNELS_H
 #include <math.h>

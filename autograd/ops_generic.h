@@ -1,4 +1,4 @@
-/* Shared by the generic op files (issue 13): NumPy broadcasting over the padded 4 dims,
+/* Shared by the generic op files: NumPy broadcasting over the padded 4 dims,
  * the (outer, n, inner) view of an axis, and libm in the precision of qkt_real. Private. */
 #ifndef QKT_GENERIC_INTERNAL_H
 #define QKT_GENERIC_INTERNAL_H

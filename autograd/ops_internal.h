@@ -10,9 +10,8 @@
 #undef QKT_OP
 
 /* Parallelise an elementwise loop only when it is big enough to pay for the threads:
- * 2^15 floats take one core ~5-10 us, about what a parallel region costs with the CLI's
- * short OpenMP spin (measured on the tiny config, whose activations are 2^16 floats:
- * 2^15 gave 6.4-6.9 ms a step against 7.2-7.4 ms with 2^17; 2^14 was no better). */
+ * 2^15 floats take one core about what a parallel region costs (docs/performance.md,
+ * "Thread settings"). */
 #define QKT_PAR_MIN (1 << 15)
 
 /* Shape check that prints both shapes. */

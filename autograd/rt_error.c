@@ -19,8 +19,7 @@ const int qkt_abi_float32__link_with_libqkt = 32;
 
 static void default_fatal(qkt_fatal_kind kind, const char *msg, void *user) {
     (void)kind, (void)user;
-    fprintf(stderr, "qkt: %s\n", msg);
-    fflush(stderr);
+    qkt_logf(QKT_LOG_ERROR, "qkt: %s", msg);
 }
 
 static pthread_mutex_t fatal_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;

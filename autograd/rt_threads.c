@@ -30,18 +30,13 @@ void qkt_set_threads(int n) {
     g_threads = n;
 }
 
-/* libgomp reads its wait policy once, when it loads: by default an idle OpenMP thread
- * spins 300000 times (a pause is ~26 ns here: ~8 ms) before sleeping. On a 2-core
- * machine shared with other jobs, such spinning threads take the cores from the threads
- * with work (2-thread steps measured 2-5x slower than with passive waiting); with
- * passive waiting every parallel region pays a ~10-20 us wake-up (tiny config: 8.5 ms a
- * step). A short spin keeps most of both: a step's parallel regions follow each other
- * within microseconds, and a thread whose partner was descheduled sleeps after ~26 us
- * (tiny: 7.3 ms on an idle machine). So unless the user set OMP_WAIT_POLICY or
- * GOMP_SPINCOUNT, qkt sets GOMP_SPINCOUNT=1000. It also sets OPENBLAS_NUM_THREADS=1
- * unless set: qkt never uses OpenBLAS's threads (kern_gemm.c), and without it OpenBLAS
- * starts a worker per core when it loads, which spins on an idle core for a while.
- * Both are read when the libraries load, so qkt_thread_env_reexec sets them and re-executes the program once. */
+/* A short OpenMP spin beats both libgomp's long default spin and passive waiting on a
+ * shared machine (measured: docs/performance.md, "Thread settings"), so unless the user
+ * set OMP_WAIT_POLICY or GOMP_SPINCOUNT, qkt sets GOMP_SPINCOUNT=1000. It also sets
+ * OPENBLAS_NUM_THREADS=1 unless set: qkt never uses OpenBLAS's threads (kern_gemm.c), and
+ * without it OpenBLAS starts a worker per core when it loads, which spins on an idle core
+ * for a while. Both are read when the libraries load, so qkt_thread_env_reexec sets them
+ * and re-executes the program once. */
 void qkt_thread_env_reexec(char **argv) {
     bool policy = !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"), blas = !getenv("OPENBLAS_NUM_THREADS");
     if (!policy && !blas) return;
@@ -80,7 +75,7 @@ static void threads_from_env(void) {
         if (g_threads == 0) qkt_set_threads(n);
         return;
     }
-    if (rc < 0) fprintf(stderr, "qkt: %s; ignored\n", err.msg);
+    if (rc < 0) qkt_logf(QKT_LOG_WARN, "qkt: %s; ignored", err.msg);
 #ifndef QKT_NO_BLAS
     openblas_set_num_threads(1);
 #endif

@@ -8,7 +8,7 @@
 #
 # usage: bench/compare_cell.sh [-r ROUNDS] [-t THREADS] [-d D_K] [-s STEPS] [-b BATCH] [-e EVAL_EVERY]
 #   defaults: the quick preset's cell (d_k 16, 200 steps, batch 16, validation every 20);
-#   the preset before issue 14 was -s 600 -b 32 -e 25.
+#   the earlier quick preset was -s 600 -b 32 -e 25.
 #   QKT_BIN (default build/qkt) and TORCH_PY (default /usr/bin/python3) can be overridden.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

@@ -6,8 +6,8 @@ on the answer positions only), the bench model (bench/torch_gpt.py: nanoGPT's GP
 2 heads, width 2 d_k, T 32) with the study's init (std 0.08), batch 16, 200 AdamW steps
 (lr 3e-3, betas (0.9, 0.95), weight decay 0.1 on 2-D weights, 20 warmup steps then cosine to
 0.1 lr, gradient norm clipped at 1), validation on the same 4 batches every 20 steps and
-at the end: the quick preset's cell (--batch, --steps, --eval-every change it; the preset
-before issue 14 had batch 32, 600 steps, every 25). The qkt side is `qkt train` with the same settings (bench/compare_cell.sh runs
+at the end: the quick preset's cell (--batch, --steps, --eval-every change it; the earlier
+preset had batch 32, 600 steps, every 25). The qkt side is `qkt train` with the same settings (bench/compare_cell.sh runs
 both); its cell also measures attention entropies at each validation, which this does not.
 Prints one line:
     torch cell d_k=16 threads=1 steps=200 train_s=X ms_per_step=Y final_val_loss=Z final_val_acc=W

@@ -53,12 +53,6 @@ static void anomaly_note(void) {
     else fprintf(stderr, "no checkpoint was saved before it\n");
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static const char *fmt_dur(double s, char *buf, size_t n) {
     if (!(s >= 0) || s > 1e8) snprintf(buf, n, "?");
     else if (s < 60) snprintf(buf, n, "%.0fs", s);
@@ -267,8 +261,8 @@ static void print_progress(const qkt_session *s, const qkt_session_progress *p, 
     if (!st) {
         fprintf(stderr, "step 0: val loss %.4f acc %.3f (%s, %" PRId64 " params, %s)\n", ev->loss, ev->acc,
                 qkt_data_name(s->t.data), s->t.gpt.params.size, s->run.data);
-    } else if (o->tty && (now_s() - o->last_print > 0.1 || ev || step == steps)) {
-        o->last_print = now_s();
+    } else if (o->tty && (qkt_now_s() - o->last_print > 0.1 || ev || step == steps)) {
+        o->last_print = qkt_now_s();
         fprintf(stderr, "\r\033[Kstep %lld/%lld | loss %.4f | val %.4f | %.0f tok/s | ETA %s", step, steps, st->loss, s->val_loss,
                 p->tokens_per_s, fmt_dur(p->eta_s, d1, sizeof d1));
         if (ev) fprintf(stderr, "\n");

@@ -21,15 +21,31 @@ static void usage(FILE *f) {
     for (int i = 0; i < n_commands; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
+/* The library's messages on stderr. On a terminal a status line (a sweep's progress) is
+ * redrawn in place, and the next message first clears it. */
+static bool status_shown;
+static void on_log(qkt_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level == QKT_LOG_STATUS) {
+        fprintf(stderr, "\r\033[K%s", msg);
+        status_shown = true;
+        return;
+    }
+    fprintf(stderr, "%s%s\n", status_shown ? "\r\033[K" : "", msg);
+    fflush(stderr);
+    status_shown = false;
+}
+
 /* The library's fatal errors end the program with the documented exit codes: 1 out of
- * memory, 3 an anomaly (--detect-anomaly), abort (134) for a usage error: a bug. exit()
- * runs the atexit handlers (qkt train's note on the last checkpoint). */
+ * memory (or the job ended by qkt_dist_abort), 3 an anomaly (--detect-anomaly), abort
+ * (134) for a usage error: a bug. exit() runs the atexit handlers (qkt train's note on
+ * the last checkpoint). */
 static void on_fatal(qkt_fatal_kind kind, const char *msg, void *user) {
     (void)user;
-    fprintf(stderr, "qkt: %s\n", msg);
+    fprintf(stderr, "%sqkt: %s\n", status_shown ? "\r\033[K" : "", msg);
     fflush(stderr);
     if (kind == QKT_FATAL_ANOMALY) exit(3);
-    if (kind == QKT_FATAL_NOMEM) exit(1);
+    if (kind == QKT_FATAL_NOMEM || kind == QKT_FATAL_ABORT) exit(1);
 }
 
 int main(int argc, char **argv) {
@@ -38,6 +54,7 @@ int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN);
     qkt_thread_env_reexec(argv); /* returns at once when the environment is set already */
     qkt_set_fatal_handler(on_fatal, NULL);
+    qkt_set_log_handler(on_log, NULL, isatty(STDERR_FILENO));
     qkt_err err;
     if (qkt_isa_select(&err)) { /* QKT_ISA names a kernel path this build or CPU lacks */
         fprintf(stderr, "qkt: %s\n", err.msg);

@@ -20,6 +20,13 @@ const char *qkt_cell_kind_name(qkt_cell_kind k) {
     return k >= 0 && k <= QKT_CELL_TRAIN2 ? n[k] : "?";
 }
 
+void qkt_cell_id(char *id, size_t n, qkt_cell_kind kind, qkt_attn_scale variant, int d_k, int seed, double lr) {
+    int k = snprintf(id, n, "%s_%s_dk%d", qkt_cell_kind_name(kind), qkt_attn_scale_name(variant), d_k);
+    if (k < 0 || (size_t)k >= n) return;
+    if (kind == QKT_CELL_TRAIN || kind == QKT_CELL_TRAIN2) snprintf(id + k, n - (size_t)k, "_s%d", seed);
+    else if (kind == QKT_CELL_LR) snprintf(id + k, n - (size_t)k, "_lr%g", lr);
+}
+
 static qkt_cell *add(qkt_cell **v, int *n, int *cap) {
     if (*n == *cap) {
         *cap = *cap ? 2 * *cap : 64;
@@ -42,7 +49,7 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
                 x->variant = c->variants[vi];
                 x->d_k = c->dks[di], x->seed = s, x->lr = c->lr, x->steps = c->steps;
                 x->maps = s == 0 && di == c->n_dk - 1;
-                snprintf(x->id, sizeof x->id, "train_%s_dk%d_s%d", qkt_attn_scale_name(x->variant), x->d_k, s);
+                qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
             }
     for (int s = 0; s < c->seeds && c->task2[0]; s++) /* part 2c: the second task */
         for (int di = c->n_task2_dk - 1; di >= 0; di--)
@@ -51,7 +58,7 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
                 x->kind = QKT_CELL_TRAIN2;
                 x->variant = c->variants[vi];
                 x->d_k = c->task2_dks[di], x->seed = s, x->lr = c->lr, x->steps = c->steps;
-                snprintf(x->id, sizeof x->id, "train2_%s_dk%d_s%d", qkt_attn_scale_name(x->variant), x->d_k, s);
+                qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
             }
     for (int li = 0; li < c->n_lr; li++)
         for (int vi = 0; vi < c->n_lr_variants; vi++) {
@@ -59,7 +66,7 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
             x->kind = QKT_CELL_LR;
             x->variant = c->lr_variants[vi];
             x->d_k = c->lr_dk, x->seed = 0, x->lr = c->lrs[li], x->steps = c->lr_steps;
-            snprintf(x->id, sizeof x->id, "lr_%s_dk%d_lr%g", qkt_attn_scale_name(x->variant), x->d_k, x->lr);
+            qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
         }
     for (int di = c->n_init_dk - 1; di >= 0; di--)
         for (int vi = 0; vi < QKT_STUDY_N_FIXED; vi++) {
@@ -67,7 +74,7 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
             x->kind = QKT_CELL_INIT;
             x->variant = qkt_study_fixed_scales[vi];
             x->d_k = c->init_dks[di], x->steps = 0;
-            snprintf(x->id, sizeof x->id, "init_%s_dk%d", qkt_attn_scale_name(x->variant), x->d_k);
+            qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
         }
     for (int di = c->n_growth_dk - 1; di >= 0; di--)
         for (int vi = 0; vi < QKT_STUDY_N_GROWTH; vi++) {
@@ -75,7 +82,7 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
             x->kind = QKT_CELL_GROWTH;
             x->variant = qkt_study_growth_scales[vi];
             x->d_k = c->growth_dks[di], x->lr = c->growth_lr, x->steps = c->growth_steps;
-            snprintf(x->id, sizeof x->id, "growth_%s_dk%d", qkt_attn_scale_name(x->variant), x->d_k);
+            qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
         }
     *out = v;
     return n;
@@ -306,7 +313,7 @@ int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *e
     for (int i = 0; i < n; i++) {
         qkt_init_row *r = &rows[i];
         qkt_cell cell = {.kind = QKT_CELL_IID, .variant = r->variant, .d_k = r->d_k, .seed = 0, .lr = 0};
-        snprintf(cell.id, sizeof cell.id, "iid_%s_dk%d", qkt_attn_scale_name(r->variant), r->d_k);
+        qkt_cell_id(cell.id, sizeof cell.id, cell.kind, cell.variant, cell.d_k, cell.seed, cell.lr);
         row(&b, &cell, 0, QKT_METRIC_IID_RAW_LOGIT_STD, -1, -1, r->raw_logit_std);
         row(&b, &cell, 0, QKT_METRIC_IID_LOGIT_STD, -1, -1, r->logit_std);
         row(&b, &cell, 0, QKT_METRIC_IID_ENTROPY, -1, -1, r->entropy);

@@ -64,7 +64,7 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
         /* Sized for `make demo` (< 5 min on 2 cores): d_k 8 (small logits) and 64 (unscaled logit
          * std 8 at init with the unit W_q/W_k init), 6 seeds (the fewest for which an exact paired
          * test can reach p < 0.05), batch 16; learned and sqrt_dmodel are left to the full preset
-         * (sqrt_dmodel is measured at init). Measured: d_k 64 costs ~0.055 s/step, d_k 8 ~0.011. */
+         * (sqrt_dmodel is measured at init). Cell costs: docs/performance.md, "The study's presets". */
         const qkt_attn_scale v[] = {QKT_ATTN_SQRT_DK, QKT_ATTN_NONE, QKT_ATTN_DK, QKT_ATTN_QK_LAYERNORM};
         set_variants(c->variants, &c->n_variants, v, 4);
         set_variants(c->lr_variants, &c->n_lr_variants, v, 4);
@@ -73,13 +73,11 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
         c->steps = 200, c->eval_every = 20, c->eval_batches = 4;
         c->n_dk = 2, c->dks[0] = 8, c->dks[1] = 64;
         c->seeds = 6;
-        /* Part 2c: the smoothly learnt `recall` at the same d_k (d_k 8 cells cost ~1/5 of d_k 64's). */
+        /* Part 2c: the smoothly learnt `recall` at the same d_k (its d_k 8 cells are the cheap ones). */
         snprintf(c->task2, sizeof c->task2, "recall");
         c->n_task2_dk = 2, c->task2_dks[0] = 8, c->task2_dks[1] = 64;
-        /* Up to where runs become unstable (measured at d_k 16, 150 steps: every variant's
-         * validation loss rises above its value at init from lr 1 on, none does at 0.3; clipping
-         * and LayerNorm keep them finite up to lr 10), evaluated every 5 steps so the logit
-         * growth can be timed against the loss rising (claim 6a). */
+        /* Up to where runs become unstable (docs/performance.md, "The study's presets"), evaluated
+         * every 5 steps so the logit growth can be timed against the loss rising (claim 6a). */
         c->n_lr = 6;
         const double lrs[] = {3e-3, 3e-2, 0.3, 0.6, 1, 3};
         memcpy(c->lrs, lrs, sizeof lrs);
@@ -91,9 +89,8 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
         for (int i = 0; i < 4; i++) c->growth_dks[i] = 8 << i; /* 8 .. 64 */
     } else if (!strcmp(name, "full")) {
         /* Every variant at d_k 8..128 x 6 seeds on mqar, the second task at d_k 16 and 64, 9 learning
-         * rates at d_k 32. Estimated from timed cells (user CPU, batch 32: a d_k 64 train cell of 400
-         * steps 17.9 s, d_k 8 1.0 s, an LR cell at d_k 32 6.0 s) and the cost model: ~4400 CPU-seconds,
-         * ~40 min on 2 idle cores; measured: docs/ablate.md. */
+         * rates at d_k 32; its cost: docs/performance.md, "The study's presets" (estimated), and
+         * docs/ablate.md (measured). */
         c->qk_init = QKT_QK_INIT_UNIT;
         c->steps = 500, c->eval_every = 25, c->eval_batches = 8;
         c->n_dk = 5;

@@ -49,26 +49,26 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
     int stale = lead ? qkt_ablate_forget_old_maps(run_dir, plan, n, err) : 0;
     if (stale < 0) return free(plan), -1;
     if (stale && verbose)
-        fprintf(stderr, "qkt ablate: %d cells kept attention maps in the old .maps format: rerunning them\n", stale);
+        qkt_logf(QKT_LOG_WARN, "qkt ablate: %d cells kept attention maps in the old .maps format: rerunning them", stale);
     /* Temp files of cells killed mid-write (the caller holds the run's lock). */
     qkt_buf gone = {0};
     for (int i = 0; i < n && lead; i++) {
         char path[1100];
         qkt_cell_paths(run_dir, plan[i].id, path, NULL, NULL, sizeof path);
         qkt_remove_stale_temps(path, &gone, NULL);
-        snprintf(path, sizeof path, "%s/cells/%s.attn.safetensors", run_dir, plan[i].id);
+        qkt_cell_maps_path(run_dir, plan[i].id, path, sizeof path);
         qkt_remove_stale_temps(path, &gone, NULL);
     }
-    if (gone.n && verbose) fprintf(stderr, "qkt ablate: removed temp files of stopped cells: %s\n", gone.s);
+    if (gone.n && verbose) qkt_logf(QKT_LOG_INFO, "qkt ablate: removed temp files of stopped cells: %s", gone.s);
     qkt_buf_free(&gone);
     const char **ids = qkt_malloc((size_t)n * sizeof *ids);
     double *w = qkt_malloc((size_t)n * sizeof *w);
     for (int i = 0; i < n; i++) ids[i] = plan[i].id, w[i] = qkt_ablate_cell_cost(c, &plan[i]);
     if (verbose)
-        fprintf(stderr, "qkt ablate: parts 1-4, %d cells (init %d d_k x %d variants, train %d variants x %d d_k x %d seeds, "
-                        "second task %d d_k, lr %d x %d, growth %d x %d), %d side by side with one thread each\n",
-                n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->task2[0] ? c->n_task2_dk : 0, c->n_lr_variants,
-                c->n_lr, c->n_growth_dk, QKT_STUDY_N_GROWTH, c->workers);
+        qkt_logf(QKT_LOG_INFO, "qkt ablate: parts 1-4, %d cells (init %d d_k x %d variants, train %d variants x %d d_k x %d seeds, "
+                               "second task %d d_k, lr %d x %d, growth %d x %d), %d side by side with one thread each",
+                 n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->task2[0] ? c->n_task2_dk : 0, c->n_lr_variants,
+                 c->n_lr, c->n_growth_dk, QKT_STUDY_N_GROWTH, c->workers);
     qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose, stop, qkt_dist_size() > 1};
     qkt_sweep_result res;
     int rc = qkt_sweep_run(&s, &res, err);
@@ -112,7 +112,7 @@ int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const vol
     int rc = 0;
     if (lead) { /* part 1 (in this process) is rank 0's in an MPI job; the others wait */
         rc = qkt_ablate_load_config(run_dir, &c, err) || qkt_mkdirs(cells, err) ? -1 : 0; /* what the cells will see */
-        if (!rc && verbose) fprintf(stderr, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)\n", c.n_init_dk);
+        if (!rc && verbose) qkt_logf(QKT_LOG_INFO, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)", c.n_init_dk);
         if (!rc && qkt_ablate_init_iid(run_dir, &c, err) != 0) rc = -1;
     }
     if (qkt_dist_size() > 1) {

@@ -66,7 +66,7 @@ static int write_summary(qkt__report *r) {
                        "diverged_step,init_logit_std,init_norm_entropy,final_norm_entropy,final_logit_std,final_logit_max\n");
     for (int i = 0; i < t->n_runs; i++) {
         const qkt_run *u = &t->runs[i];
-        if (!strncmp(u->id, "iid_", 4)) continue;
+        if (!strcmp(u->exp, QKT_KIND(IID))) continue;
         int last = qkt_table_last_step(t, i, QKT_M(VAL_LOSS)), div = -1;
         qkt__report_diverged(t, i, &div);
         qkt_buf_printf(&b, "%s,%s,%s,%d,%d,%g,%.6g,%.6g,%.6g,%.6g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", u->id, u->exp, u->variant, u->d_k, u->seed,

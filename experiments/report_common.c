@@ -7,7 +7,7 @@
 
 void qkt__report_plot_done(qkt__report *r, int rc, const char *file) {
     if (rc != 0) {
-        fprintf(stderr, "qkt: plot %s: %s\n", file, r->err->msg);
+        qkt_logf(QKT_LOG_WARN, "qkt: plot %s: %s", file, r->err->msg);
         r->n_plots_failed++;
     }
 }

@@ -16,7 +16,7 @@ static void row(qkt__report *r, const char *id, const char *claim, const char *s
 
 static double iid(const qkt_table *t, qkt_attn_scale v, int d, qkt_metric m) {
     char id[96];
-    snprintf(id, sizeof id, "iid_%s_dk%d", NAME(v), d);
+    qkt_cell_id(id, sizeof id, QKT_CELL_IID, v, d, 0, 0);
     return qkt_table_value(t, qkt__report_run_by_id(t, id), qkt_metric_name(m), 0, -1);
 }
 

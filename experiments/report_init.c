@@ -58,7 +58,7 @@ static void iid_table(qkt__report *r, iid_data *D) {
         double rank_dk = 0;
         for (int v = 0; v < NV; v++) {
             char id[96];
-            snprintf(id, sizeof id, "iid_%s_dk%d", VNAME(v), d);
+            qkt_cell_id(id, sizeof id, QKT_CELL_IID, qkt_study_fixed_scales[v], d, 0, 0);
             int run = qkt__report_run_by_id(t, id);
             D->ys[v][i] = qkt_table_value(t, run, QKT_M(IID_LOGIT_STD), 0, -1);
             D->ent[v][i] = qkt_table_value(t, run, QKT_M(IID_NORM_ENTROPY), 0, -1);

@@ -17,17 +17,17 @@ static int read_maps(const char *run_dir, const char *id, double **vals, int *L,
     if (!qkt_file_exists(path)) {
         snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, id);
         if (qkt_file_exists(old))
-            fprintf(stderr, "qkt: %s: attention maps of an older qkt; rerun the run's qkt ablate command to recompute the cell\n", old);
+            qkt_logf(QKT_LOG_WARN, "qkt: %s: attention maps of an older qkt; rerun the run's qkt ablate command to recompute the cell", old);
         return -1;
     }
     qkt_safetensors st;
     qkt_err e;
-    if (qkt_safetensors_read(path, &st, &e) != 0) return fprintf(stderr, "qkt: %s, skipped\n", e.msg), -1;
+    if (qkt_safetensors_read(path, &st, &e) != 0) return qkt_logf(QKT_LOG_WARN, "qkt: %s, skipped", e.msg), -1;
     const qkt_st_tensor *a = qkt_safetensors_find(&st, QKT_MAPS_INIT), *b = qkt_safetensors_find(&st, QKT_MAPS_FINAL);
     bool ok = a && b && a->ndim == 4 && b->ndim == 4 && !memcmp(a->shape, b->shape, 4 * sizeof a->shape[0]);
     for (int i = 0; ok && i < 4; i++) ok = a->shape[i] > 0 && a->shape[i] <= (i < 2 ? 1024 : 65536);
     if (!ok) {
-        fprintf(stderr, "qkt: %s: expected tensors %s and %s of one shape (L, H, T, T), skipped\n", path, QKT_MAPS_INIT, QKT_MAPS_FINAL);
+        qkt_logf(QKT_LOG_WARN, "qkt: %s: expected tensors %s and %s of one shape (L, H, T, T), skipped", path, QKT_MAPS_INIT, QKT_MAPS_FINAL);
         qkt_safetensors_free(&st);
         return -1;
     }
@@ -36,7 +36,7 @@ static int read_maps(const char *run_dir, const char *id, double **vals, int *L,
     qkt_real *f = qkt_malloc(2 * (size_t)per * sizeof *f);
     int rc = qkt_st_tensor_to_real(a, f, per, path, &e);
     if (!rc) rc = qkt_st_tensor_to_real(b, f + per, per, path, &e);
-    if (rc) fprintf(stderr, "qkt: %s, skipped\n", e.msg);
+    if (rc) qkt_logf(QKT_LOG_WARN, "qkt: %s, skipped", e.msg);
     else {
         *vals = qkt_malloc(2 * (size_t)per * sizeof **vals);
         for (int64_t i = 0; i < 2 * per; i++) (*vals)[i] = f[i];

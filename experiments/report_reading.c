@@ -23,8 +23,8 @@ static void reading_init(qkt__report *r) {
     int d = c->init_dks[nearest(c->init_dks, c->n_init_dk, 64)];
     const char *sqrt_dk = qkt_attn_scale_name(QKT_ATTN_SQRT_DK), *none = qkt_attn_scale_name(QKT_ATTN_NONE);
     char id[2][96];
-    snprintf(id[0], 96, "iid_%s_dk%d", sqrt_dk, d);
-    snprintf(id[1], 96, "iid_%s_dk%d", none, d);
+    qkt_cell_id(id[0], 96, QKT_CELL_IID, QKT_ATTN_SQRT_DK, d, 0, 0);
+    qkt_cell_id(id[1], 96, QKT_CELL_IID, QKT_ATTN_NONE, d, 0, 0);
     int run[2] = {qkt__report_run_by_id(t, id[0]), qkt__report_run_by_id(t, id[1])};
     double e_s = qkt_table_value(t, run[0], QKT_M(IID_NORM_ENTROPY), 0, -1), e_n = qkt_table_value(t, run[1], QKT_M(IID_NORM_ENTROPY), 0, -1);
     double j_s = qkt_table_value(t, run[0], QKT_M(IID_JACOBIAN), 0, -1), j_n = qkt_table_value(t, run[1], QKT_M(IID_JACOBIAN), 0, -1);

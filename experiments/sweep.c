@@ -21,12 +21,6 @@
 
 extern char **environ;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ---------------------------------------------------------------- the seal */
 static size_t count_rows(const char *text, size_t n) {
     size_t rows = 0;
@@ -130,13 +124,13 @@ static void sweep_plan(sweep_state *st) {
             st->res->skipped++;
             st->done_w += st->weight[i];
         } else {
-            if (why[0]) fprintf(stderr, "qkt: %s %s: rerunning the cell\n", path, why);
+            if (why[0]) qkt_logf(QKT_LOG_WARN, "qkt: %s %s: rerunning the cell", path, why);
             st->todo[i] = true;
         }
     }
 }
 
-/* One progress line on the terminal: finished cells plus the done fraction of the
+/* One status line (a live log hook): finished cells plus the done fraction of the
  * running ones (from their progress files), weighted, and the ETA from that rate. */
 static void print_progress(const sweep_state *st, double t) {
     const qkt_sweep *s = st->s;
@@ -152,8 +146,8 @@ static void print_progress(const sweep_state *st, double t) {
     }
     double frac = (st->done_w + partial - st->w_at_start) / (st->total_w - st->w_at_start);
     double eta = frac > 0.01 ? (t - st->t0) * (1 - frac) / frac : NAN;
-    fprintf(stderr, "\r\033[K[%d/%d cells] %s loss %.3f | %.0f s elapsed, ETA %s%.0f s", st->finished, s->n_cells,
-            shown ? shown : "-", shown_loss, t - st->t0, isfinite(eta) ? "" : "~", isfinite(eta) ? eta : 0.0);
+    qkt_logf(QKT_LOG_STATUS, "[%d/%d cells] %s loss %.3f | %.0f s elapsed, ETA %s%.0f s", st->finished, s->n_cells,
+             shown ? shown : "-", shown_loss, t - st->t0, isfinite(eta) ? "" : "~", isfinite(eta) ? eta : 0.0);
 }
 
 /* Cell i's process ended with wait status ws: done if it exited 0 and wrote its csv. */
@@ -178,12 +172,12 @@ static void reap(sweep_state *st, int i, int ws) {
         st->res->failed++;
         char log[1024];
         qkt_cell_paths(s->run_dir, s->cell_ids[i], NULL, log, NULL, sizeof log);
-        fprintf(stderr, "%sqkt: cell %s failed (%s %d); see %s\n", st->tty ? "\r\033[K" : "", s->cell_ids[i],
-                WIFEXITED(ws) ? "exit status" : "signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log);
+        qkt_logf(QKT_LOG_WARN, "qkt: cell %s failed (%s %d); see %s", s->cell_ids[i],
+                 WIFEXITED(ws) ? "exit status" : "signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log);
     }
-    if (s->verbose && !st->tty)
-        fprintf(stderr, "[%d/%d cells] %s %s (%.0f s elapsed)\n", st->finished, s->n_cells, s->cell_ids[i],
-                ok ? "done" : "FAILED", now_s() - st->t0);
+    if (s->verbose && !st->live)
+        qkt_logf(QKT_LOG_INFO, "[%d/%d cells] %s %s (%.0f s elapsed)", st->finished, s->n_cells, s->cell_ids[i],
+                 ok ? "done" : "FAILED", qkt_now_s() - st->t0);
 }
 
 /* The next cell for this process: the next unfinished one of the plan, or (a rank > 0
@@ -203,7 +197,7 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
     const int n = s->n_cells, workers = s->workers > 0 ? s->workers : 1;
     sweep_state st = {.s = s, .res = res, .pids = qkt_calloc((size_t)n + 1, sizeof(pid_t)),
                       .todo = qkt_calloc((size_t)n + 1, sizeof(bool)), .weight = qkt_calloc((size_t)n + 1, sizeof(double)),
-                      .where = qkt_calloc((size_t)n + 1, sizeof(int)), .tty = isatty(2)};
+                      .where = qkt_calloc((size_t)n + 1, sizeof(int)), .live = qkt_log_live()};
     st.dist = s->mpi && qkt_dist_size() > 1;
     st.follower = st.dist && qkt_dist_rank() > 0;
     sweep_plan(&st);
@@ -212,9 +206,9 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
         return -1;
     }
     if (s->verbose)
-        fprintf(stderr, "qkt: %d cells (%d already done, kept), %d at a time, one thread each%s\n", n, res->skipped, workers,
-                st.dist ? st.ranks_note : "");
-    st.t0 = now_s(), st.w_at_start = st.done_w, st.finished = res->skipped;
+        qkt_logf(QKT_LOG_INFO, "qkt: %d cells (%d already done, kept), %d at a time, one thread each%s", n, res->skipped, workers,
+                 st.dist ? st.ranks_note : "");
+    st.t0 = qkt_now_s(), st.w_at_start = st.done_w, st.finished = res->skipped;
     double last_print = 0;
     int running = 0;
     int stopped = 0;
@@ -240,7 +234,7 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
                 qkt__sweep_dist_reaped(&st, i, false, -1);
             } else {
                 res->failed++;
-                fprintf(stderr, "\nqkt: cannot start cell %s: %s\n", s->cell_ids[i], strerror(errno));
+                qkt_logf(QKT_LOG_WARN, "qkt: cannot start cell %s: %s", s->cell_ids[i], strerror(errno));
             }
         }
         if (st.dist) qkt__sweep_dist_serve(&st);
@@ -252,8 +246,8 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
         int ws;
         pid_t pid = waitpid(-1, &ws, WNOHANG);
         if (pid == 0) { /* all still running: show progress, poll again */
-            const double t = now_s();
-            if (st.tty && s->verbose && t - last_print > 0.5) print_progress(&st, t), last_print = t;
+            const double t = qkt_now_s();
+            if (st.live && s->verbose && t - last_print > 0.5) print_progress(&st, t), last_print = t;
             usleep(100000);
             continue;
         }
@@ -264,7 +258,7 @@ int qkt_sweep_run(const qkt_sweep *s, qkt_sweep_result *res, qkt_err *err) {
         for (int i = 0; i < n; i++)
             if (st.pids[i] == pid) reap(&st, i, ws), running--;
     }
-    if (s->verbose && st.tty) fprintf(stderr, "\r\033[K[%d/%d cells] finished in %.0f s\n", st.finished, n, now_s() - st.t0);
+    if (s->verbose && st.live) qkt_logf(QKT_LOG_INFO, "[%d/%d cells] finished in %.0f s", st.finished, n, qkt_now_s() - st.t0);
     int lost = st.lost_cells;
     free(st.pids);
     free(st.todo);

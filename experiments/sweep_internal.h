@@ -23,7 +23,7 @@ typedef struct sweep_state {
     int finished;
     int next;        /* the plan's next cell to hand out (this process or, rank 0, any rank) */
     bool exhausted;  /* no cell left to take */
-    bool tty;
+    bool live;       /* the log hook shows a status line (qkt_log_live) */
     /* An MPI sweep (s->mpi in a job of several ranks): sweep_mpi.c */
     bool dist, follower;
     bool stop_asked;     /* a rank > 0: rank 0 said stop */

@@ -39,12 +39,6 @@ typedef struct sweep_peer {
     char host[HOST_LEN];
 } sweep_peer;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* What every rank checks at the start. */
 typedef struct {
     int n;
@@ -79,12 +73,12 @@ int qkt__sweep_dist_start(sweep_state *st, qkt_err *err) {
     }
     if (!rc && me == 0) {
         st->peers = qkt_calloc((size_t)N, sizeof *st->peers);
-        double t = now_s();
+        double t = qkt_now_s();
         for (int r = 0; r < N; r++) st->peers[r].last = t, memcpy(st->peers[r].host, all[r].host, HOST_LEN);
         st->stopped_at = 0;
     }
     snprintf(st->ranks_note, sizeof st->ranks_note, ", over %d MPI ranks (%d at a time in all)", N, slots);
-    st->last_alive = now_s();
+    st->last_alive = qkt_now_s();
     free(all);
     return rc;
 }
@@ -99,14 +93,14 @@ int qkt__sweep_dist_ask(sweep_state *st) {
     up(UP_ASK, -1, 0, 0);
     int cell = -1;
     qkt_dist_recv(&cell, sizeof cell, 0, TAG_CELL);
-    st->last_alive = now_s();
+    st->last_alive = qkt_now_s();
     QKT_CHECK(cell >= -1 && cell < st->s->n_cells, "sweep: rank 0 handed out cell %d of %d", cell, st->s->n_cells);
     return cell;
 }
 
 void qkt__sweep_dist_reaped(sweep_state *st, int i, bool ok, int ws) {
     up(UP_DONE, i, ok, ws);
-    st->last_alive = now_s();
+    st->last_alive = qkt_now_s();
 }
 
 /* ---------------------------------------------------------------- rank 0 */
@@ -128,8 +122,8 @@ static void report_lost(sweep_state *st, int r, const char *why) {
     st->lost_cells += k ? k : 1;
     qkt_buf_printf(&st->lost_msg, "%sMPI rank %d (host %s) %s: %s%s", st->lost_msg.n ? "; " : "", r, p->host, why,
                    k ? "lost cells " : "it ran no cell", k ? cells.s : "");
-    fprintf(stderr, "%sqkt: MPI rank %d (host %s) %s: lost cell%s %s\n", st->tty ? "\r\033[K" : "", r, p->host, why,
-            k == 1 ? "" : "s", k ? cells.s : "(none running)");
+    qkt_logf(QKT_LOG_WARN, "qkt: MPI rank %d (host %s) %s: lost cell%s %s", r, p->host, why,
+             k == 1 ? "" : "s", k ? cells.s : "(none running)");
     qkt_buf_free(&cells);
 }
 
@@ -158,16 +152,16 @@ static void handle(sweep_state *st, int r, const up_msg *m) {
             qkt_cell_paths(s->run_dir, s->cell_ids[m->cell], NULL, log, NULL, sizeof log);
             if (!st->stopped_at) { /* a stop's casualties are said once, by qkt__sweep_dist_stop */
                 int ws = m->ws;
-                if (ws < 0) fprintf(stderr, "%sqkt: cell %s: rank %d (host %s) could not start it\n", st->tty ? "\r\033[K" : "",
-                                    s->cell_ids[m->cell], r, st->peers[r].host);
-                else fprintf(stderr, "%sqkt: cell %s failed on rank %d (host %s) (%s %d); see %s\n", st->tty ? "\r\033[K" : "",
-                             s->cell_ids[m->cell], r, st->peers[r].host, WIFEXITED(ws) ? "exit status" : "signal",
-                             WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log);
+                if (ws < 0) qkt_logf(QKT_LOG_WARN, "qkt: cell %s: rank %d (host %s) could not start it", s->cell_ids[m->cell], r,
+                                     st->peers[r].host);
+                else qkt_logf(QKT_LOG_WARN, "qkt: cell %s failed on rank %d (host %s) (%s %d); see %s",
+                              s->cell_ids[m->cell], r, st->peers[r].host, WIFEXITED(ws) ? "exit status" : "signal",
+                              WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log);
             }
         }
-        if (s->verbose && !st->tty)
-            fprintf(stderr, "[%d/%d cells] %s %s on rank %d (%.0f s elapsed)\n", st->finished, s->n_cells, s->cell_ids[m->cell],
-                    m->ok ? "done" : "FAILED", r, now_s() - st->t0);
+        if (s->verbose && !st->live)
+            qkt_logf(QKT_LOG_INFO, "[%d/%d cells] %s %s on rank %d (%.0f s elapsed)", st->finished, s->n_cells, s->cell_ids[m->cell],
+                     m->ok ? "done" : "FAILED", r, qkt_now_s() - st->t0);
     } else if (m->kind == UP_BYE) {
         st->peers[r].bye = true;
     }
@@ -175,7 +169,7 @@ static void handle(sweep_state *st, int r, const up_msg *m) {
 
 void qkt__sweep_dist_serve(sweep_state *st) {
     const int N = qkt_dist_size();
-    double t = now_s();
+    double t = qkt_now_s();
     if (st->follower) {
         if (qkt_dist_probe(0, TAG_STOP)) {
             int x;
@@ -208,7 +202,7 @@ void qkt__sweep_dist_stop(sweep_state *st) {
     if (st->follower) return;
     const qkt_sweep *s = st->s;
     const int N = qkt_dist_size();
-    st->stopped_at = now_s();
+    st->stopped_at = qkt_now_s();
     for (int r = 1; r < N; r++)
         if (!st->peers[r].gone && !st->peers[r].bye) {
             int x = 0;
@@ -220,8 +214,8 @@ void qkt__sweep_dist_stop(sweep_state *st) {
     for (int i = 0; i < s->n_cells; i++)
         if (st->where[i] > 0) qkt_buf_printf(&b, "%s%s (rank %d, %s)", b.n ? ", " : "", s->cell_ids[i], st->where[i], st->peers[st->where[i]].host);
     if (b.n)
-        fprintf(stderr, "%sqkt: stopping (under mpirun also how a rank's death ends the job): cells running on other MPI ranks, "
-                        "lost unless finished, rerun (any -np) to complete them: %s\n", st->tty ? "\r\033[K" : "", b.s);
+        qkt_logf(QKT_LOG_WARN, "qkt: stopping (under mpirun also how a rank's death ends the job): cells running on other MPI "
+                               "ranks, lost unless finished, rerun (any -np) to complete them: %s", b.s);
     qkt_buf_free(&b);
 }
 

@@ -37,12 +37,12 @@ int qkt_gpt_init(qkt_gpt *g, const qkt_gpt_config *cfg, qkt_err *err) {
     g->cfg = *cfg;
     const qkt_gpt_config *c = &g->cfg;
     qkt_params_init(&g->params);
-    qkt_embed_add(&g->wte, &g->params, "transformer.wte.weight", c->vocab_size, c->n_embd);
-    if (c->pos == QKT_POS_LEARNED) qkt_embed_add(&g->wpe, &g->params, "transformer.wpe.weight", c->block_size, c->n_embd);
+    qkt_embed_add(&g->wte, &g->params, QKT_GPT_WTE, c->vocab_size, c->n_embd);
+    if (c->pos == QKT_POS_LEARNED) qkt_embed_add(&g->wpe, &g->params, QKT_GPT_WPE, c->block_size, c->n_embd);
     g->h = qkt_calloc((size_t)c->n_layer, sizeof *g->h);
     for (int i = 0; i < c->n_layer; i++) {
         char name[QKT_NAME_LEN];
-        snprintf(name, sizeof name, "transformer.h.%d", i);
+        snprintf(name, sizeof name, QKT_GPT_BLOCK, i);
         qkt_block_add(&g->h[i], &g->params, name, c);
         snprintf(g->h[i].scope, sizeof g->h[i].scope, "h.%d", i);
     }

@@ -36,3 +36,10 @@ add_test(NAME autograd_opaque COMMAND sh -c
   "printf '#include \"qkt_autograd.h\"\\nsize_t f(qkt_ctx *c) { return c->arena.s->n_mallocs + c->grads->live; }\\n' > opaque.c; if ${CMAKE_C_COMPILER} -fsyntax-only -I${PROJECT_SOURCE_DIR}/include/qkt opaque.c 2>opaque.log; then echo 'FAIL: the arena and grad pool are not opaque'; exit 1; fi; cat opaque.log; grep -q 'incomplete' opaque.log"
   WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
 set_tests_properties(autograd_opaque PROPERTIES LABELS unit)
+
+# The library never prints or exits (tests/layers/check_silent.cmake), over the source tree
+# and over a fixture with two planted calls among words it must let pass.
+add_test(NAME silent COMMAND ${CMAKE_COMMAND} -DROOT=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_silent.cmake)
+add_test(NAME silent_planted COMMAND sh -c
+  "out=$(${CMAKE_COMMAND} -DROOT=${CMAKE_CURRENT_SOURCE_DIR}/layers/loud -P ${CMAKE_CURRENT_SOURCE_DIR}/layers/check_silent.cmake 2>&1); rc=$?; echo \"$out\"; test $rc -ne 0 && echo \"$out\" | grep -q 'experiments/loud.c:11: calls fprintf(stderr' && echo \"$out\" | grep -q 'experiments/loud.c:13: calls exit(' && echo \"$out\" | grep -q ' 2 call(s)'")
+set_tests_properties(silent silent_planted PROPERTIES LABELS unit)

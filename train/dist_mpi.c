@@ -22,12 +22,6 @@ static char g_lib[MPI_MAX_LIBRARY_VERSION_STRING];
 #define SUM_CHUNK ((int64_t)1 << 16) /* values per pipelined piece of the ordered sum */
 #define TAG_SUM 0x5157              /* the sum's own tag, apart from the callers' */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 bool qkt_dist_compiled(void) { return true; }
 
 const char *qkt_dist_library(void) {
@@ -73,8 +67,11 @@ void qkt_dist_finalize(void) {
 }
 
 void qkt_dist_abort(int code) {
-    if (g_on) MPI_Abort(MPI_COMM_WORLD, code);
-    exit(code);
+    if (g_on) { /* MPI's own way to end every rank of the job at once */
+        qkt_logf(QKT_LOG_ERROR, "qkt: MPI rank %d ends the job (status %d)", g_rank, code);
+        MPI_Abort(MPI_COMM_WORLD, code);
+    }
+    qkt_fatalf(QKT_FATAL_ABORT, "the job was ended (status %d)", code);
 }
 
 int qkt_dist_rank(void) { return g_rank; }
@@ -93,22 +90,22 @@ const char *qkt_dist_host(void) {
 
 void qkt_dist_barrier(void) {
     if (g_size < 2) return;
-    double t = now_s();
+    double t = qkt_now_s();
     MPI_Barrier(MPI_COMM_WORLD);
-    g_st.wait_s += now_s() - t;
+    g_st.wait_s += qkt_now_s() - t;
 }
 
 void qkt_dist_bcast(void *buf, size_t n, int root) {
     QKT_CHECK(root >= 0 && root < g_size, "qkt_dist_bcast: root %d of %d ranks", root, g_size);
     if (g_size < 2) return;
-    double t = now_s();
+    double t = qkt_now_s();
     for (size_t off = 0; off < n; off += CHUNK) {
         size_t m = n - off < CHUNK ? n - off : CHUNK;
         MPI_Bcast((char *)buf + off, (int)m, MPI_BYTE, root, MPI_COMM_WORLD);
     }
     if (g_rank == root) g_st.bytes_sent += (int64_t)n;
     else g_st.bytes_recv += (int64_t)n;
-    g_st.comm_s += now_s() - t;
+    g_st.comm_s += qkt_now_s() - t;
 }
 
 void qkt_dist_allgather(const void *mine, void *all, size_t n) {
@@ -117,17 +114,17 @@ void qkt_dist_allgather(const void *mine, void *all, size_t n) {
         if (n) memmove(all, mine, n);
         return;
     }
-    double t = now_s();
+    double t = qkt_now_s();
     MPI_Allgather(mine, (int)n, MPI_BYTE, all, (int)n, MPI_BYTE, MPI_COMM_WORLD);
     g_st.bytes_sent += (int64_t)n;
     g_st.bytes_recv += (int64_t)n * (g_size - 1);
-    g_st.comm_s += now_s() - t;
+    g_st.comm_s += qkt_now_s() - t;
 }
 
 void qkt_dist_sum_ordered(qkt_real *x, int64_t n) {
     if (g_size < 2 || n == 0) return;
     const int me = g_rank, last = g_size - 1;
-    double t = now_s();
+    double t = qkt_now_s();
     int64_t pieces = (n + SUM_CHUNK - 1) / SUM_CHUNK;
     MPI_Request *req = qkt_malloc((size_t)pieces * sizeof *req);
     qkt_real *in = me > 0 ? qkt_malloc((size_t)SUM_CHUNK * sizeof *in) : NULL;
@@ -152,9 +149,9 @@ void qkt_dist_sum_ordered(qkt_real *x, int64_t n) {
     MPI_Waitall((int)pieces, req, MPI_STATUSES_IGNORE);
     free(req);
     free(in);
-    g_st.comm_s += now_s() - t; /* the broadcast below counts itself */
+    g_st.comm_s += qkt_now_s() - t; /* the broadcast below counts itself */
     qkt_dist_bcast(x, (size_t)n * sizeof(qkt_real), last);
-    g_st.sum_s += now_s() - t;
+    g_st.sum_s += qkt_now_s() - t;
     g_st.sums++;
 }
 

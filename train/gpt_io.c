@@ -114,13 +114,13 @@ int qkt_gpt_config_from_checkpoint(const qkt_checkpoint *ck, qkt_gpt_config *cfg
     /* The tensors that fix the sizes must agree with the metadata before the model is
      * allocated: metadata that lies (or was edited) would otherwise ask for any amount. */
     char last[64];
-    snprintf(last, sizeof last, "transformer.h.%d.ln_1.weight", c.n_layer - 1);
+    snprintf(last, sizeof last, QKT_GPT_BLOCK ".ln_1.weight", c.n_layer - 1);
     const struct {
         const char *name;
         int ndim;
         int64_t d0, d1;
-    } want[] = {{"transformer.wte.weight", 2, c.vocab_size, c.n_embd},
-                {"transformer.wpe.weight", 2, c.block_size, c.n_embd},
+    } want[] = {{QKT_GPT_WTE, 2, c.vocab_size, c.n_embd},
+                {QKT_GPT_WPE, 2, c.block_size, c.n_embd},
                 {last, 1, c.n_embd, 0}};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         if (i == 1 && c.pos != QKT_POS_LEARNED) continue; /* no wpe */

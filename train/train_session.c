@@ -15,12 +15,6 @@
 #include "qkt_train_run.h"
 #include "train_internal.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* text:PATH,val_frac=F with PATH made absolute, so a resume works from any directory.
  * Left as it is when the path cannot be resolved or the result would not fit. */
 static void absolute_text_spec(const char *spec, char *out, size_t n) {
@@ -231,8 +225,8 @@ static void validate_first(qkt_session *s, const qkt_session_opts *o, double t0)
     s->busy = false;
     if (ev.interrupted) return; /* stopped: the next run redoes it (it starts at step 0) */
     s->val_loss = ev.loss;
-    log_row(s->log, 0, NULL, &ev, 0, now_s() - t0);
-    qkt_session_progress p = {.step = 0, .ev = &ev, .elapsed_s = now_s() - t0};
+    log_row(s->log, 0, NULL, &ev, 0, qkt_now_s() - t0);
+    qkt_session_progress p = {.step = 0, .ev = &ev, .elapsed_s = qkt_now_s() - t0};
     if (o->on_progress) o->on_progress(s, &p, o->user);
 }
 
@@ -242,11 +236,11 @@ static int train_step(qkt_session *s, const qkt_session_opts *o, double t0, doub
     const qkt_train_run *r = &s->run;
     int64_t steps = r->tc.steps;
     qkt_step_stats *st = &s->last;
-    double ts = now_s();
+    double ts = qkt_now_s();
     s->busy = true, s->busy_step = s->t.step + 1;
     qkt__session_lead(QKT__SESSION_STEP); /* an MPI job: the other ranks step with us */
     qkt_trainer_step(&s->t, st);
-    double dt = now_s() - ts;
+    double dt = qkt_now_s() - ts;
     int64_t step = s->t.step;
     *ema = *ema ? 0.9 * *ema + 0.1 * dt : dt;
     qkt_eval ev = {0};
@@ -261,7 +255,7 @@ static int train_step(qkt_session *s, const qkt_session_opts *o, double t0, doub
     }
     if (do_eval) s->val_loss = ev.loss;
     double tokens = (double)r->tc.batch_size * s->t.T;
-    log_row(s->log, step, st, do_eval ? &ev : NULL, tokens / dt, now_s() - t0);
+    log_row(s->log, step, st, do_eval ? &ev : NULL, tokens / dt, qkt_now_s() - t0);
     if (fflush(s->log) || ferror(s->log)) { /* a full disk: stop rather than lose rows */
         qkt_err_set(err, "%s: write failed: %s", s->p_log, strerror(errno));
         *end = QKT_SESSION_LOG_FAILED;
@@ -271,7 +265,7 @@ static int train_step(qkt_session *s, const qkt_session_opts *o, double t0, doub
         *end = QKT_SESSION_NONFINITE;
         return -1;
     }
-    qkt_session_progress p = {step, st, do_eval ? &ev : NULL, tokens / *ema, now_s() - t0, *ema * (double)(steps - step)};
+    qkt_session_progress p = {step, st, do_eval ? &ev : NULL, tokens / *ema, qkt_now_s() - t0, *ema * (double)(steps - step)};
     if (o->on_progress) o->on_progress(s, &p, o->user);
     return 0;
 }
@@ -290,7 +284,7 @@ static int finish_pending(qkt_session *s, const qkt_session_opts *o, double t0, 
     if (ev.interrupted) return -1;
     s->val_loss = ev.loss;
     /* the step's numbers exactly as the interrupted run would have printed them */
-    fprintf(s->log, "%s,%.9g,%.9g,,%.3f\n", s->pending, ev.loss, ev.acc, now_s() - t0);
+    fprintf(s->log, "%s,%.9g,%.9g,,%.3f\n", s->pending, ev.loss, ev.acc, qkt_now_s() - t0);
     if (fflush(s->log) || ferror(s->log)) {
         qkt_err_set(err, "%s: write failed: %s", s->p_log, strerror(errno));
         *end = QKT_SESSION_LOG_FAILED;
@@ -298,14 +292,14 @@ static int finish_pending(qkt_session *s, const qkt_session_opts *o, double t0, 
     }
     free(s->pending);
     s->pending = NULL;
-    qkt_session_progress p = {step, &st, &ev, 0, now_s() - t0, NAN};
+    qkt_session_progress p = {step, &st, &ev, 0, qkt_now_s() - t0, NAN};
     if (o->on_progress) o->on_progress(s, &p, o->user);
     return 0;
 }
 
 static int save(qkt_session *s, double t0, qkt_err *err) {
     char el[32];
-    snprintf(el, sizeof el, "%.3f", now_s() - t0);
+    snprintf(el, sizeof el, "%.3f", qkt_now_s() - t0);
     char *run = qkt_train_run_json(&s->run);
     cJSON_Minify(run);
     qkt_st_meta meta[3] = {{"elapsed_s", el}, {"run", run}};
@@ -323,13 +317,13 @@ static qkt_session_end run_here(qkt_session *s, const qkt_session_opts *opts, qk
     const qkt_session_opts *o = opts ? opts : &none;
     const qkt_train_run *r = &s->run;
     int64_t steps = r->tc.steps;
-    double t0 = now_s() - s->elapsed0, ema = 0;
+    double t0 = qkt_now_s() - s->elapsed0, ema = 0;
     qkt_session_end end = QKT_SESSION_DONE;
     s->t.stop = o->stop;
     bool had_pending = s->pending != NULL;
     if (had_pending && finish_pending(s, o, t0, &end, err)) {
         if (end != QKT_SESSION_DONE) return end;
-        s->elapsed_s = now_s() - t0;
+        s->elapsed_s = qkt_now_s() - t0;
         return QKT_SESSION_STOPPED; /* stopped again: the checkpoint still has the pending row */
     }
     if (had_pending && s->t.step >= steps && save(s, t0, err))
@@ -345,7 +339,7 @@ static qkt_session_end run_here(qkt_session *s, const qkt_session_opts *opts, qk
     }
     /* stopped before the first step (during the validation before it): save that state */
     if (stop_asked(o) && s->last_ckpt != s->t.step && save(s, t0, err)) return QKT_SESSION_CKPT_FAILED;
-    s->elapsed_s = now_s() - t0;
+    s->elapsed_s = qkt_now_s() - t0;
     return stop_asked(o) ? QKT_SESSION_STOPPED : paused ? QKT_SESSION_PAUSED : QKT_SESSION_DONE;
 }
 

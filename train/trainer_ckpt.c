@@ -11,6 +11,15 @@
 
 #define MAX_META 8
 
+/* The trainer's own tensors in a checkpoint (the model's are the parameters' names). */
+#define T_OPTIM_M "optim.m"
+#define T_OPTIM_V "optim.v"
+#define T_OPTIM_STEP "optim.step"
+#define T_RNG_TRAIN "rng.data_train"
+#define T_RNG_VAL "rng.data_val"
+#define T_RNG_DROPOUT "rng.dropout"
+#define T_VOCAB "train.vocab"
+
 /* The CRC-32C of the text data (once: the data does not change after it was read). */
 static uint32_t data_crc(qkt_trainer *t) {
     if (!t->data_crc_known) {
@@ -30,15 +39,15 @@ int qkt_trainer_save(qkt_trainer *t, const char *path, const qkt_st_meta *meta, 
     int64_t ostep = t->opt.step;
     qkt_st_write ex[8];
     int n = 0;
-    if (t->opt.m) ex[n++] = (qkt_st_write){"optim.m", QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
-    if (t->opt.v) ex[n++] = (qkt_st_write){"optim.v", QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
-    ex[n++] = (qkt_st_write){"optim.step", QKT_ST_I64, 0, {0}, &ostep};
-    ex[n++] = (qkt_st_write){"rng.data_train", QKT_ST_U64, 1, {4}, rtrain.s};
-    ex[n++] = (qkt_st_write){"rng.data_val", QKT_ST_U64, 1, {4}, rval.s};
-    ex[n++] = (qkt_st_write){"rng.dropout", QKT_ST_U64, 1, {4}, t->ctx.rng.s};
+    if (t->opt.m) ex[n++] = (qkt_st_write){T_OPTIM_M, QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
+    if (t->opt.v) ex[n++] = (qkt_st_write){T_OPTIM_V, QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
+    ex[n++] = (qkt_st_write){T_OPTIM_STEP, QKT_ST_I64, 0, {0}, &ostep};
+    ex[n++] = (qkt_st_write){T_RNG_TRAIN, QKT_ST_U64, 1, {4}, rtrain.s};
+    ex[n++] = (qkt_st_write){T_RNG_VAL, QKT_ST_U64, 1, {4}, rval.s};
+    ex[n++] = (qkt_st_write){T_RNG_DROPOUT, QKT_ST_U64, 1, {4}, t->ctx.rng.s};
     int nv = 0;
     const uint8_t *vocab = qkt_data_vocab(t->data, &nv);
-    if (vocab) ex[n++] = (qkt_st_write){"train.vocab", QKT_ST_U8, 1, {nv}, vocab};
+    if (vocab) ex[n++] = (qkt_st_write){T_VOCAB, QKT_ST_U8, 1, {nv}, vocab};
 
     char step[32], bytes[32], crc[16];
     snprintf(step, sizeof step, "%lld", (long long)t->step);
@@ -62,14 +71,14 @@ static int check_vocab(const qkt_checkpoint *ck, qkt_trainer *t, qkt_err *err) {
     const qkt_data *d = t->data;
     int nv = 0;
     const uint8_t *vocab = qkt_data_vocab(d, &nv);
-    const qkt_st_tensor *tv = qkt_safetensors_find(&ck->st, "train.vocab");
+    const qkt_st_tensor *tv = qkt_safetensors_find(&ck->st, T_VOCAB);
     if (!vocab) {
         const char *spec = qkt_checkpoint_meta(ck, "data");
         if (spec && strcmp(spec, qkt_data_spec(d)))
             return qkt_err_set(err, "checkpoint %s was trained on data '%.200s', not '%.200s'", ck->path, spec, qkt_data_spec(d));
         return 0;
     }
-    if (!tv) return qkt_err_set(err, "checkpoint %s has no tensor 'train.vocab' (not trained on text?)", ck->path);
+    if (!tv) return qkt_err_set(err, "checkpoint %s has no tensor '%s' (not trained on text?)", ck->path, T_VOCAB);
     if (tv->dtype != QKT_ST_U8 || tv->ndim != 1 || tv->numel != nv || memcmp(tv->data, vocab, (size_t)nv))
         return qkt_err_set(err, "checkpoint %s: its vocabulary differs from the text file's (%d bytes now): has the file changed?",
                            ck->path, nv);
@@ -106,12 +115,12 @@ int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err) 
     qkt_rng rtrain, rval, rdrop;
     qkt_ckpt_slot s[6];
     int n = 0;
-    if (t->opt.m) s[n++] = (qkt_ckpt_slot){"optim.m", QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
-    if (t->opt.v) s[n++] = (qkt_ckpt_slot){"optim.v", QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
-    s[n++] = (qkt_ckpt_slot){"optim.step", QKT_ST_I64, 0, {0}, &ostep};
-    s[n++] = (qkt_ckpt_slot){"rng.data_train", QKT_ST_U64, 1, {4}, rtrain.s};
-    s[n++] = (qkt_ckpt_slot){"rng.data_val", QKT_ST_U64, 1, {4}, rval.s};
-    s[n++] = (qkt_ckpt_slot){"rng.dropout", QKT_ST_U64, 1, {4}, rdrop.s};
+    if (t->opt.m) s[n++] = (qkt_ckpt_slot){T_OPTIM_M, QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
+    if (t->opt.v) s[n++] = (qkt_ckpt_slot){T_OPTIM_V, QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
+    s[n++] = (qkt_ckpt_slot){T_OPTIM_STEP, QKT_ST_I64, 0, {0}, &ostep};
+    s[n++] = (qkt_ckpt_slot){T_RNG_TRAIN, QKT_ST_U64, 1, {4}, rtrain.s};
+    s[n++] = (qkt_ckpt_slot){T_RNG_VAL, QKT_ST_U64, 1, {4}, rval.s};
+    s[n++] = (qkt_ckpt_slot){T_RNG_DROPOUT, QKT_ST_U64, 1, {4}, rdrop.s};
     /* All or nothing for the parameters and slots; only an inconsistent optim.step
      * fails after the copy, and callers drop the trainer on any error. */
     if (qkt_gpt_restore(ck, &t->gpt, s, n, err)) return -1;
@@ -120,8 +129,8 @@ int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err) 
     if (ostep != step)
         return qkt_err_set(err, "checkpoint %s: metadata step %lld does not match the optimizer's step %lld: edited or damaged?",
                            ck->path, step, (long long)ostep);
-    if (check_rng(ck, "rng.data_train", &rtrain, err) || check_rng(ck, "rng.data_val", &rval, err) ||
-        check_rng(ck, "rng.dropout", &rdrop, err))
+    if (check_rng(ck, T_RNG_TRAIN, &rtrain, err) || check_rng(ck, T_RNG_VAL, &rval, err) ||
+        check_rng(ck, T_RNG_DROPOUT, &rdrop, err))
         return -1;
     t->opt.step = ostep;
     t->step = step;

@@ -103,6 +103,10 @@ typedef struct qkt_cell {
 /* The plan, derived deterministically from the config. Returns the count; *out is malloc'd. */
 int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out);
 const char *qkt_cell_kind_name(qkt_cell_kind k);
+/* A cell's id (the one format every part of the study uses): <kind>_<variant>_dk<d_k>, then
+ * _s<seed> for train and train2 cells or _lr<lr> (%g) for lr cells: "train_sqrt_dk_dk64_s0",
+ * "lr_none_dk16_lr0.03", "iid_none_dk8". */
+void qkt_cell_id(char *id, size_t n, qkt_cell_kind kind, qkt_attn_scale variant, int d_k, int seed, double lr);
 /* A train cell with maps = true also writes its attention maps (one fixed validation
  * sequence, probabilities) to cells/<id>.attn.safetensors: two F32 tensors of shape
  * (n_layer, n_head, T, T), QKT_MAPS_INIT before the first step and QKT_MAPS_FINAL after
@@ -130,7 +134,7 @@ int qkt_ablate_start(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err)
 double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell);
 /* Runs the study saved in run_dir/config.json (cells/ made here): part 1 in this process, then every
  * unfinished cell as `exe _cell --run DIR --cell ID` (qkt_sweep_run), skipping those
- * whose cells/<id>.csv is complete (sealed). verbose: progress on stderr. stop: NULL, or
+ * whose cells/<id>.csv is complete (sealed). verbose: progress through qkt_logf. stop: NULL, or
  * a flag a signal handler sets, which ends the running cells (qkt_sweep.stop). The caller
  * holds the run directory's lock (qkt_dir_lock). -1 if any cell failed or it was stopped.
  * In an MPI job of several ranks (qkt_dist_init) every rank calls it: rank 0 (holding

@@ -53,13 +53,15 @@ static const int *const qkt__abi_flavour __attribute__((used)) = &qkt_abi_float3
 /* Errors qkt cannot return from go through one hook, never through exit():
  *   QKT_FATAL_USAGE    the API was misused (a QKT_CHECK failed: shapes, order of calls);
  *   QKT_FATAL_NOMEM    an allocation failed, or a step arena went over its limit;
- *   QKT_FATAL_ANOMALY  ctx->detect_anomaly found a NaN/Inf in an op's output or grads.
- * The default hook prints "qkt: <msg>" on stderr and aborts. A program may set its own
+ *   QKT_FATAL_ANOMALY  ctx->detect_anomaly found a NaN/Inf in an op's output or grads;
+ *   QKT_FATAL_ABORT    a program ended the job on purpose (qkt_dist_abort, one process).
+ * The default hook reports "qkt: <msg>" through the message hook (qkt_logf, QKT_LOG_ERROR:
+ * stderr unless a program set its own) and aborts. A program may set its own
  * (the qkt CLI exits with 1, 3 or 134); a hook that returns is followed by abort().
  * msg is one line without a trailing newline. Calls from several threads at once are
  * serialised: the first one runs the hook, the others wait (a hook must not return to
  * qkt, so they wait for the process to end or for the hook to longjmp). */
-typedef enum qkt_fatal_kind { QKT_FATAL_USAGE = 1, QKT_FATAL_NOMEM, QKT_FATAL_ANOMALY } qkt_fatal_kind;
+typedef enum qkt_fatal_kind { QKT_FATAL_USAGE = 1, QKT_FATAL_NOMEM, QKT_FATAL_ANOMALY, QKT_FATAL_ABORT } qkt_fatal_kind;
 typedef void (*qkt_fatal_fn)(qkt_fatal_kind kind, const char *msg, void *user);
 /* Sets the hook (fn NULL: the default); returns the previous one. */
 qkt_fatal_fn qkt_set_fatal_handler(qkt_fatal_fn fn, void *user);
@@ -95,6 +97,30 @@ typedef struct qkt_err {
 } qkt_err;
 /* Sets err->msg (if err is non-NULL) and returns -1, so: return qkt_err_set(err, ...). */
 int qkt_err_set(qkt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Messages: the library never prints. What it has to say while it works (a sweep's
+ * progress, a cell it reruns, a file it skips) goes to one hook, as does the default fatal
+ * hook's report (QKT_LOG_ERROR, "qkt: <msg>") before it aborts:
+ *   QKT_LOG_INFO    progress and notes: "qkt ablate: part 1, ...";
+ *   QKT_LOG_WARN    something was skipped or redone and the work goes on;
+ *   QKT_LOG_ERROR   a fatal error's report;
+ *   QKT_LOG_STATUS  a live status line that the next message replaces, sent only to a
+ *                   live hook (see below), about twice a second.
+ * msg is one line without a trailing newline. The default hook writes msg and a newline
+ * to stderr (nothing for QKT_LOG_STATUS). Messages from several threads are serialised. */
+typedef enum qkt_log_level { QKT_LOG_INFO = 1, QKT_LOG_WARN, QKT_LOG_ERROR, QKT_LOG_STATUS } qkt_log_level;
+typedef void (*qkt_log_fn)(qkt_log_level level, const char *msg, void *user);
+/* Sets the hook (fn NULL: the default); returns the previous one. live: the hook shows a
+ * status line that the next message replaces (a terminal): progress then comes as
+ * QKT_LOG_STATUS lines rather than one QKT_LOG_INFO line per finished item. */
+qkt_log_fn qkt_set_log_handler(qkt_log_fn fn, void *user, bool live);
+/* Whether the hook set is live (false for the default hook). */
+bool qkt_log_live(void);
+/* Formats one message and hands it to the hook. */
+void qkt_logf(qkt_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Seconds on the monotonic clock (CLOCK_MONOTONIC), for elapsed times only. */
+double qkt_now_s(void);
 
 /* ---------------------------------------------------------------- threads */
 /* One knob for every thread qkt uses: the OpenMP team, which also runs the blocks of
@@ -463,7 +489,7 @@ qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const q
  * ones of 2n heads, 2^(-8 (2h + 1) / (2n)), h = 0, 1, ... */
 void qkt_alibi_slopes(int n_head, qkt_real *out);
 
-/* ---------------------------------------------------------------- generic ops (issue 13) */
+/* ---------------------------------------------------------------- generic ops */
 /* The ops researchers compose new layers from; formulas, gradients and edge cases in
  * docs/autograd.md. Non-finite values follow IEEE arithmetic and are never hidden: a NaN
  * input gives a NaN output (and a NaN gradient to the input it came from); the maths

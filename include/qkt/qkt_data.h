@@ -34,7 +34,7 @@ typedef struct qkt_data qkt_data;
 typedef enum { QKT_SPLIT_TRAIN = 0, QKT_SPLIT_VAL = 1 } qkt_data_split;
 
 /* seq_len: the model's T (tokens per row of a batch). 0 = the source's natural
- * length (64 for text, mqar, induction and bigram; 2*len for sort, copy, reverse).
+ * length (64 for text, mqar, induction, bigram and recall; 2*len for sort, copy, reverse).
  * A task shorter than T is padded at the end (token 0, target -1); one longer than T
  * is an error. mqar's seq_len and induction's len default to fill T. */
 typedef struct qkt_data_opts {
@@ -45,7 +45,7 @@ typedef struct qkt_data_opts {
 #define QKT_DATA_DEFAULT_T 64
 #define QKT_DATA_MAX_T (1 << 22)
 
-/* spec: mqar | induction | sort | reverse | copy | bigram, optionally followed by
+/* spec: a task's name (qkt_data_task_name lists them), optionally followed by
  * ":name=value,name=value" task parameters, or text:PATH[,val_frac=F]. opts may be
  * NULL (seq_len 0, seed 0). Returns 0, or -1 with a one-line message naming the
  * parameter (or file) and what was expected; *out is then NULL. */

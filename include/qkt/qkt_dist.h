@@ -33,8 +33,9 @@ void qkt_dist_finalize(void);
 /* A rank is known to be gone (the sweep stopped hearing from it): qkt_dist_finalize then
  * ends the job with MPI_Abort(1) rather than wait for that rank for ever. */
 void qkt_dist_set_broken(void);
-/* Ends every rank of the job with status code (MPI_Abort); plain exit without MPI. */
-void qkt_dist_abort(int code);
+/* Ends the job: in an MPI job every rank, with status code (MPI_Abort); in one process
+ * through the fatal hook (QKT_FATAL_ABORT, "the job was ended (status <code>)"). */
+QKT_NORETURN void qkt_dist_abort(int code);
 int qkt_dist_rank(void); /* 0 .. size-1; 0 without a job */
 int qkt_dist_size(void); /* 1 without a job */
 int qkt_dist_local_size(void); /* ranks on this host (sharing its cores); 1 without a job */

@@ -266,6 +266,9 @@ qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, c
  *   transformer.ln_f.{weight,bias}.
  * (No biases when cfg.bias is false.) The LM head is wte (tied), not a parameter.
  * QKT_PARAM_DECAY is set on exactly the 2-D weights (embeddings and Linear weights). */
+#define QKT_GPT_WTE "transformer.wte.weight"
+#define QKT_GPT_WPE "transformer.wpe.weight"
+#define QKT_GPT_BLOCK "transformer.h.%d" /* block i's prefix (printf format) */
 typedef struct qkt_gpt {
     qkt_gpt_config cfg;
     qkt_params params; /* the model's tensors first (n_model of them); a user's module may add more */

@@ -19,7 +19,7 @@ typedef struct {
     int n_cells;
     const char *const *cell_ids;
     const double *cell_weights; /* relative cost for the ETA (NULL: equal) */
-    bool verbose;           /* progress line on a terminal, plain lines otherwise */
+    bool verbose;           /* progress through qkt_logf: a status line to a live hook, else a line per cell */
     const volatile sig_atomic_t *stop; /* NULL, or a flag a signal handler sets: the sweep then
                                           stops its running cells (SIGTERM), waits for them and
                                           returns -1 (finished cells are kept) */

@@ -119,7 +119,7 @@ static qkt_tensor *f_twice(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     return qkt_add(ctx, qkt_matmul(ctx, x[0], x[1], false, false), qkt_mul(ctx, x[0], x[0]));
 }
 
-/* ---------------------------------------------------------------- generic ops (issue 13) */
+/* ---------------------------------------------------------------- generic ops */
 /* Broadcasting binary ops: flags 0 add, 1 sub, 2 mul, 3 div (x[1] is the divisor). */
 static qkt_tensor *f_bcast(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     qkt_tensor *(*op[4])(qkt_ctx *, qkt_tensor *, qkt_tensor *) = {qkt_add, qkt_sub, qkt_mul, qkt_div};
@@ -274,7 +274,7 @@ static const qkt_gc_case op_cases[] = {
     CASE("l2norm per head (B,T,H,d)", f_l2norm, TOL, 0, 1, .ndim = {4}, .shape = {{2, 3, 2, 5}}),
     CASE("chain with fresh grads", f_fresh_chain, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 5, 6}, {18, 6}, {18}}),
     CASE("input used twice", f_twice, TOL, 0, 2, .ndim = {2, 2}, .shape = {{3, 3}, {3, 3}}),
-    /* ---------------- generic ops (issue 13); kink_margin 0.3 keeps divisors and the
+    /* ---------------- generic ops; kink_margin 0.3 keeps divisors and the
      * arguments of log, sqrt, rsqrt and pow -1.5 (|x|) away from 0 */
     CASE("add (2,1) + (1,3)", f_bcast, TOL, 0, 2, .ndim = {2, 2}, .shape = {{2, 1}, {1, 3}}),
     CASE("add (C) + (B,T,C): a broadcast", f_bcast, TOL, 0, 2, .ndim = {1, 3}, .shape = {{7}, {2, 3, 7}}),

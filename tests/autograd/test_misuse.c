@@ -1,5 +1,5 @@
-/* API misuse is loud, never a silent wrong result (issue: libqkt cannot be misused
- * silently). Each case runs with a fatal hook that records the error and longjmps back:
+/* API misuse is loud, never a silent wrong result (libqkt cannot be misused silently).
+ * Each case runs with a fatal hook that records the error and longjmps back:
  *   - backward on a loss made before qkt_ctx_reset;
  *   - a tensor of an earlier step, or of another context, as an op input;
  *   - backward twice through the same nodes (allowed with ctx->retain_graph, adding up);

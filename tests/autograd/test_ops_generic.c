@@ -1,4 +1,4 @@
-/* The generic ops' edges (issue 13), beyond the gradient checks: exact values of
+/* The generic ops' edges, beyond the gradient checks: exact values of
  * broadcasting, ties in max, IEEE edges (log 0, x / 0, sqrt 0, all -inf logsumexp), NaN
  * propagating through every op forward and backward, thread-count independence of the
  * broadcast and axis backwards, the GPT's adds staying on the fast path, and bad shapes

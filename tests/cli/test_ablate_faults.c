@@ -1,4 +1,4 @@
-/* qkt ablate as a hostile user meets it (issue 16, the study's half):
+/* qkt ablate as a hostile user meets it (the study's half of test_train_reliability):
  *   - two `qkt ablate` on one run directory: the second is refused (exit 2) naming the pid;
  *   - the study's parent stopped by pid (SIGTERM, SIGHUP) ends its cells and waits for
  *     them (exit 130, no cell left running); killed with SIGKILL, the cells end too;

@@ -1,4 +1,4 @@
-/* Every setting of the study has a flag (issue 18): the optimiser and schedule settings
+/* Every setting of the study has a flag: the optimiser and schedule settings
  * (warmup, min-lr-frac, weight-decay, grad-clip, beta2), eval-batches and the growth
  * check's steps and LR reach config.json, zero where zero means "off"; bad values are
  * refused with exit 2 naming the setting; --help shows both presets' values. */

@@ -8,11 +8,7 @@
 
 static char out[1 << 14];
 
-static int run(const char *args) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s bench %s", qkt_test_bin(), args);
-    return qkt_test_run(cmd, out, sizeof out);
-}
+static int run(const char *args) { return qkt_test_qkt(NULL, NULL, out, sizeof out, "bench %s", args); }
 
 /* Value of `key=` in the first line that starts with `prefix`, or -1. */
 static double field(const char *prefix, const char *key) {

@@ -142,8 +142,8 @@ static void copy_edited(const char *src, const char *dst, const char *from, cons
     free(s);
 }
 
-#define TINY "--n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --batch-size 4 --eval-batches 2 --threads 1"
-#define MQ "--data mqar:n_pairs=4,n_queries=4"
+#define TINY QKT_TEST_TINY_MODEL " --batch-size 4 --eval-batches 2 --threads 1"
+#define MQ QKT_TEST_TINY_DATA
 
 /* The fixtures, all inside the temp dir (the cwd of every run). */
 static void make_fixtures(void) {
@@ -365,9 +365,7 @@ int main(void) {
         int rc = run_qkt(c->args);
         list_tree(".", &after);
         crashes += rc >= 128;
-        const char *nl = strchr(err_buf, '\n');
-        bool one_line = nl && nl > err_buf && nl[1] == 0;
-        EXPECT(rc == c->code && one_line && strstr(err_buf, c->want) && (!c->want2 || strstr(err_buf, c->want2)) && !out_buf[0],
+        EXPECT(rc == c->code && qkt_test_one_line(err_buf) && strstr(err_buf, c->want) && (!c->want2 || strstr(err_buf, c->want2)) && !out_buf[0],
                "'qkt %s': exit %d (expected %d), stderr:\n%sstdout:\n%s", c->args, rc, c->code, err_buf, out_buf);
         EXPECT(!strcmp(before.s, after.s), "'qkt %s' changed the directory:\nbefore:\n%safter:\n%s", c->args, before.s, after.s);
         qkt_buf_free(&before), qkt_buf_free(&after);

@@ -7,11 +7,7 @@
 
 static char out[1 << 16];
 
-static int run(const char *args) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s data %s", qkt_test_bin(), args);
-    return qkt_test_run(cmd, out, sizeof out);
-}
+static int run(const char *args) { return qkt_test_qkt(NULL, NULL, out, sizeof out, "data %s", args); }
 
 static void expect_ok(const char *args, const char *want1, const char *want2) {
     int rc = run(args);

@@ -13,11 +13,7 @@
 static char out[1 << 16];
 static const char *tmp;
 
-static int run(const char *args) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd %s && QKT_THREADS=1 %s train %s", tmp, qkt_test_bin(), args);
-    return qkt_test_run(cmd, out, sizeof out);
-}
+static int run(const char *args) { return qkt_test_qkt(tmp, "QKT_THREADS=1", out, sizeof out, "train %s", args); }
 
 static char *train_json(const char *dir) { return qkt_test_read_file(qkt_test_path(qkt_test_path(tmp, dir), "train.json"), NULL); }
 

@@ -6,11 +6,7 @@
 
 static char out[1 << 16];
 
-static int run(const char *env, const char *args) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "env %s %s %s", env, qkt_test_bin(), args);
-    return qkt_test_run(cmd, out, sizeof out);
-}
+static int run(const char *env, const char *args) { return qkt_test_qkt(NULL, env, out, sizeof out, "%s", args); }
 
 int main(void) {
     const char *bench = "bench --config tiny --steps 1 --warmup 0 --peak 100";

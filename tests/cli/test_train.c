@@ -19,20 +19,10 @@ static const char *tmp;
 
 /* A tiny model on mqar: 1 layer, C 16, T 32, batch 4; dropout on, so the dropout
  * stream is part of what must resume exactly. */
-#define TINY_MODEL "--data mqar:n_pairs=4,n_queries=4 --n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --batch-size 4 --dropout 0.1 " \
-                   "--eval-batches 2"
+#define TINY_MODEL QKT_TEST_TINY_DATA " " QKT_TEST_TINY_MODEL " --batch-size 4 --dropout 0.1 --eval-batches 2"
 #define TINY TINY_MODEL " --threads 1"
 
-static int run(const char *args) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s", qkt_test_bin(), args);
-    return qkt_test_run(cmd, out, sizeof out);
-}
-
-static bool one_line(const char *s) {
-    const char *nl = strchr(s, '\n');
-    return nl && nl[1] == 0 && nl > s;
-}
+static int run(const char *args) { return qkt_test_qkt(NULL, NULL, out, sizeof out, "%s", args); }
 
 /* Every tensor (parameters, optimizer moments, RNG states) byte-identical, and the
  * same metadata apart from the wall time. */
@@ -119,7 +109,7 @@ static void test_resume_variants(void) {
     qkt_buf_free(&tb);
     char text_run[1024];
     snprintf(text_run, sizeof text_run,
-             "--data text:%s --n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --batch-size 4 --dropout 0.1 --eval-batches 2 "
+             "--data text:%s " QKT_TEST_TINY_MODEL " --batch-size 4 --dropout 0.1 --eval-batches 2 "
              "--norm rmsnorm --mlp swiglu --pos rope --attn-scale cosine", text);
     const char *v[] = {TINY_MODEL " --attn-scale sigma_reparam --replicas 2", TINY_MODEL " --attn-scale cosine",
                        TINY_MODEL " --attn-scale power:0.75",
@@ -156,7 +146,7 @@ static void test_resume_variants(void) {
         char args[2048];
         snprintf(args, sizeof args, "train " TINY_MODEL " --steps 2 %s --out %s/bad_opt%d", bad[i], tmp, i);
         int rc = run(args);
-        EXPECT(rc == 2 && one_line(out), "'%s': exit %d: %s", bad[i], rc, out);
+        EXPECT(rc == 2 && qkt_test_one_line(out), "'%s': exit %d: %s", bad[i], rc, out);
     }
 }
 
@@ -191,10 +181,10 @@ static void test_resume(void) {
     EXPECT(rc == 0 && strstr(out, "finished already"), "(%d) %s", rc, out);
     snprintf(args, sizeof args, "train --resume %s --lr 0.1", b);
     rc = run(args);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "--lr"), "(%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "--lr"), "(%d) %s", rc, out);
     snprintf(args, sizeof args, "train --resume %s --replicas 2", b);
     rc = run(args);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "--replicas"), "(%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "--replicas"), "(%d) %s", rc, out);
     /* data-parallel replicas: a run on 2 threads paused and resumed on 1 ends where the
      * straight 1-thread run does (replicas, not threads, decide the sums) */
     snprintf(args, sizeof args, "train " TINY_MODEL " --replicas 2 --threads 1 --steps 20 --eval-every 5 --out %s/rep_straight", tmp);
@@ -218,7 +208,7 @@ static void test_resume(void) {
     /* a fresh run into a directory that holds one is refused */
     snprintf(args, sizeof args, "train " TINY " --steps 20 --out %s", b);
     rc = run(args);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "--out") && strstr(out, "--resume"), "(%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "--out") && strstr(out, "--resume"), "(%d) %s", rc, out);
 }
 
 /* SIGINT from the test to a child qkt after it has logged 3 steps. The child writes a
@@ -280,7 +270,7 @@ static void test_nonfinite(void) {
     snprintf(args, sizeof args, "train " TINY " %s --out %s/nan", blow, tmp);
     int rc = run(args);
     const char *msg = strstr(out, "qkt train: non-finite");
-    EXPECT(rc == 1 && msg && one_line(msg) && strstr(msg, "at step") && strstr(msg, "Last good checkpoint") &&
+    EXPECT(rc == 1 && msg && qkt_test_one_line(msg) && strstr(msg, "at step") && strstr(msg, "Last good checkpoint") &&
                strstr(msg, "/nan/ckpt.safetensors"),
            "(%d) %s", rc, out);
     long long bad = msg ? atoll(strstr(msg, "at step") + 8) : -1;
@@ -339,7 +329,7 @@ static void test_outputs(void) {
     char args[2048], dir[512];
     snprintf(args, sizeof args, "train " TINY " --steps 3 --out /proc/qkt");
     int rc = run(args);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "--out /proc/qkt"), "(%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "--out /proc/qkt"), "(%d) %s", rc, out);
     /* the checkpoint path is a directory: refused before any training, nothing written */
     snprintf(dir, sizeof dir, "%s/ckdir", tmp);
     snprintf(args, sizeof args, "%s/ckpt.safetensors", dir);
@@ -347,7 +337,7 @@ static void test_outputs(void) {
     EXPECT(qkt_mkdirs(args, &err) == 0, "%s", err.msg);
     snprintf(args, sizeof args, "train " TINY " --steps 3 --out %s", dir);
     rc = run(args);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "not a regular file"), "(%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "not a regular file"), "(%d) %s", rc, out);
     EXPECT(dir_entries(dir) == 1, "%s holds %d entries after the failure (expected only the directory)", dir, dir_entries(dir));
 }
 
@@ -392,7 +382,7 @@ static void test_bad_flags(void) {
     int n = (int)(sizeof bad / sizeof *bad);
     for (int i = 0; i < n; i++) {
         int rc = run(bad[i].args);
-        EXPECT(rc == 2 && one_line(out) && strstr(out, bad[i].flag), "'qkt %s': exit %d, output:\n%s", bad[i].args, rc, out);
+        EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, bad[i].flag), "'qkt %s': exit %d, output:\n%s", bad[i].args, rc, out);
     }
 }
 
@@ -422,7 +412,7 @@ static void test_sample(void) {
     EXPECT(in_vocab, "sample has characters outside the vocabulary: '%s'", out);
     snprintf(args, sizeof args, "sample --ckpt %s --prompt 'abz'", path);
     rc = run(args);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "--prompt") && strstr(out, "'z'"), "(%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "--prompt") && strstr(out, "'z'"), "(%d) %s", rc, out);
     /* a run whose text file changed since its checkpoint is not resumed silently */
     snprintf(args, sizeof args,
              "train --data text:%s --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --steps 6 --threads 1 "
@@ -434,7 +424,7 @@ static void test_sample(void) {
     if (f) fputs("xyz\n", f), fclose(f);
     snprintf(args, sizeof args, "train --resume %s/text2", tmp);
     rc = run(args);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "vocabulary differs"), "(%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "vocabulary differs"), "(%d) %s", rc, out);
 }
 
 int main(void) {

@@ -119,11 +119,6 @@ static void resume_and_compare(const char *dir, const char *ref) {
     expect_same_run(ref, dir, __LINE__);
 }
 
-static bool one_line(const char *s) {
-    const char *nl = strchr(s, '\n');
-    return nl && nl[1] == 0;
-}
-
 int main(void) {
     tmp = qkt_test_tmpdir("faults");
     char ref[512], full[512], ck[512];
@@ -142,7 +137,7 @@ int main(void) {
     const char *a_full[] = {"qkt", "train", SMALL, "--steps", "1500", "--ckpt-every", "50", "--out", full, NULL};
     rc = run_limited(a_full, (rlim_t)(ck_size + 4096));
     const char *msg = strstr(out, "qkt train: ");
-    EXPECT(rc == 1 && msg && one_line(msg) && strstr(msg, "log.csv: write failed") && strstr(msg, "Last checkpoint: ") &&
+    EXPECT(rc == 1 && msg && qkt_test_one_line(msg) && strstr(msg, "log.csv: write failed") && strstr(msg, "Last checkpoint: ") &&
                strstr(msg, "--resume"),
            "log full: exit %d:\n%s", rc, out);
     EXPECT(stray_files(full) == 0, "%d stray files in %s", stray_files(full), full);
@@ -176,7 +171,7 @@ int main(void) {
     int st;
     waitpid(pid, &st, 0);
     msg = strstr(out, "qkt train: ");
-    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 1 && msg && one_line(msg) && strstr(msg, "ckpt.safetensors") &&
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 1 && msg && qkt_test_one_line(msg) && strstr(msg, "ckpt.safetensors") &&
                strstr(msg, "is intact") && strstr(msg, "--resume"),
            "checkpoint write failed: status %d:\n%s", st, out);
     const char *p = msg ? strstr(msg, "previous checkpoint, step ") : NULL;

@@ -1,4 +1,4 @@
-/* qkt train, sample and step against what the world does to them (issue 16): a second
+/* qkt train, sample and step against what the world does to them: a second
  * writer in the run directory, saved state that was damaged or edited (a flipped bit,
  * the step, train.json, the text file, an RNG state, a garbage log row), long paths,
  * SIGHUP, a closed stderr, a file-size limit, a text file truncated under the run,
@@ -26,14 +26,8 @@
 static char out[1 << 16];
 static const char *tmp;
 
-#define TINY_NOEVAL "--data mqar:n_pairs=4,n_queries=4 --n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --batch-size 4 " \
-                    "--dropout 0.1 --threads 1"
+#define TINY_NOEVAL QKT_TEST_TINY_DATA " " QKT_TEST_TINY_MODEL " --batch-size 4 --dropout 0.1 --threads 1"
 #define TINY TINY_NOEVAL " --eval-batches 2"
-
-static bool one_line(const char *s) {
-    const char *nl = strchr(s, '\n');
-    return nl && nl[1] == 0 && nl > s;
-}
 
 /* qkt with `args` (a shell word list) in the background, stdout+stderr into a pipe
  * (*fd); the pid is qkt's own (exec). No fixed-size command buffer: paths here are long. */
@@ -190,10 +184,10 @@ static void test_two_writers(void) {
     int rc = run("train " TINY " --steps 50 --out %s", d);
     char want[64];
     snprintf(want, sizeof want, "pid %d", (int)first);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "in use by another qkt process") && strstr(out, want),
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "in use by another qkt process") && strstr(out, want),
            "second writer: (%d) %s", rc, out);
     rc = run("train --resume %s", d);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, want), "resume while running: (%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, want), "resume while running: (%d) %s", rc, out);
     kill(first, SIGINT);
     rc = finish(first, fd);
     EXPECT(rc == 130, "the first run, interrupted: %d\n%s", rc, out);
@@ -237,7 +231,7 @@ static void test_saved_state(void) {
         free(b);
     }
     int rc = run("train --resume %s", d);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "fails its checksum") && strstr(out, "ckpt.safetensors"), "flip, resume: (%d) %s", rc,
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "fails its checksum") && strstr(out, "ckpt.safetensors"), "flip, resume: (%d) %s", rc,
            out);
     rc = run("sample --ckpt %s --tokens 4", ck);
     EXPECT(rc == 2 && strstr(out, "fails its checksum"), "flip, sample: (%d) %s", rc, out);
@@ -255,17 +249,17 @@ static void test_saved_state(void) {
     }
     free(b);
     rc = run("train --resume %s", d);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "header fails its checksum"), "step edited: (%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "header fails its checksum"), "step edited: (%d) %s", rc, out);
     fresh_paused(d = path(tmp, "step2"), "");
     rewrite(path(d, "ckpt.safetensors"), edit_step);
     rc = run("train --resume %s", d);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "does not match the optimizer's step"), "step rewritten: (%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "does not match the optimizer's step"), "step rewritten: (%d) %s", rc, out);
 
     /* an all-zero RNG state */
     fresh_paused(d = path(tmp, "rng"), "");
     rewrite(path(d, "ckpt.safetensors"), edit_rng);
     rc = run("train --resume %s", d);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "rng.data_train") && strstr(out, "all zeros"), "zero rng: (%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "rng.data_train") && strstr(out, "all zeros"), "zero rng: (%d) %s", rc, out);
 
     /* train.json edited: lr (refused) and steps (allowed, said) */
     fresh_paused(d = path(tmp, "json"), "");
@@ -278,7 +272,7 @@ static void test_saved_state(void) {
         snprintf(buf, sizeof buf, "%.*s\"lr\":\t0.002%s", (int)(lr - j), j, e);
         write_file(js, buf, strlen(buf));
         rc = run("train --resume %s", d);
-        EXPECT(rc == 2 && one_line(out) && strstr(out, "'lr'") && strstr(out, "train.json") && !strstr(out, "resuming"),
+        EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "'lr'") && strstr(out, "train.json") && !strstr(out, "resuming"),
                "lr edited: (%d) %s", rc, out);
         char *st = strstr(orig, "\"steps\":");
         e = st ? strchr(st, ',') : NULL;
@@ -304,13 +298,13 @@ static void test_saved_state(void) {
     text[100] = text[101], text[101] = t2;
     write_file(txt, text, sizeof text);
     rc = run("train --resume %s", d);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "same size but other content"), "text changed: (%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "same size but other content"), "text changed: (%d) %s", rc, out);
 
     /* NaN weights: sample refuses them */
     fresh_paused(d = path(tmp, "nan"), "");
     rewrite(path(d, "ckpt.safetensors"), edit_nan);
     rc = run("sample --ckpt %s --tokens 4", path(d, "ckpt.safetensors"));
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "transformer.ln_f.weight") && strstr(out, "non-finite"), "NaN weights: (%d) %s", rc,
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "transformer.ln_f.weight") && strstr(out, "non-finite"), "NaN weights: (%d) %s", rc,
            out);
     /* a checkpoint without checksums (another tool's) still loads, with a note */
     fresh_paused(d = path(tmp, "nosum"), "");
@@ -335,7 +329,7 @@ static void test_logs(void) {
         r8[1] = 'x';
         write_file(lp, s, n);
         int rc = run("train --resume %s", d);
-        EXPECT(rc == 2 && one_line(out) && strstr(out, "log.csv line 10 is not a log row") && !strstr(out, "resuming"),
+        EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "log.csv line 10 is not a log row") && !strstr(out, "resuming"),
                "garbage row: (%d) %s", rc, out);
         r8[1] = '8';
     }
@@ -366,7 +360,7 @@ static void test_long_paths(void) {
         rc = run("train --resume %s", d);
         char want[2048];
         snprintf(want, sizeof want, "%s line 5 is not a log row", path(d, "log.csv"));
-        EXPECT(rc == 2 && one_line(out) && strstr(out, want), "long path in a message: (%d) %.200s", rc, out);
+        EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, want), "long path in a message: (%d) %.200s", rc, out);
         r3[1] = '3';
         write_file(path(d, "log.csv"), lg, strlen(lg));
     }
@@ -384,7 +378,7 @@ static void test_long_paths(void) {
     k = snprintf(huge, 5000, "%s", tmp);
     while (k < 4200) k += snprintf(huge + k, 5000 - (size_t)k, "/%s", "x123456789");
     rc = run("train " TINY " --steps 3 --out %s", huge);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "path too long"), "huge --out: (%d) %.300s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "path too long"), "huge --out: (%d) %.300s", rc, out);
     free(huge);
     /* a path that needs quoting in the hint */
     const char *q = path(tmp, "it's a run");
@@ -556,13 +550,13 @@ static void test_small(void) {
     const char *link = path(tmp, "link.safetensors");
     EXPECT(symlink(ck, link) == 0, "symlink");
     int rc = run("step --ckpt %s --batch %s --out %s", ck, ck, link);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "same file as --ckpt"), "step --out = --ckpt: (%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "same file as --ckpt"), "step --out = --ckpt: (%d) %s", rc, out);
     rc = run("step --ckpt %s --batch %s --out %s/../small/ckpt.safetensors", link, ck, d);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "same file"), "step --out relative: (%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "same file"), "step --out relative: (%d) %s", rc, out);
     EXPECT(qkt_file_exists(ck), "the checkpoint is gone");
     /* a subnormal temperature */
     rc = run("sample --ckpt %s --temperature 4e-320", ck);
-    EXPECT(rc == 2 && one_line(out) && strstr(out, "subnormal"), "temperature 4e-320: (%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "subnormal"), "temperature 4e-320: (%d) %s", rc, out);
 }
 
 int main(void) {

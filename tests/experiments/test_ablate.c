@@ -80,6 +80,18 @@ int main(void) {
         for (int k = 0; k < t.n_runs; k++) found |= !strcmp(t.runs[k].id, runs[i]);
         EXPECT(found, "run %s missing from metrics.csv", runs[i]);
     }
+    /* Every run's id is qkt_cell_id of its own columns: one format, wherever an id is made. */
+    for (int k = 0; k < t.n_runs; k++) {
+        const qkt_run *u = &t.runs[k];
+        int kind = 0;
+        while (kind <= QKT_CELL_TRAIN2 && strcmp(qkt_cell_kind_name((qkt_cell_kind)kind), u->exp)) kind++;
+        qkt_attn_scale v;
+        char id[96] = "";
+        if (kind <= QKT_CELL_TRAIN2 && !qkt_attn_scale_parse(u->variant, &v, &err))
+            qkt_cell_id(id, sizeof id, (qkt_cell_kind)kind, v, u->d_k, u->seed, u->lr);
+        EXPECT(!strcmp(id, u->id), "run %s (%s, %s, d_k %d, seed %d, lr %g): qkt_cell_id gives '%s'", u->id, u->exp, u->variant,
+               u->d_k, u->seed, u->lr, id);
+    }
     /* Every metric name in metrics.csv is one of the study's table, and the table round-trips. */
     for (int m = 0; m < t.n_metrics; m++)
         EXPECT(qkt_metric_parse(t.metrics[m]) < QKT_METRIC_COUNT, "metric '%s' is not in QKT_STUDY_METRICS", t.metrics[m]);

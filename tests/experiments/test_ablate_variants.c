@@ -1,4 +1,4 @@
-/* qkt ablate on the newer scale variants (issue 13): a tiny study over sqrt_dk,
+/* qkt ablate on the newer scale variants: a tiny study over sqrt_dk,
  * power:0.75 (a family member named on the command line), cosine and sigma_reparam, on
  * models with --norm rmsnorm --mlp swiglu --pos rope, runs, keeps the names through config.json, cell ids, metrics.csv and the report,
  * and refuses a bad family argument with one line. */

@@ -10,7 +10,6 @@
 #include "qkt_report.h"
 #include "qkt_test.h"
 
-static bool one_line(const char *s) { return s[0] && !strchr(s, '\n'); }
 
 /* config.json: 1e999 parses to infinity, which cJSON writes back as null, so the run
  * could not load its own config again: refused when read. */
@@ -31,7 +30,7 @@ static void test_ablate_config_nonfinite(void) {
         qkt_buf b = {0};
         qkt_buf_printf(&b, "%.*s1e999%s", (int)(at - json), json, at + old);
         int rc = qkt_ablate_parse_config(b.s, b.n, "cfg", &c, &err);
-        EXPECT(rc == -1 && !strncmp(err.msg, "cfg: ", 5) && strstr(err.msg, "finite") && one_line(err.msg), "%s: %d %s", keys[k], rc,
+        EXPECT(rc == -1 && !strncmp(err.msg, "cfg: ", 5) && strstr(err.msg, "finite") && qkt_test_one_msg(err.msg), "%s: %d %s", keys[k], rc,
                err.msg);
         qkt_buf_free(&b);
     }
@@ -73,7 +72,7 @@ static void test_metrics_csv(void) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = parse_csv(bad[i][0], &t, &err);
-        EXPECT(rc == -1 && strstr(err.msg, bad[i][1]) && !strncmp(err.msg, "m.csv: line ", 12) && one_line(err.msg) && !t.rows,
+        EXPECT(rc == -1 && strstr(err.msg, bad[i][1]) && !strncmp(err.msg, "m.csv: line ", 12) && qkt_test_one_msg(err.msg) && !t.rows,
                "case %zu: %d %s", i, rc, err.msg);
     }
     /* nan and inf are values (a diverged run), and the table answers for them */
@@ -115,7 +114,7 @@ static void test_text_val_frac(void) {
 static void test_one_line_errors(void) {
     qkt_data *d;
     qkt_err err;
-    EXPECT(qkt_data_open(&d, "mq\nar", NULL, &err) == -1 && one_line(err.msg) && strstr(err.msg, "'mq?ar'"), "%s", err.msg);
+    EXPECT(qkt_data_open(&d, "mq\nar", NULL, &err) == -1 && qkt_test_one_msg(err.msg) && strstr(err.msg, "'mq?ar'"), "%s", err.msg);
     EXPECT(qkt_err_set(&err, "a\tb\nc\r%s", "\x1b[2J") == -1 && !strcmp(err.msg, "a?b?c??[2J"), "%s", err.msg);
 }
 

@@ -25,15 +25,10 @@
 static char out[1 << 17];
 static const char *tmp, *mpiexec;
 
-#define TINY "--data mqar:n_pairs=4,n_queries=4 --n-layer 1 --n-head 2 --n-embd 16 --block-size 32 --batch-size 7 " \
-             "--dropout 0.1 --eval-batches 2 --eval-every 4"
+#define TINY QKT_TEST_TINY_DATA " " QKT_TEST_TINY_MODEL " --batch-size 7 --dropout 0.1 --eval-batches 2 --eval-every 4"
 #define MPIRUN_FLAGS "--allow-run-as-root --oversubscribe"
 
-static int run(const char *args) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s", tmp, qkt_test_bin(), args);
-    return qkt_test_run(cmd, out, sizeof out);
-}
+static int run(const char *args) { return qkt_test_qkt(tmp, NULL, out, sizeof out, "%s", args); }
 
 static int mpirun(int np, const char *args) {
     char cmd[8192];
@@ -123,7 +118,7 @@ static void test_train(void) {
     EXPECT(rc == 0, "-np 3 exited %d: %s", rc, out);
     expect_same_run("rep3", "mpi3", __LINE__);
     /* a variant with persistent state (sigma_reparam's u advances once per step, before
-     * the shards) and the issue-13 model options: -np 2 is --replicas 2 here too */
+     * the shards) and the newer model options: -np 2 is --replicas 2 here too */
     rc = run("train " TINY " --attn-scale sigma_reparam --norm rmsnorm --mlp swiglu --pos rope --steps 6 --replicas 2 "
              "--threads 1 --out rep2s");
     EXPECT(rc == 0, "--replicas 2 sigma_reparam exited %d: %s", rc, out);

@@ -1,5 +1,7 @@
+#define _GNU_SOURCE /* asprintf, vasprintf */
 #include "qkt_test.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -39,9 +41,10 @@ const char *qkt_test_path(const char *dir, const char *name) {
 }
 
 int qkt_test_run(const char *cmd, char *out, size_t out_len) {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    char *full = NULL;
+    if (asprintf(&full, "%s 2>&1", cmd) < 0) return -1;
     FILE *f = popen(full, "r");
+    free(full);
     if (!f) return -1;
     size_t n = 0;
     if (out && out_len) {
@@ -54,6 +57,29 @@ int qkt_test_run(const char *cmd, char *out, size_t out_len) {
     int st = pclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+int qkt_test_qkt(const char *dir, const char *env, char *out, size_t out_len, const char *fmt, ...) {
+    char *args = NULL, *cmd = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&args, fmt, ap);
+    va_end(ap);
+    if (n < 0) return -1;
+    n = asprintf(&cmd, "%s%s%s%s%s%s %s", dir ? "cd " : "", dir ? dir : "", dir ? " && " : "", env ? env : "", env ? " " : "",
+                 qkt_test_bin(), args);
+    free(args);
+    if (n < 0) return -1;
+    int rc = qkt_test_run(cmd, out, out_len);
+    free(cmd);
+    return rc;
+}
+
+bool qkt_test_one_line(const char *s) {
+    const char *nl = strchr(s, '\n');
+    return nl && nl[1] == 0 && nl > s;
+}
+
+bool qkt_test_one_msg(const char *msg) { return msg[0] && !strchr(msg, '\n'); }
 
 char *qkt_test_read_file(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");

@@ -3,6 +3,7 @@
 #ifndef QKT_TEST_H
 #define QKT_TEST_H
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "qkt_autograd.h"
@@ -40,6 +41,19 @@ const char *qkt_test_tmpdir(const char *tag);
 const char *qkt_test_path(const char *dir, const char *name);
 /* Run a shell command, return its exit status (or -1), capturing stdout+stderr into out. */
 int qkt_test_run(const char *cmd, char *out, size_t out_len);
+/* Runs the qkt program as `[cd DIR &&] [ENV] <qkt> <args>` (dir, env: NULL for none; env
+ * e.g. "QKT_THREADS=1"; args printf-formatted, a shell word list of any length): its exit
+ * status (or -1), stdout+stderr into out. */
+int qkt_test_qkt(const char *dir, const char *env, char *out, size_t out_len, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Is s one non-empty line ending in its newline (how qkt reports a refusal)? */
+bool qkt_test_one_line(const char *s);
+/* Is msg a non-empty qkt_err message without a newline? */
+bool qkt_test_one_msg(const char *msg);
+
+/* The tests' tiny model: one layer, 2 heads, C 16, T 32, on a small mqar task. */
+#define QKT_TEST_TINY_DATA "--data mqar:n_pairs=4,n_queries=4"
+#define QKT_TEST_TINY_MODEL "--n-layer 1 --n-head 2 --n-embd 16 --block-size 32"
 /* The whole file, NUL-terminated (malloc'd; *n gets the size, n may be NULL), or NULL. */
 char *qkt_test_read_file(const char *path, size_t *n);
 

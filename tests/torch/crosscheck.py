@@ -18,7 +18,7 @@ only, bias correction, eps) and not the gradients again: max |qkt - torch| <= 1e
 max |torch| over each tensor.
 
 The same model is also run in PyTorch float32, and its error against float64 is
-printed: it shows what float32 can achieve on the case. Every case the issue asks for
+printed: it shows what float32 can achieve on the case. Every required case
 (each variant at init 0.02 and at a large init 0.3, odd sizes, ignored targets) is held
 to 1e-4. Extra stress cases at init 0.5 ("saturated": logits in the hundreds with the
 `none` scale, where PyTorch's own float32 can miss 1e-4 of float64) are held to
@@ -385,7 +385,7 @@ def run_case(qkt, tmp, name, c, B, T, init_std, seed, strict=True):
 
     err32 = max(np.abs(p32.grad.double().numpy() - p.grad.numpy()).max() / denom_of(pn, p.grad.numpy())
                 for (pn, p), p32 in zip(model.named_parameters(), model32.parameters()))
-    # The issue's criterion, 1e-4 of the tensor's max |grad|, for every required case. Extra
+    # The criterion, 1e-4 of the tensor's max |grad|, for every required case. Extra
     # 'saturated' stress cases (init 0.5: logits in the hundreds, where PyTorch's own float32
     # misses 1e-4 of float64) are judged instead by: qkt float32 no worse than 2x PyTorch float32.
     tol = 1e-4 if strict else max(1e-4, 2 * err32)

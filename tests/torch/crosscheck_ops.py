@@ -211,7 +211,7 @@ REFS = {
     "cross_entropy": lambda xs, f: F.cross_entropy(xs[0].reshape(-1, xs[0].shape[-1]), CE_TARGETS, ignore_index=-1),
     "layernorm": lambda xs, f: F.layer_norm(xs[0], xs[0].shape[-1:], None if f else xs[1], None if f else xs[2], 1e-5),
     "twice": lambda xs, f: xs[0] @ xs[1] + xs[0] * xs[0],
-    # generic ops (issue 13)
+    # generic ops
     "bcast": lambda xs, f: BINARY[f](xs[0], xs[1]),
     "bcast_twice": lambda xs, f: (0.5 - xs[0] * xs[0].reshape(3, 1, 1)) / (xs[1] + 3.0),
     "unary": lambda xs, f: ref_unary(xs[0], f),
@@ -223,7 +223,7 @@ REFS = {
     "gather": lambda xs, f: ref_gather(xs[0], f),
     "concat_axis": ref_concat_axis,
     "stack": lambda xs, f: torch.stack(xs, f - 3),
-    # model ops (issue 13): flags = no weight (rmsnorm), n_head (rope)
+    # model ops: flags = no weight (rmsnorm), n_head (rope)
     "rmsnorm": ref_rmsnorm,
     "rope": lambda xs, f: ref_rope(xs[0], f),
     "l2norm": lambda xs, f: F.normalize(xs[0], dim=-1, eps=1e-12),

@@ -134,11 +134,7 @@ static void test_refusals(void) {
 }
 
 /* ---------------------------------------------------------------- qkt step */
-static int run(const char *args, char *out, size_t n) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s step %s", qkt_test_bin(), args);
-    return qkt_test_run(cmd, out, n);
-}
+static int run(const char *args, char *out, size_t n) { return qkt_test_qkt(NULL, NULL, out, n, "step %s", args); }
 
 static void write_batch(const char *path, const int32_t *idx, const int32_t *tgt, int B, int T) {
     qkt_st_write w[] = {{"idx", QKT_ST_I32, 2, {B, T}, idx}, {"targets", QKT_ST_I32, 2, {B, T}, tgt}};
