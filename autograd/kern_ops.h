@@ -166,9 +166,11 @@ static void colsum(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real
 }
 
 /* ---------------------------------------------------------------- cross-entropy */
+/* The rows' log-sum-exps in parallel, then their sum in row order: a reduction over the
+ * threads would add partial sums in an order that depends on the thread count (other
+ * last bits in float64, and sometimes in float32). */
 static double cross_entropy_forward(const qkt_real *X, const int32_t *targets, qkt_real *lse, int64_t rows, int V) {
-    double total = 0;
-#pragma omp parallel for reduction(+ : total) if (rows * V > QKT_PAR_MIN)
+#pragma omp parallel for if (rows * V > QKT_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const qkt_real *xr = X + r * V;
         qkt_real mx = xr[0];
@@ -177,8 +179,10 @@ static double cross_entropy_forward(const qkt_real *X, const int32_t *targets, q
 #pragma omp simd reduction(+ : sum)
         for (int j = 0; j < V; j++) sum += qkt__exp(xr[j] - mx);
         lse[r] = mx + (qkt_real)log(sum);
-        if (targets[r] != QKT_IGNORE) total += (double)lse[r] - xr[targets[r]];
     }
+    double total = 0;
+    for (int64_t r = 0; r < rows; r++)
+        if (targets[r] != QKT_IGNORE) total += (double)lse[r] - X[r * V + targets[r]];
     return total;
 }
 

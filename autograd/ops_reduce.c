@@ -5,8 +5,9 @@
 static qkt_tensor *reduce(qkt_ctx *ctx, qkt_op op, qkt_tensor *x) {
     QKT_LIVE(ctx, qkt_op_name(op), x);
     qkt_tensor *y = qkt_op_output(ctx, 0, NULL);
+    /* in index order on one thread: a reduction over threads would make the bits depend on
+     * their number (the sum is memory-bound; one pass over x is all it costs) */
     double acc = 0;
-#pragma omp parallel for reduction(+ : acc) if (x->size > QKT_PAR_MIN)
     for (int64_t i = 0; i < x->size; i++) acc += x->data[i];
     y->data[0] = (qkt_real)(op == QKT_OP_MEAN ? acc / (double)x->size : acc);
     qkt_op_record(ctx, op, y, 1, &x);

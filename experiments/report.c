@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "qkt_ablate.h"
+#include "qkt_data.h"
 #include "qkt_io.h"
 #include "qkt_report.h"
 #include "qkt_sweep.h"
@@ -91,7 +92,15 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
     if (qkt_table_load(path, &t, err) != 0) return -1;
-    qkt__report r = {.c = &c, .t = &t, .dir = run_dir, .err = err};
+    qkt__report r = {.c = &c, .t = &t, .dir = run_dir, .err = err, .chance = NAN};
+    qkt_data *d;
+    qkt_err de;
+    qkt_data_opts o = {.seq_len = c.seq_len, .seed = c.seed};
+    if (qkt_data_open(&d, c.task, &o, &de) == 0) { /* the LR runs' "did not train" is measured against it */
+        double acc;
+        qkt_data_chance(d, &r.chance, &acc);
+        qkt_data_free(d);
+    }
     qkt_buf_printf(&r.md, "# qkt ablation `%s`: why attention divides by sqrt(d_k)\n\n", c.name);
     qkt_buf_printf(&r.md, "Reproduce: `%s` (the full configuration is in `config.json`). "
                           "Redraw: `qkt plot %s`. Data: `metrics.csv` (tidy), `summary.csv` (one row per run).\n\n",

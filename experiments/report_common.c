@@ -82,15 +82,32 @@ qkt__cell_sum qkt__report_summarize(const qkt_table *t, const char *exp, const c
     return cs;
 }
 
-/* Wortsman et al. 2023: LR sensitivity = E_lr[min(loss(lr), loss_init) - min_lr loss(lr)]. */
-double qkt__report_lr_sensitivity(const qkt_table *t, const qkt_ablate_cfg *c, const char *variant, double *best_lr) {
-    double best = INFINITY, init = NAN, acc = 0;
-    double f[QKT_AB_MAX_LIST];
+/* A variant's final validation loss per LR of the grid (NaN: missing or diverged), its best LR in
+ * *best_lr (NaN if none) and its best loss (inf if none). */
+static double lr_finals(const qkt_table *t, const qkt_ablate_cfg *c, const char *variant, double *f, double *best_lr) {
+    double best = INFINITY;
+    *best_lr = NAN;
     for (int i = 0; i < c->n_lr; i++) {
         int run = qkt_table_find_run(t, QKT_KIND(LR), variant, c->lr_dk, 0, c->lrs[i]);
         f[i] = run < 0 ? NAN : qkt__report_final_val(t, run, QKT_M(VAL_LOSS));
-        if (run >= 0 && !isfinite(init)) init = qkt_table_value(t, run, QKT_M(VAL_LOSS), 0, -1);
         if (isfinite(f[i]) && f[i] < best) best = f[i], *best_lr = c->lrs[i];
+    }
+    return best;
+}
+
+double qkt__report_lr_best_all(const qkt_table *t, const qkt_ablate_cfg *c) {
+    double f[QKT_AB_MAX_LIST], blr, best = INFINITY;
+    for (int v = 0; v < c->n_lr_variants; v++) best = fmin(best, lr_finals(t, c, qkt_attn_scale_name(c->lr_variants[v]), f, &blr));
+    return best;
+}
+
+/* Wortsman et al. 2023: LR sensitivity = E_lr[min(loss(lr), loss_init) - min over every variant and lr of loss]. */
+double qkt__report_lr_sensitivity(const qkt_table *t, const qkt_ablate_cfg *c, const char *variant, double *best_lr) {
+    double f[QKT_AB_MAX_LIST], init = NAN, acc = 0;
+    double own = lr_finals(t, c, variant, f, best_lr), best = qkt__report_lr_best_all(t, c);
+    for (int i = 0; i < c->n_lr && !isfinite(init); i++) {
+        int run = qkt_table_find_run(t, QKT_KIND(LR), variant, c->lr_dk, 0, c->lrs[i]);
+        if (run >= 0) init = qkt_table_value(t, run, QKT_M(VAL_LOSS), 0, -1);
     }
     int n = 0;
     for (int i = 0; i < c->n_lr; i++) {
@@ -98,5 +115,5 @@ double qkt__report_lr_sensitivity(const qkt_table *t, const qkt_ablate_cfg *c, c
         acc += (l < init ? l : init) - best;
         n++;
     }
-    return n && isfinite(best) ? acc / n : NAN;
+    return n && isfinite(own) ? acc / n : NAN;
 }

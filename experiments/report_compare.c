@@ -83,9 +83,11 @@ void qkt__report_compare_exp(const qkt__report *r, const char *exp, qkt_attn_sca
 }
 
 qkt__verdict qkt__report_verdict(const qkt_paired *p, int sign) {
-    if (p->n < 2 || !isfinite(p->lo)) return QKT_V_UNTESTABLE;
-    double lo = sign * (sign > 0 ? p->lo : p->hi), hi = sign * (sign > 0 ? p->hi : p->lo);
-    /* the bootstrap interval is narrow for a handful of seeds: the exact test must agree */
+    if (p->n < 2 || !isfinite(p->lo) || !isfinite(p->t_lo)) return QKT_V_UNTESTABLE;
+    /* the bootstrap interval is narrow for a handful of seeds: the t interval and the exact test must agree */
+    double lo = fmin(p->lo, p->t_lo), hi = fmax(p->hi, p->t_hi);
+    double tmp = sign * (sign > 0 ? lo : hi);
+    hi = sign * (sign > 0 ? hi : lo), lo = tmp;
     bool sig = p->p_exact <= 1 - QKT_REPORT_LEVEL + 1e-12;
     if (lo > 0 && sig) return QKT_V_REPRODUCED;
     if (hi < 0 && sig) return QKT_V_CONTRADICTED;
@@ -108,6 +110,8 @@ void qkt__report_fmt_paired(char *buf, size_t n, const qkt_paired *p, const char
         snprintf(buf, n, "%s (1 pair: no interval)", m);
         return;
     }
+    char tlo[32], thi[32];
     snprintf(lo, sizeof lo, fmt, p->lo), snprintf(hi, sizeof hi, fmt, p->hi);
-    snprintf(buf, n, "%s [%s, %s], p = %.3g (n = %d)", m, lo, hi, p->p_exact, p->n);
+    snprintf(tlo, sizeof tlo, fmt, p->t_lo), snprintf(thi, sizeof thi, fmt, p->t_hi);
+    snprintf(buf, n, "%s [%s, %s] (t: [%s, %s]), p = %.3g (n = %d)", m, lo, hi, tlo, thi, p->p_exact, p->n);
 }

@@ -30,6 +30,7 @@ typedef struct {
     qkt_buf md; /* report.md being written */
     qkt_err *err;
     int n_plots_failed;
+    double chance; /* the main task's chance validation loss (NaN if its data cannot be opened) */
 } qkt__report;
 
 /* ---------------------------------------------------------------- report_common.c */
@@ -43,7 +44,9 @@ double qkt__report_final_val(const qkt_table *t, int run, const char *metric);
 bool qkt__report_diverged(const qkt_table *t, int run, int *at);
 /* First eval step with val_acc >= 0.9, or -1. */
 int qkt__report_steps_to_90(const qkt_table *t, int run);
-/* Wortsman et al.'s LR sensitivity of a variant over the grid; *best_lr gets the best LR. */
+/* Wortsman et al.'s LR sensitivity of a variant over the grid, against the best final loss of
+ * every variant of the sweep (qkt__report_lr_best_all); *best_lr gets the variant's best LR. */
+double qkt__report_lr_best_all(const qkt_table *t, const qkt_ablate_cfg *c);
 double qkt__report_lr_sensitivity(const qkt_table *t, const qkt_ablate_cfg *c, const char *variant, double *best_lr);
 
 /* One training cell (variant, d_k, lr) summarised over its seeds. */
@@ -96,28 +99,43 @@ const char *qkt__verdict_name(qkt__verdict v);
 void qkt__report_fmt_paired(char *buf, size_t n, const qkt_paired *p, const char *fmt);
 
 /* ---------------------------------------------------------------- report_stability.c */
-/* An LR run is unstable once its loss is non-finite or its validation loss exceeds the
- * one at init by more than this (nats) at some evaluation after step 0. */
-#define QKT_REPORT_UNSTABLE_MARGIN 0.1
+/* An LR run fails when it did not train or when it diverged:
+ *  - did not train: its final validation loss is not at least QKT_REPORT_TRAIN_MARGIN nats
+ *    below the task's chance level (a run that collapsed to the marginal distribution, or
+ *    came back to it after a blow-up, is a failure, not a stable run);
+ *  - diverged: its loss went non-finite, or it rose more than QKT_REPORT_RISE nats above its
+ *    running minimum and stayed there for QKT_REPORT_RISE_EVALS evaluations in a row (one
+ *    spike that the run recovers from is not a divergence).
+ * The rise is what claims 6a and 7a time the logits and the entropy against. */
+#define QKT_REPORT_TRAIN_MARGIN 0.2
+#define QKT_REPORT_RISE 0.2
+#define QKT_REPORT_RISE_EVALS 2
 typedef struct {
     int run; /* -1 if missing */
     double lr, init_loss, final_loss; /* final: NaN if the loss went non-finite */
-    double peak_excess;               /* max over evaluations after step 0 of val loss - init loss (inf: non-finite) */
-    bool unstable;
-    int unstable_step;                /* first evaluation step above the margin (or the non-finite step), -1 */
+    double peak_rise;                 /* max over evaluations of val loss - its running minimum before it (inf: non-finite) */
+    bool failed;                      /* did not train, or diverged */
+    bool no_train;                    /* the final loss is not QKT_REPORT_TRAIN_MARGIN below chance (or non-finite) */
+    int rise_step;                    /* first evaluation of the lasting rise, or the non-finite step; -1 if none */
     double logit_init;                /* the largest attention logit (any layer, head) at step 0 */
-    double logit_max;                 /* ... its maximum over the evaluations up to unstable_step (whole run if stable) */
-    double logit_before;              /* ... over the evaluations strictly before unstable_step (= logit_max if stable) */
+    double logit_max;                 /* ... its maximum over the evaluations up to rise_step (the whole run if none) */
+    double logit_before;              /* ... over the evaluations strictly before rise_step (= logit_max if none) */
+    int evals_before;                 /* logit evaluations after step 0 and before rise_step: the room "precedes" has */
     double min_entropy;               /* min normalised entropy (mean over heads, clamped to [0, 1]) over the same evaluations */
 } qkt__lr_run;
+/* A run's failure from its validation losses (st, lv: n evaluations in step order; the first
+ * is the one at init) against the task's chance loss: sets failed, no_train, rise_step,
+ * peak_rise, init_loss and final_loss (nonfinite_step >= 0: the loss went non-finite there).
+ * Exposed for the tests of the rule. */
+void qkt__report_classify(const double *st, const double *lv, int n, int nonfinite_step, double chance, qkt__lr_run *o);
 /* The LR run of `variant` at the grid's li-th learning rate (seed 0, lr_d_k). */
 void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, qkt__lr_run *o);
-/* A variant's stable LR range: stable from the smallest LR up to max_stable_lr (NaN if the
- * smallest is unstable); min_unstable_lr = the first unstable one (NaN if none);
- * stable_above: a stable LR above an unstable one (the range is not one interval). */
+/* A variant's good LR range: trained (not failed) from the smallest LR up to max_trained_lr
+ * (NaN if the smallest failed); min_failed_lr = the first that failed (NaN if none);
+ * stable_above: a good LR above a failed one (the range is not one interval). */
 typedef struct {
-    int n, n_unstable;
-    double max_stable_lr, min_unstable_lr;
+    int n, n_failed;
+    double max_trained_lr, min_failed_lr;
     bool stable_above;
 } qkt__lr_range;
 qkt__lr_range qkt__report_lr_range(const qkt__report *r, const char *variant);

@@ -12,7 +12,8 @@ void qkt__report_part_lr(qkt__report *r) {
     qkt_buf *md = &r->md;
     qkt_buf_printf(md, "## 3. Learning-rate sensitivity\n\nd_k = %d, %d steps per run, seed 0, otherwise as above. Final validation loss "
                        "per learning rate (`div` = diverged), and the LR sensitivity of Wortsman et al. (2023): "
-                       "E_lr[min(loss, loss at init) - best loss] (lower = less sensitive).\n\n| variant |",
+                       "E_lr[min(loss, loss at init) - best loss], the best loss being the lowest final loss of any variant at any LR of the sweep "
+                       "(lower = less sensitive).\n\n| variant |",
                    c->lr_dk, c->lr_steps);
     for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
     qkt_buf_printf(md, " best lr | LR sensitivity |\n|---|");
@@ -45,12 +46,17 @@ void qkt__report_part_lr(qkt__report *r) {
     qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
     qkt_buf_printf(md, "\n![lr](lr_sensitivity.png)\n\n");
     /* stability: what claims 6-7 read */
-    qkt_buf_printf(md, "**Stability** (claims 6-7; evaluations every %d steps). Per LR: the peak of the validation loss above its value at "
-                       "init (**bold** = unstable: more than %.1f above, or non-finite, first at step @N), the largest attention logit up to "
-                       "that point (all of the run if stable), and the lowest normalised entropy (mean over heads) over the same evaluations.\n\n| variant |",
-                   c->lr_eval_every, QKT_REPORT_UNSTABLE_MARGIN);
+    char chs[48] = "unknown: its data could not be opened";
+    if (isfinite(r->chance)) snprintf(chs, sizeof chs, "%.3f", r->chance);
+    qkt_buf_printf(md, "**Stability** (claims 6-7; evaluations every %d steps). A run *failed* if it did not train (its final validation "
+                       "loss is not %.1f nats below the task's chance level, %s) or diverged (a non-finite loss, or a rise of more than %.1f "
+                       "above the running minimum that lasts %d evaluations; one spike does not count). Per LR: final validation loss "
+                       "(**bold** = did not train), the largest rise above the running minimum (**bold** = a lasting rise, first at step @N), "
+                       "the largest attention logit up to that rise (the whole run if none), and the lowest normalised entropy (mean over "
+                       "heads) over the same evaluations.\n\n| variant |",
+                   c->lr_eval_every, QKT_REPORT_TRAIN_MARGIN, chs, QKT_REPORT_RISE, QKT_REPORT_RISE_EVALS);
     for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
-    qkt_buf_printf(md, " stable range |\n|---|");
+    qkt_buf_printf(md, " trained up to |\n|---|");
     for (int i = 0; i < c->n_lr + 1; i++) qkt_buf_printf(md, "---|");
     qkt_buf_printf(md, "\n");
     for (int v = 0; v < c->n_lr_variants; v++) {
@@ -61,17 +67,23 @@ void qkt__report_part_lr(qkt__report *r) {
             qkt__report_lr_run(r, name, i, &u);
             X[v][i] = c->lrs[i], Y[v][i] = u.logit_max > 0 ? u.logit_max : NAN;
             if (u.run < 0) qkt_buf_printf(md, " - |");
-            else if (u.unstable) qkt_buf_printf(md, " **%+.2f** @%d / %.3g / %.2f |", u.peak_excess, u.unstable_step, u.logit_max, u.min_entropy);
-            else qkt_buf_printf(md, " %+.2f / %.3g / %.2f |", u.peak_excess, u.logit_max, u.min_entropy);
+            else {
+                char f[32], g2[48];
+                if (!isfinite(u.final_loss)) snprintf(f, sizeof f, "**non-finite**");
+                else snprintf(f, sizeof f, u.no_train ? "**%.2f**" : "%.2f", u.final_loss);
+                if (u.rise_step >= 0) snprintf(g2, sizeof g2, "**%+.2f** @%d", u.peak_rise, u.rise_step);
+                else snprintf(g2, sizeof g2, "%+.2f", u.peak_rise);
+                qkt_buf_printf(md, " %s / %s / %.3g / %.2f |", f, g2, u.logit_max, u.min_entropy);
+            }
         }
         qkt__lr_range g = qkt__report_lr_range(r, name);
-        if (isnan(g.max_stable_lr)) qkt_buf_printf(md, " none |\n");
-        else if (isnan(g.min_unstable_lr)) qkt_buf_printf(md, " whole grid |\n");
-        else qkt_buf_printf(md, " <= %g%s |\n", g.max_stable_lr, g.stable_above ? " (stable again above)" : "");
+        if (isnan(g.max_trained_lr)) qkt_buf_printf(md, " none |\n");
+        else if (isnan(g.min_failed_lr)) qkt_buf_printf(md, " whole grid |\n");
+        else qkt_buf_printf(md, " %g%s |\n", g.max_trained_lr, g.stable_above ? " (trained again above)" : "");
         s[v] = (qkt_series){.name = name, .x = X[v], .y = Y[v], .n = c->n_lr, .marker = QKT_MARK_CIRCLE};
     }
     snprintf(path, sizeof path, "%s/lr_logit_max.png", r->dir);
-    snprintf(title, sizeof title, "Largest attention logit up to instability vs learning rate (d_k = %d)", c->lr_dk);
+    snprintf(title, sizeof title, "Largest attention logit up to the loss rise vs learning rate (d_k = %d)", c->lr_dk);
     qkt_line_chart g = {.title = title, .x = {.label = "learning rate", .log = 1}, .y = {.label = "max attention logit", .log = 1},
                         .series = s, .n_series = c->n_lr_variants};
     qkt__report_plot_done(r, qkt_plot_lines(path, &g, NULL, r->err), path);

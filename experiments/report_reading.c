@@ -122,8 +122,9 @@ static void reading_lr(qkt__report *r) {
         qkt_buf_printf(md, "- **Learning rate.** Every variant has the same LR sensitivity (%.3f): no ranking.\n", best_sens);
         return;
     }
-    qkt_buf_printf(md, "- **Learning rate.** Least LR-sensitive: `%s` (%.3f); most: `%s` (%.3f). The measure is relative to each "
-                       "variant's own best final loss (best:", qkt_attn_scale_name(c->lr_variants[bi]), best_sens, qkt_attn_scale_name(c->lr_variants[wi]), worst_sens);
+    qkt_buf_printf(md, "- **Learning rate.** Least LR-sensitive: `%s` (%.3f); most: `%s` (%.3f). The measure is relative to the best "
+                       "final loss of any variant in the sweep, %.3f (each variant's best:", qkt_attn_scale_name(c->lr_variants[bi]), best_sens,
+                   qkt_attn_scale_name(c->lr_variants[wi]), worst_sens, qkt__report_lr_best_all(t, c));
     for (int v = 0; v < c->n_lr_variants; v++) {
         double blr = NAN, bl = INFINITY;
         qkt__report_lr_sensitivity(t, c, qkt_attn_scale_name(c->lr_variants[v]), &blr);
@@ -134,7 +135,7 @@ static void reading_lr(qkt__report *r) {
         }
         qkt_buf_printf(md, "%s `%s` %.3f at lr %g", v ? "," : "", qkt_attn_scale_name(c->lr_variants[v]), bl, blr);
     }
-    qkt_buf_printf(md, "), so a variant that reaches a much lower loss at one learning rate scores as more sensitive. Wortsman "
+    qkt_buf_printf(md, "), so a variant is charged both for a narrow LR range and for a worse best loss. Wortsman "
                        "et al. expect unscaled or under-scaled logits to be the most sensitive at high LR and qk-LayerNorm the least.\n");
 }
 

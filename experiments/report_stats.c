@@ -31,7 +31,7 @@ void qkt__report_part_stats(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     qkt_buf *md = &r->md;
     qkt_buf_printf(md, "### Paired comparisons against 1/sqrt(d_k)\n\nEach row: variant minus `sqrt_dk`, seed by seed (same batches; "
-                       "same init for the fixed-scale variants). Mean difference [%.0f %% bootstrap interval], exact sign-flip p. "
+                       "same init for the fixed-scale variants). Mean difference [%.0f %% percentile bootstrap interval] (t: the Student t interval at the same level), exact sign-flip p; a verdict needs both intervals to exclude 0 and p <= 0.05. "
                        "Steps to 90 %%: a run that never gets there is censored (ranked after every run that did), not dropped; "
                        "the effect is (pairs where the variant got there first - pairs where `sqrt_dk` did) / pairs. Escaped = reached 90 %% "
                        "accuracy (outcomes are bimodal: escaped or stuck on the plateau), compared as counts with Fisher's exact test.\n\n",

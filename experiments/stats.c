@@ -67,7 +67,7 @@ static double sign_flip_p(const double *d, int n, int n_boot, uint64_t seed) {
 }
 
 qkt_paired qkt_stats_paired(const double *a, const double *b, int n, double level, int n_boot, uint64_t seed) {
-    qkt_paired p = {.mean = NAN, .sd = NAN, .lo = NAN, .hi = NAN, .p_exact = 1, .p_min = 1};
+    qkt_paired p = {.mean = NAN, .sd = NAN, .lo = NAN, .hi = NAN, .t_lo = NAN, .t_hi = NAN, .p_exact = 1, .p_min = 1};
     double *d = qkt_malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
     for (int i = 0; i < n; i++)
         if (isfinite(a[i]) && isfinite(b[i])) d[p.n++] = a[i] - b[i];
@@ -76,7 +76,11 @@ qkt_paired qkt_stats_paired(const double *a, const double *b, int n, double leve
         for (int i = 0; i < p.n; i++) s += d[i];
         p.mean = s / p.n;
         for (int i = 0; i < p.n; i++) ss += (d[i] - p.mean) * (d[i] - p.mean);
-        if (p.n > 1) p.sd = sqrt(ss / (p.n - 1));
+        if (p.n > 1) {
+            p.sd = sqrt(ss / (p.n - 1));
+            double h = qkt_stats_t_quantile((1 + level) / 2, p.n - 1) * p.sd / sqrt(p.n);
+            p.t_lo = p.mean - h, p.t_hi = p.mean + h;
+        }
         p.p_exact = sign_flip_p(d, p.n, n_boot, seed);
         p.p_min = p.n < 60 ? 2.0 / ldexp(1.0, p.n) : 0;
         if (p.p_min > 1) p.p_min = 1;

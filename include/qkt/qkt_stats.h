@@ -18,6 +18,9 @@ typedef struct {
     double mean;    /* mean of d; NaN if n = 0 */
     double sd;      /* sample sd of d; NaN if n < 2 */
     double lo, hi;  /* percentile bootstrap CI of the mean at `level`; NaN if n < 2 */
+    double t_lo, t_hi; /* Student's t CI of the mean at `level`: mean -+ t_{(1+level)/2, n-1} sd / sqrt(n); NaN if n < 2.
+                        * Wider than the percentile bootstrap for a handful of pairs, whose resamples
+                        * understate the spread (by about sqrt((n-1)/n) and the t quantile's excess). */
     double p_exact; /* two-sided exact sign-flip (permutation) p-value of mean d = 0; 1 if n = 0 */
     double p_min;   /* the smallest p-value n pairs can give: 2 / 2^n (1 for n = 0) */
 } qkt_paired;

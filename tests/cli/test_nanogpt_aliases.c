@@ -63,6 +63,15 @@ static void same_json_as_qkt_flags(void) {
 }
 
 /* The nanoGPT settings that have no qkt flag of their own. */
+/* The scalar type this build computes in: --dtype accepts it and refuses the other. */
+#ifdef QKT_DOUBLE
+#define BUILD_DTYPE "float64"
+#define OTHER_DTYPE "float32"
+#else
+#define BUILD_DTYPE "float32"
+#define OTHER_DTYPE "float64"
+#endif
+
 static void extras(void) {
     const char *tiny = "--data mqar:n_pairs=4,n_queries=4 --n_layer 1 --n_head 2 --n_embd 16 --block_size 32 --batch_size 4 "
                        "--max_iters 2 --eval_iters 1";
@@ -73,7 +82,7 @@ static void extras(void) {
         {"nobias", "--bias=False", "\"bias\":\tfalse"},
         {"bias", "--bias True", "\"bias\":\ttrue"},
         {"const", "--decay_lr=False", "\"schedule\":\t\"constant\""},
-        {"cpu", "--device=cpu --compile=False --dtype=float32 --gradient_accumulation_steps=1 --init_from=scratch "
+        {"cpu", "--device=cpu --compile=False --dtype=" BUILD_DTYPE " --gradient_accumulation_steps=1 --init_from=scratch "
                 "--lr_decay_iters=2 --decay_lr True",
          "\"schedule\":\t\"cosine\""},
     };
@@ -115,6 +124,7 @@ static void refusals(void) {
         {"--device=cuda", "--device"},
         {"--compile=maybe", "--compile"},
         {"--dtype=bfloat16", "--dtype"},
+        {"--dtype=" OTHER_DTYPE, "this build computes in " BUILD_DTYPE},
         {"--gradient_accumulation_steps=40", "--gradient_accumulation_steps"},
         {"--dataset=shakespeare_char", "--dataset"},
         {"--init_from=resume", "--resume"},

@@ -167,10 +167,16 @@ static void edit_rng(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d) {
     memset(tensor_bytes(st, d, "rng.data_train"), 0, 32);
 }
 static void edit_none(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d) { (void)st, (void)m, (void)d; }
+/* element 1 of ln_f.weight := NaN, in the checkpoint's float type (F64 in a float64 build) */
 static void edit_nan(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d) {
     (void)m;
-    float nan = NAN;
-    memcpy(tensor_bytes(st, d, "transformer.ln_f.weight") + 4, &nan, 4);
+    if (sizeof(qkt_real) == 8) {
+        double nan = NAN;
+        memcpy(tensor_bytes(st, d, "transformer.ln_f.weight") + 8, &nan, 8);
+    } else {
+        float nan = NAN;
+        memcpy(tensor_bytes(st, d, "transformer.ln_f.weight") + 4, &nan, 4);
+    }
 }
 
 /* ---------------------------------------------------------------- two writers */

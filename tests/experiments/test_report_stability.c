@@ -12,7 +12,11 @@
 #include "qkt_sweep.h"
 #include "qkt_test.h"
 
-enum { GROWTH_FIRST, GROWTH_REVERSED, NONE_UNSTABLE, ALL_UNSTABLE };
+/* GROWTH_SAME: the failed runs' logits jump only in the evaluation where the loss rises;
+ * RISE_FIRST: the loss rises at the first evaluation after init (no room for "before");
+ * COLLAPSE: the failed runs never rise: their loss sinks to just under chance and stays (did not train);
+ * SPIKE: as GROWTH_FIRST, and every run that trains has one loss spike it recovers from. */
+enum { GROWTH_FIRST, GROWTH_REVERSED, NONE_UNSTABLE, ALL_UNSTABLE, GROWTH_SAME, RISE_FIRST, COLLAPSE, SPIKE };
 static const double lrs[6] = {1e-3, 3e-3, 1e-2, 0.1, 1, 3};
 static const char *const variants[3] = {"sqrt_dk", "none", "qk_layernorm"};
 
@@ -21,6 +25,7 @@ static const char *const variants[3] = {"sqrt_dk", "none", "qk_layernorm"};
 static bool unstable(int mode, int v, int i) {
     if (mode == NONE_UNSTABLE) return false;
     if (mode == ALL_UNSTABLE) return true;
+    /* mqar's chance loss is ln 16 = 2.773: a run that trains ends at 2.2 */
     return v == 2 ? i == 5 : i >= 3;
 }
 
@@ -31,11 +36,18 @@ static void write_cell(const char *run, int mode, int v, int i) {
     qkt_buf b = {0};
     bool u = unstable(mode, v, i);
     for (int s = 0; s <= 20; s += 5) {
-        /* stable: the loss falls; unstable: it falls, then rises above init from step 10 */
-        double loss = u && s >= 10 ? 4.0 + s * 0.1 : 3.0 - 0.04 * s;
+        /* stable: the loss falls; unstable: it falls, then rises above init from step 10 (step 5 in RISE_FIRST;
+         * in COLLAPSE it falls to 2.7, 0.07 under chance, and stays) */
+        int rise = mode == RISE_FIRST ? 5 : 10;
+        double loss = u && mode == COLLAPSE ? fmax(2.7, 3.0 - 0.04 * s) : u && s >= rise ? 4.0 + s * 0.1 : 3.0 - 0.04 * s;
+        if (mode == SPIKE && !u && s == 10) loss = 5.0; /* one spike, then back on the curve */
         /* logits: stable runs stay below 20 + i; unstable ones pass 100 at step 5 (before the loss rises),
-         * or in GROWTH_REVERSED stay at 2 while the stable ones reach 50 */
-        double g = mode == GROWTH_REVERSED ? (u ? 2 : s ? 50 + i : 2) : u ? (s ? 100 * s : 3) : 3 + i * s / 20.0;
+         * or in GROWTH_REVERSED stay at 2 while the stable ones reach 50, or in GROWTH_SAME pass 100 only at
+         * the rise */
+        double g = mode == GROWTH_REVERSED ? (u ? 2 : s ? 50 + i : 2)
+                   : mode == GROWTH_SAME  ? (u && s >= rise ? 100 * s : u ? 3 : 3 + i * s / 20.0)
+                   : u                    ? (s ? 100 * s : 3)
+                                          : 3 + i * s / 20.0;
         double e = mode == GROWTH_REVERSED ? (u ? 0.9 : 0.02) : u && s ? 0.02 : 0.8 - 0.01 * s;
         qkt_buf_printf(&b, "%s,lr,%s,8,0,%g,%d,val_loss,-1,-1,%.9g\n", id, variants[v], lrs[i], s, loss);
         for (int h = 0; h < 2; h++) {
@@ -134,24 +146,38 @@ static void test_config_keys(void) {
 
 int main(void) {
     test_config_keys();
-    /* logits pass every stable run's before the loss rises, entropy collapses: per variant 3 of 6
-     * (qk_layernorm 1 of 6) unstable, every unstable above every stable: auc 1, p = 2 / (20 x 20 x 6) */
+    /* logits pass every trained run's before the loss rises, entropy collapses: per variant 3 of 6
+     * (qk_layernorm 1 of 6) failed, every failed above every trained: auc 1, p = 2 / (20 x 20 x 6) */
     expect_row(GROWTH_FIRST, 6, "6a", "probability 1.00 [1.00, 1.00] (23 pairs, exact stratified permutation p = 0.000833;",
                "**reproduced**");
-    expect_row(GROWTH_FIRST, 6, "6a", "Of 7 unstable runs, 7 had passed every stable run's logit maximum at the evaluation before the loss rose", NULL);
-    expect_row(GROWTH_FIRST, 6, "6b", "qk_layernorm stable up to 1, unstable from 3", "**reproduced**");
-    expect_row(GROWTH_FIRST, 6, "6b", "sqrt_dk stable up to 0.01, unstable from 0.1", NULL);
+    expect_row(GROWTH_FIRST, 6, "6a", "Of 7 failed runs, 7 had a lasting loss rise and 7 of those an evaluation between init and the rise "
+               "(every 5 steps): 7 had passed every trained run's logit maximum before the loss rose, 0 in the same evaluation, 0 never", NULL);
+    expect_row(GROWTH_FIRST, 6, "6a", "chance 2.773", NULL);
+    /* one seed per LR: the ranges are shown, but an edge is one run, so there is no test */
+    expect_row(GROWTH_FIRST, 6, "6b", "qk_layernorm trained up to 1, failed from 3", "not testable here");
+    expect_row(GROWTH_FIRST, 6, "6b", "sqrt_dk trained up to 0.01, failed from 0.1", "one seed each, so each edge is one run");
     expect_row(GROWTH_FIRST, 6, "7a", "probability 1.00", "**reproduced**");
     expect_row(GROWTH_FIRST, 6, "7b", "not testable here", NULL);
-    /* the reverse: unstable runs have the smaller logits and the higher entropy */
+    /* the reverse: failed runs have the smaller logits and the higher entropy */
     expect_row(GROWTH_REVERSED, 6, "6a", "probability 0.00", "**contradicted**");
     expect_row(GROWTH_REVERSED, 6, "7a", "probability 0.00", "**contradicted**");
+    /* associated, but the logits grew only with the loss: not "precedes" */
+    expect_row(GROWTH_SAME, 6, "6a", "7 of those an evaluation between init and the rise (every 5 steps): 0 had passed every trained run's "
+               "logit maximum before the loss rose, 7 in the same evaluation, 0 never", "not detectable at this size");
+    /* the loss rises at the first evaluation: no run has room for "before", and 0 of 0 is no evidence */
+    expect_row(RISE_FIRST, 6, "6a", "7 had a lasting loss rise and 0 of those an evaluation between init and the rise", "not detectable at this size");
+    /* runs that sink to the marginal distribution (under chance by less than the margin) without a rise failed */
+    expect_row(COLLAPSE, 6, "6b", "qk_layernorm trained up to 1, failed from 3", NULL);
+    expect_row(COLLAPSE, 6, "6a", "Of 7 failed runs, 0 had a lasting loss rise", NULL);
+    /* a single spike is not a divergence: the runs that recover still trained */
+    expect_row(SPIKE, 6, "6b", "qk_layernorm trained up to 1, failed from 3", NULL);
+    expect_row(SPIKE, 6, "6a", "Of 7 failed runs, 7 had a lasting loss rise", NULL);
     /* degenerate sweeps say so in words */
-    expect_row(NONE_UNSTABLE, 6, "6a", "no run became unstable up to lr 3", "not detectable at this size");
+    expect_row(NONE_UNSTABLE, 6, "6a", "no run failed up to lr 3", "not detectable at this size");
     expect_row(NONE_UNSTABLE, 6, "6b", "same range on this grid", "the grid does not reach instability");
-    expect_row(NONE_UNSTABLE, 6, "7a", "no run became unstable up to lr 3", NULL);
-    expect_row(ALL_UNSTABLE, 6, "6a", "every one of the 18 LR runs became unstable", "not detectable at this size");
-    expect_row(ALL_UNSTABLE, 6, "6b", "qk_layernorm unstable from the smallest LR", "not detectable at this size");
+    expect_row(NONE_UNSTABLE, 6, "7a", "no run failed up to lr 3", NULL);
+    expect_row(ALL_UNSTABLE, 6, "6a", "every one of the 18 LR runs failed", "not detectable at this size");
+    expect_row(ALL_UNSTABLE, 6, "6b", "qk_layernorm failed from the smallest LR", "not testable here");
     expect_row(GROWTH_FIRST, 1, "6a", "one learning rate (0.001)", "not testable here");
     expect_row(GROWTH_FIRST, 1, "6b", "one learning rate: no LR range", "not testable here");
     expect_row(GROWTH_FIRST, 1, "7a", "one learning rate (0.001)", "not testable here");
