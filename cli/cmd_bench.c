@@ -141,6 +141,8 @@ static int choose_config(const bench_args *a, bench_config *bc) {
     if (a->replicas > bc->B)
         return fprintf(stderr, "qkt bench: --replicas %d: expected at most the batch size %d\n", a->replicas, bc->B), 2;
     if (bc->C % bc->NH) return fprintf(stderr, "qkt bench: --n-head %d: expected a divisor of the width %d\n", bc->NH, bc->C), 2;
+    if ((int64_t)bc->B * bc->T > QKT_TRAIN_MAX_BATCH_TOKENS) /* the trainer's bound on one step's (B, T) arrays */
+        return fprintf(stderr, "qkt bench: --batch %d x --seq %d: expected at most 2^28 tokens a step\n", bc->B, bc->T), 2;
     return 0;
 }
 
