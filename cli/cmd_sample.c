@@ -1,6 +1,5 @@
-/* qkt sample: generate from a `qkt train` checkpoint. Text models decode with the
- * vocabulary stored in the checkpoint (train.vocab); synthetic tasks print token names
- * (the task is reopened from the "data" metadata); anything else prints token ids. */
+/* qkt sample: generate from a `qkt train` checkpoint (qkt_sampler, qkt_trainer.h). Text
+ * models print characters, synthetic tasks their token names, anything else token ids. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +8,7 @@
 #include "cli.h"
 #include "qkt_data.h"
 #include "flags.h"
-#include "qkt_gpt_io.h"
+#include "qkt_trainer.h"
 
 #define CMD "qkt sample"
 
@@ -32,27 +31,6 @@ static void put_token(int32_t tok, void *user) {
     }
     p->n++;
     fflush(stdout);
-}
-
-/* The decoder of the checkpoint's tokens: a text vocabulary, the task, or NULL (ids). */
-static int open_decoder(const qkt_checkpoint *ck, int V, qkt_data **d, bool *text, qkt_err *err) {
-    *d = NULL, *text = false;
-    const qkt_st_tensor *tv = qkt_safetensors_find(&ck->st, "train.vocab");
-    if (tv) {
-        if (tv->dtype != QKT_ST_U8 || tv->ndim != 1 || tv->numel != V)
-            return qkt_err_set(err, "checkpoint %s: train.vocab must be U8 (%d) for vocab_size %d", ck->path, V, V);
-        qkt_err e2;
-        if (qkt_data_from_vocab(d, tv->data, V, &e2)) return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
-        *text = true;
-        return 0;
-    }
-    const char *spec = qkt_checkpoint_meta(ck, "data");
-    if (spec && strncmp(spec, "text", 4)) {
-        qkt_data_opts o = {0};
-        qkt_err e2; /* a task this build does not know, or another vocabulary: print ids */
-        if (qkt_data_open(d, spec, &o, &e2) == 0 && qkt_data_vocab_size(*d) != V) qkt_data_free(*d), *d = NULL;
-    }
-    return 0;
 }
 
 /* Synthetic prompts: token ids in [0, V), separated by spaces or commas. */
@@ -126,42 +104,25 @@ int qkt_cmd_sample(int argc, char **argv) {
     qkt_set_threads(a.threads);
 
     qkt_err err;
-    qkt_checkpoint ck;
-    qkt_gpt g = {0};
-    qkt_data *d = NULL;
-    bool text = false;
+    qkt_sampler smp;
     int32_t *ids = NULL;
-    qkt_gpt_config cfg;
     /* an unusable checkpoint is refused like a bad flag: exit 2 */
-    if (qkt_checkpoint_open(ckpt, &ck, &err)) return fprintf(stderr, CMD ": --ckpt: %s\n", err.msg), 2;
-    rc = 2;
-    if (qkt_gpt_config_from_checkpoint(&ck, &cfg, &err) || qkt_gpt_init(&g, &cfg, &err) || qkt_gpt_restore(&ck, &g, NULL, 0, &err) ||
-        open_decoder(&ck, cfg.vocab_size, &d, &text, &err)) {
-        fprintf(stderr, CMD ": --ckpt: %s\n", err.msg);
-        goto done;
-    }
+    if (qkt_sampler_open(&smp, ckpt, &err)) return fprintf(stderr, CMD ": --ckpt: %s\n", err.msg), 2;
     /* (after every refusal: those are one line) */
-    if (!ck.st.checksummed)
+    if (!smp.checksummed)
         fprintf(stderr, CMD ": note: %s has no checksums (written by an older qkt or another tool): its tensors are not verified\n",
                 ckpt);
     ids = qkt_malloc((strlen(prompt ? prompt : "\n") + 1 + (size_t)a.tokens) * sizeof *ids);
     int n_prompt;
-    if ((rc = encode_prompt(prompt, d, text, cfg.vocab_size, ids, &n_prompt))) goto done;
-    printer p = {d, text, 0};
+    if ((rc = encode_prompt(prompt, smp.tokens, smp.text, smp.gpt.cfg.vocab_size, ids, &n_prompt))) goto done;
+    printer p = {smp.tokens, smp.text, 0};
     for (int i = 0; i < n_prompt; i++) put_token(ids[i], &p);
-    qkt_ctx ctx;
-    qkt_ctx_init(&ctx, 1 << 20, a.seed);
-    qkt_rng rng;
-    qkt_rng_seed(&rng, a.seed);
     qkt_sample_opts so = {.temperature = a.temperature, .top_k = a.top_k, .on_token = put_token, .user = &p};
-    qkt_gpt_generate(&ctx, &g, ids, n_prompt, a.tokens, &so, &rng, ids);
-    qkt_ctx_free(&ctx);
+    qkt_sampler_generate(&smp, ids, n_prompt, a.tokens, &so, a.seed, ids);
     printf("\n");
     rc = 0;
 done:
     free(ids);
-    if (d) qkt_data_free(d);
-    if (g.h) qkt_gpt_free(&g);
-    qkt_checkpoint_close(&ck);
+    qkt_sampler_free(&smp);
     return rc;
 }

@@ -10,53 +10,6 @@
 #include "qkt_io.h"
 #include "qkt_optim.h"
 
-/* idx and targets from the batch file: integer (B, T), same shape, T <= block_size,
- * idx in [0, V), targets in [0, V) or -1. */
-static int read_batch(const char *path, const qkt_gpt_config *c, int32_t **idx, int32_t **tgt, int *B, int *T,
-                      qkt_err *err) {
-    qkt_safetensors st;
-    if (qkt_safetensors_read(path, &st, err)) return -1;
-    int rc = -1;
-    const qkt_st_tensor *ti = qkt_safetensors_find(&st, "idx"), *tt = qkt_safetensors_find(&st, "targets");
-    *idx = *tgt = NULL;
-    if (!ti || !tt) {
-        qkt_err_set(err, "batch %s has no tensor '%s' (expected idx and targets, int32 (B, T))", path, ti ? "targets" : "idx");
-        goto done;
-    }
-    if (ti->ndim != 2 || tt->ndim != 2 || ti->shape[0] != tt->shape[0] || ti->shape[1] != tt->shape[1] ||
-        ti->numel == 0) {
-        qkt_err_set(err, "batch %s: idx and targets must both be (B, T) with B, T > 0", path);
-        goto done;
-    }
-    if (ti->shape[1] > c->block_size || ti->shape[0] > (1 << 24)) {
-        qkt_err_set(err, "batch %s: sequence length %lld exceeds the model's block_size %d", path,
-                    (long long)ti->shape[1], c->block_size);
-        goto done;
-    }
-    *B = (int)ti->shape[0], *T = (int)ti->shape[1];
-    *idx = qkt_malloc((size_t)ti->numel * sizeof **idx);
-    *tgt = qkt_malloc((size_t)ti->numel * sizeof **tgt);
-    if (qkt_st_tensor_to_i32(ti, *idx, ti->numel, path, err) || qkt_st_tensor_to_i32(tt, *tgt, tt->numel, path, err))
-        goto done;
-    for (int64_t i = 0; i < ti->numel; i++) {
-        if ((*idx)[i] < 0 || (*idx)[i] >= c->vocab_size) {
-            qkt_err_set(err, "batch %s: idx[%lld][%lld] = %d is outside the vocabulary [0, %d)", path, (long long)(i / *T),
-                        (long long)(i % *T), (*idx)[i], c->vocab_size);
-            goto done;
-        }
-        if ((*tgt)[i] < -1 || (*tgt)[i] >= c->vocab_size) {
-            qkt_err_set(err, "batch %s: targets[%lld][%lld] = %d is outside [0, %d) and not -1 (ignored)", path,
-                        (long long)(i / *T), (long long)(i % *T), (*tgt)[i], c->vocab_size);
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    if (rc) free(*idx), free(*tgt), *idx = *tgt = NULL;
-    qkt_safetensors_free(&st);
-    return rc;
-}
-
 typedef struct {
     const char *ckpt, *batch, *out, *params_out;
     int threads;
@@ -101,38 +54,6 @@ static int parse(int argc, char **argv, step_args *a) {
     return 0;
 }
 
-/* The loss, then every gradient in parameter order, with the model's config and
- * n_counted (the targets that count) as metadata. */
-static int write_grads(const char *out, const qkt_gpt *g, const qkt_tensor *loss, int n_counted, qkt_err *err) {
-    int n = g->params.n + 1;
-    qkt_st_write *w = qkt_calloc((size_t)n, sizeof *w);
-    w[0] = (qkt_st_write){.name = "loss", .dtype = QKT_ST_REAL, .ndim = 0, .data = loss->data};
-    for (int i = 0; i < g->params.n; i++) {
-        const qkt_tensor *t = g->params.t[i];
-        w[i + 1] = (qkt_st_write){.name = t->name, .dtype = QKT_ST_REAL, .ndim = t->ndim, .data = t->grad};
-        for (int d = 0; d < t->ndim; d++) w[i + 1].shape[d] = t->shape[d];
-    }
-    qkt_gpt_meta m;
-    qkt_gpt_meta_fill(&m, &g->cfg);
-    char counted[32];
-    snprintf(counted, sizeof counted, "%d", n_counted);
-    m.kv[m.n++] = (qkt_st_meta){"n_counted", counted};
-    int rc = qkt_safetensors_write(out, w, n, m.kv, m.n, err);
-    free(w);
-    return rc;
-}
-
-/* torch: clip_grad_norm_(params, clip); AdamW(lr, betas, eps, wd on the 2-D weights).step();
- * then the model -> a->params_out. *norm: the pre-clip gradient norm. */
-static int adamw_step(const step_args *a, qkt_gpt *g, double *norm, qkt_err *err) {
-    *norm = qkt_clip_grad_norm(&g->params, a->clip);
-    qkt_optim opt;
-    qkt_optim_init(&opt, &g->params, &a->oc);
-    qkt_optim_step(&opt, a->adamw_lr);
-    qkt_optim_free(&opt);
-    return qkt_gpt_save(a->params_out, g, NULL, 0, NULL, 0, err);
-}
-
 int qkt_cmd_step(int argc, char **argv) {
     step_args a;
     int rc = parse(argc, argv, &a);
@@ -155,26 +76,23 @@ int qkt_cmd_step(int argc, char **argv) {
     if (qkt_gpt_open(a.ckpt, &g, &err)) return fprintf(stderr, "qkt step: --ckpt: %s\n", err.msg), 2;
     int32_t *idx, *tgt;
     int B, T;
-    if (read_batch(a.batch, &g.cfg, &idx, &tgt, &B, &T, &err)) {
+    if (qkt_gpt_batch_read(a.batch, &g.cfg, &idx, &tgt, &B, &T, &err)) {
         fprintf(stderr, "qkt step: --batch: %s\n", err.msg);
         qkt_gpt_free(&g);
         return 2;
     }
     qkt_ctx ctx;
     qkt_ctx_init(&ctx, 1 << 20, a.seed);
-    int n_counted = 0;
-    qkt_tensor *logits;
-    qkt_tensor *loss = qkt_gpt_forward(&ctx, &g, idx, tgt, B, T, &logits, NULL);
-    for (int64_t i = 0; i < (int64_t)B * T; i++) n_counted += tgt[i] != QKT_IGNORE;
-    qkt_params_zero_grad(&g.params);
-    if (n_counted) qkt_backward(&ctx, loss, NULL); /* no counted target: loss 0, grads 0 */
-    rc = write_grads(a.out, &g, loss, n_counted, &err);
+    int n_counted;
+    qkt_real loss = qkt_gpt_loss_grads(&ctx, &g, idx, tgt, B, T, &n_counted);
+    rc = qkt_gpt_grads_write(a.out, &g, loss, n_counted, &err);
     if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
-    else printf("loss %.9g over %d positions (B %d, T %d); %d gradients -> %s\n", (double)loss->data[0], n_counted, B, T,
+    else printf("loss %.9g over %d positions (B %d, T %d); %d gradients -> %s\n", (double)loss, n_counted, B, T,
                 g.params.n, a.out);
-    double norm;
     if (!rc && a.params_out) {
-        rc = adamw_step(&a, &g, &norm, &err);
+        /* torch: clip_grad_norm_(params, clip); AdamW(lr, betas, eps, wd on the 2-D weights).step() */
+        double norm = qkt_gpt_update_once(&g, &a.oc, a.adamw_lr, a.clip);
+        rc = qkt_gpt_save(a.params_out, &g, NULL, 0, NULL, 0, &err);
         if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
         else printf("grad norm %.9g; one AdamW step (lr %g, wd %g) -> %s\n", norm, a.adamw_lr, a.oc.weight_decay, a.params_out);
     }

@@ -14,12 +14,15 @@ int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
     qkt_train_config_resolve(&t->cfg);
     if (qkt_train_config_validate(&t->cfg, err)) return -1;
     c = &t->cfg; /* from here on the resolved copy */
-    qkt_data_opts dopts = {.seq_len = c->model.block_size, .seed = c->seed};
-    if (qkt_data_open(&t->data, c->data, &dopts, err) != 0) return -1;
-    t->T = qkt_data_seq_len(t->data);
-    t->cfg.model.vocab_size = qkt_data_vocab_size(t->data);
+    t->T = c->model.block_size; /* without data: the caller's (B, T) batches */
+    if (c->data) {
+        qkt_data_opts dopts = {.seq_len = c->model.block_size, .seed = c->seed};
+        if (qkt_data_open(&t->data, c->data, &dopts, err) != 0) return -1;
+        t->T = qkt_data_seq_len(t->data);
+        t->cfg.model.vocab_size = qkt_data_vocab_size(t->data);
+    }
     if (qkt_gpt_init(&t->gpt, &t->cfg.model, err) != 0) {
-        qkt_data_free(t->data);
+        if (t->data) qkt_data_free(t->data);
         t->data = NULL;
         return -1;
     }
@@ -65,7 +68,7 @@ static double qk_grad_norm(const qkt_gpt *g, int which) {
 
 void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
     int B = t->cfg.batch_size;
-    qkt_data_batch(t->data, QKT_SPLIT_TRAIN, B, t->idx, t->tgt, NULL);
+    if (t->data) qkt_data_batch(t->data, QKT_SPLIT_TRAIN, B, t->idx, t->tgt, NULL);
     t->ctx.training = true;
     st->loss = t->ranks > 1 ? qkt__trainer_dist_forward_backward(t, B)
                             : qkt_dp_forward_backward(&t->dp, &t->gpt, t->idx, t->tgt, B, t->T);
@@ -79,6 +82,7 @@ void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
 }
 
 void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
+    QKT_CHECK(t->data, "qkt_trainer_eval: the trainer has no data source (cfg.data NULL)");
     const qkt_gpt_config *mc = &t->gpt.cfg;
     int T = t->T, H = mc->n_head, L = mc->n_layer, V = mc->vocab_size;
     int32_t *idx = qkt_malloc((size_t)B * T * sizeof *idx), *tgt = qkt_malloc((size_t)B * T * sizeof *tgt);
@@ -119,6 +123,7 @@ void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
 }
 
 void qkt_trainer_attention_map(qkt_trainer *t, qkt_real *out) {
+    QKT_CHECK(t->data, "qkt_trainer_attention_map: the trainer has no data source (cfg.data NULL)");
     const qkt_gpt_config *mc = &t->gpt.cfg;
     int T = t->T, H = mc->n_head, L = mc->n_layer;
     int32_t *idx = qkt_malloc((size_t)T * sizeof *idx), *tgt = qkt_malloc((size_t)T * sizeof *tgt);

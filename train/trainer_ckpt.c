@@ -11,15 +11,6 @@
 
 #define MAX_META 8
 
-/* The trainer's own tensors in a checkpoint (the model's are the parameters' names). */
-#define T_OPTIM_M "optim.m"
-#define T_OPTIM_V "optim.v"
-#define T_OPTIM_STEP "optim.step"
-#define T_RNG_TRAIN "rng.data_train"
-#define T_RNG_VAL "rng.data_val"
-#define T_RNG_DROPOUT "rng.dropout"
-#define T_VOCAB "train.vocab"
-
 /* The CRC-32C of the text data (once: the data does not change after it was read). */
 static uint32_t data_crc(qkt_trainer *t) {
     if (!t->data_crc_known) {
@@ -33,32 +24,33 @@ static uint32_t data_crc(qkt_trainer *t) {
 
 int qkt_trainer_save(qkt_trainer *t, const char *path, const qkt_st_meta *meta, int n_meta, qkt_err *err) {
     QKT_CHECK(n_meta >= 0 && n_meta <= MAX_META, "qkt_trainer_save: %d metadata pairs (at most %d)", n_meta, MAX_META);
+    QKT_CHECK(t->data, "qkt_trainer_save: the trainer has no data source (cfg.data NULL)");
     qkt_rng rtrain, rval;
     qkt_data_get_rng(t->data, QKT_SPLIT_TRAIN, &rtrain);
     qkt_data_get_rng(t->data, QKT_SPLIT_VAL, &rval);
     int64_t ostep = t->opt.step;
     qkt_st_write ex[8];
     int n = 0;
-    if (t->opt.m) ex[n++] = (qkt_st_write){T_OPTIM_M, QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
-    if (t->opt.v) ex[n++] = (qkt_st_write){T_OPTIM_V, QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
-    ex[n++] = (qkt_st_write){T_OPTIM_STEP, QKT_ST_I64, 0, {0}, &ostep};
-    ex[n++] = (qkt_st_write){T_RNG_TRAIN, QKT_ST_U64, 1, {4}, rtrain.s};
-    ex[n++] = (qkt_st_write){T_RNG_VAL, QKT_ST_U64, 1, {4}, rval.s};
-    ex[n++] = (qkt_st_write){T_RNG_DROPOUT, QKT_ST_U64, 1, {4}, t->ctx.rng.s};
+    if (t->opt.m) ex[n++] = (qkt_st_write){QKT_CKPT_OPTIM_M, QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
+    if (t->opt.v) ex[n++] = (qkt_st_write){QKT_CKPT_OPTIM_V, QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
+    ex[n++] = (qkt_st_write){QKT_CKPT_OPTIM_STEP, QKT_ST_I64, 0, {0}, &ostep};
+    ex[n++] = (qkt_st_write){QKT_CKPT_RNG_DATA_TRAIN, QKT_ST_U64, 1, {4}, rtrain.s};
+    ex[n++] = (qkt_st_write){QKT_CKPT_RNG_DATA_VAL, QKT_ST_U64, 1, {4}, rval.s};
+    ex[n++] = (qkt_st_write){QKT_CKPT_RNG_DROPOUT, QKT_ST_U64, 1, {4}, t->ctx.rng.s};
     int nv = 0;
     const uint8_t *vocab = qkt_data_vocab(t->data, &nv);
-    if (vocab) ex[n++] = (qkt_st_write){T_VOCAB, QKT_ST_U8, 1, {nv}, vocab};
+    if (vocab) ex[n++] = (qkt_st_write){QKT_CKPT_VOCAB, QKT_ST_U8, 1, {nv}, vocab};
 
     char step[32], bytes[32], crc[16];
     snprintf(step, sizeof step, "%lld", (long long)t->step);
-    qkt_st_meta m[MAX_META + 4] = {{"step", step}, {"data", qkt_data_spec(t->data)}};
+    qkt_st_meta m[MAX_META + 4] = {{QKT_CKPT_META_STEP, step}, {QKT_CKPT_META_DATA, qkt_data_spec(t->data)}};
     int k = 2;
     size_t nb = 0;
     if (qkt_data_text(t->data, &nb)) {
         snprintf(bytes, sizeof bytes, "%zu", nb);
         snprintf(crc, sizeof crc, "%08x", (unsigned)data_crc(t));
-        m[k++] = (qkt_st_meta){"data_bytes", bytes};
-        m[k++] = (qkt_st_meta){"data_crc32c", crc};
+        m[k++] = (qkt_st_meta){QKT_CKPT_META_DATA_BYTES, bytes};
+        m[k++] = (qkt_st_meta){QKT_CKPT_META_DATA_CRC32C, crc};
     }
     memcpy(m + k, meta, (size_t)n_meta * sizeof *m);
     return qkt_gpt_save(path, &t->gpt, m, n_meta + k, ex, n, err);
@@ -71,18 +63,18 @@ static int check_vocab(const qkt_checkpoint *ck, qkt_trainer *t, qkt_err *err) {
     const qkt_data *d = t->data;
     int nv = 0;
     const uint8_t *vocab = qkt_data_vocab(d, &nv);
-    const qkt_st_tensor *tv = qkt_safetensors_find(&ck->st, T_VOCAB);
+    const qkt_st_tensor *tv = qkt_safetensors_find(&ck->st, QKT_CKPT_VOCAB);
     if (!vocab) {
-        const char *spec = qkt_checkpoint_meta(ck, "data");
+        const char *spec = qkt_checkpoint_meta(ck, QKT_CKPT_META_DATA);
         if (spec && strcmp(spec, qkt_data_spec(d)))
             return qkt_err_set(err, "checkpoint %s was trained on data '%.200s', not '%.200s'", ck->path, spec, qkt_data_spec(d));
         return 0;
     }
-    if (!tv) return qkt_err_set(err, "checkpoint %s has no tensor '%s' (not trained on text?)", ck->path, T_VOCAB);
+    if (!tv) return qkt_err_set(err, "checkpoint %s has no tensor '" QKT_CKPT_VOCAB "' (not trained on text?)", ck->path);
     if (tv->dtype != QKT_ST_U8 || tv->ndim != 1 || tv->numel != nv || memcmp(tv->data, vocab, (size_t)nv))
         return qkt_err_set(err, "checkpoint %s: its vocabulary differs from the text file's (%d bytes now): has the file changed?",
                            ck->path, nv);
-    const char *nb = qkt_checkpoint_meta(ck, "data_bytes"), *crc = qkt_checkpoint_meta(ck, "data_crc32c");
+    const char *nb = qkt_checkpoint_meta(ck, QKT_CKPT_META_DATA_BYTES), *crc = qkt_checkpoint_meta(ck, QKT_CKPT_META_DATA_CRC32C);
     if (!nb && !crc) return 0; /* written before the data was checksummed */
     size_t have = 0;
     qkt_data_text(d, &have);
@@ -106,8 +98,9 @@ static int check_rng(const qkt_checkpoint *ck, const char *name, const qkt_rng *
 }
 
 int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err) {
+    QKT_CHECK(t->data, "qkt_trainer_restore: the trainer has no data source (cfg.data NULL)");
     long long step;
-    if (qkt_checkpoint_meta_int(ck, "step", &step, err)) return -1;
+    if (qkt_checkpoint_meta_int(ck, QKT_CKPT_META_STEP, &step, err)) return -1;
     if (step < 0 || step > t->cfg.steps)
         return qkt_err_set(err, "checkpoint %s: step %lld is outside [0, %lld]", ck->path, step, (long long)t->cfg.steps);
     if (check_vocab(ck, t, err)) return -1;
@@ -115,12 +108,12 @@ int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err) 
     qkt_rng rtrain, rval, rdrop;
     qkt_ckpt_slot s[6];
     int n = 0;
-    if (t->opt.m) s[n++] = (qkt_ckpt_slot){T_OPTIM_M, QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
-    if (t->opt.v) s[n++] = (qkt_ckpt_slot){T_OPTIM_V, QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
-    s[n++] = (qkt_ckpt_slot){T_OPTIM_STEP, QKT_ST_I64, 0, {0}, &ostep};
-    s[n++] = (qkt_ckpt_slot){T_RNG_TRAIN, QKT_ST_U64, 1, {4}, rtrain.s};
-    s[n++] = (qkt_ckpt_slot){T_RNG_VAL, QKT_ST_U64, 1, {4}, rval.s};
-    s[n++] = (qkt_ckpt_slot){T_RNG_DROPOUT, QKT_ST_U64, 1, {4}, rdrop.s};
+    if (t->opt.m) s[n++] = (qkt_ckpt_slot){QKT_CKPT_OPTIM_M, QKT_ST_REAL, 1, {t->opt.size}, t->opt.m};
+    if (t->opt.v) s[n++] = (qkt_ckpt_slot){QKT_CKPT_OPTIM_V, QKT_ST_REAL, 1, {t->opt.size}, t->opt.v};
+    s[n++] = (qkt_ckpt_slot){QKT_CKPT_OPTIM_STEP, QKT_ST_I64, 0, {0}, &ostep};
+    s[n++] = (qkt_ckpt_slot){QKT_CKPT_RNG_DATA_TRAIN, QKT_ST_U64, 1, {4}, rtrain.s};
+    s[n++] = (qkt_ckpt_slot){QKT_CKPT_RNG_DATA_VAL, QKT_ST_U64, 1, {4}, rval.s};
+    s[n++] = (qkt_ckpt_slot){QKT_CKPT_RNG_DROPOUT, QKT_ST_U64, 1, {4}, rdrop.s};
     /* All or nothing for the parameters and slots; only an inconsistent optim.step
      * fails after the copy, and callers drop the trainer on any error. */
     if (qkt_gpt_restore(ck, &t->gpt, s, n, err)) return -1;
@@ -129,8 +122,8 @@ int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err) 
     if (ostep != step)
         return qkt_err_set(err, "checkpoint %s: metadata step %lld does not match the optimizer's step %lld: edited or damaged?",
                            ck->path, step, (long long)ostep);
-    if (check_rng(ck, T_RNG_TRAIN, &rtrain, err) || check_rng(ck, T_RNG_VAL, &rval, err) ||
-        check_rng(ck, T_RNG_DROPOUT, &rdrop, err))
+    if (check_rng(ck, QKT_CKPT_RNG_DATA_TRAIN, &rtrain, err) || check_rng(ck, QKT_CKPT_RNG_DATA_VAL, &rval, err) ||
+        check_rng(ck, QKT_CKPT_RNG_DROPOUT, &rdrop, err))
         return -1;
     t->opt.step = ostep;
     t->step = step;

@@ -10,6 +10,7 @@
 #define QKT_GPT_IO_H
 
 #include "qkt_nn.h"
+#include "qkt_optim.h"
 #include "qkt_safetensors.h"
 
 #ifdef __cplusplus
@@ -44,6 +45,26 @@ int qkt_gpt_load(const char *path, qkt_gpt *g, const qkt_ckpt_slot *slots, int n
 /* Build a model from the checkpoint's config and load its weights (g is initialised
  * here; on -1 it is left freed). */
 int qkt_gpt_open(const char *path, qkt_gpt *g, qkt_err *err);
+
+/* ---------------------------------------------------------------- one step on a batch file (qkt step) */
+/* A batch file: safetensors with 'idx' and 'targets', both (B, T), T <= c->block_size, of
+ * any integer dtype (qkt_st_tensor_to_i32), idx in [0, vocab_size), targets in
+ * [0, vocab_size) or -1 (ignored). *idx and *targets are malloc'd (free them); -1 with one
+ * line naming the file, the tensor and the element. */
+int qkt_gpt_batch_read(const char *path, const qkt_gpt_config *c, int32_t **idx, int32_t **targets, int *B, int *T,
+                       qkt_err *err);
+/* Zeroes g's grads, then the loss of g on (B, T) idx and targets (ctx's arena, its rng for
+ * dropout) and its backward into the grads: d loss / d params, the loss the mean over the
+ * *n_counted targets that are not -1 (none: loss 0 and zero grads). Returns the loss. */
+qkt_real qkt_gpt_loss_grads(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const int32_t *targets, int B, int T,
+                            int *n_counted);
+/* A gradient file: the scalar 'loss', then every parameter's grad under its name in
+ * parameter order, with g's config and "n_counted" as metadata. Written atomically. */
+int qkt_gpt_grads_write(const char *path, const qkt_gpt *g, qkt_real loss, int n_counted, qkt_err *err);
+/* One optimizer step from fresh state on g's grads: clip the global grad norm to clip (0:
+ * off), then one step of oc at lr (torch: clip_grad_norm_, then a new optimizer's step()).
+ * Returns the pre-clip norm. */
+double qkt_gpt_update_once(qkt_gpt *g, const qkt_optim_config *oc, double lr, double clip);
 
 #ifdef __cplusplus
 }

@@ -30,8 +30,8 @@ extern "C" {
 #define QKT_TRAIN_AUTO (-1)
 
 typedef struct qkt_train_config {
-    qkt_gpt_config model;       /* vocab_size is taken from the data source */
-    const char *data;           /* data spec: mqar, text:PATH, ... */
+    qkt_gpt_config model;       /* vocab_size is taken from the data source (without one: as set) */
+    const char *data;           /* data spec: mqar, text:PATH, ...; NULL: the caller's batches (below) */
     int batch_size;
     int replicas;               /* data-parallel batch shards per step (qkt_dp): 1 = the plain step;
                                    results depend on it, not on the thread count */
@@ -79,7 +79,10 @@ typedef struct qkt_trainer {
 } qkt_trainer;
 
 /* Resolves the QKT_TRAIN_AUTO fields (t->cfg holds the result), validates the config,
- * opens the data, builds and initialises the model. */
+ * opens the data, builds and initialises the model. Without a data source (cfg.data
+ * NULL) the caller fills t->idx and t->tgt, (B, T = model.block_size) tokens in
+ * [0, model.vocab_size) (targets also -1: ignored), before each qkt_trainer_step;
+ * eval, attention maps and checkpoints need a data source. */
 int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err);
 void qkt_trainer_free(qkt_trainer *t);
 /* Data-parallel over the ranks of an MPI job (qkt_dist.h; a no-op with one rank): each
@@ -91,7 +94,8 @@ int qkt_trainer_distribute(qkt_trainer *t, qkt_err *err);
 /* Every rank takes root's training state: parameters, optimizer state and step, the
  * data and dropout streams (after root restored a checkpoint). Collective. */
 void qkt_trainer_share_state(qkt_trainer *t, int root);
-/* One step: batch, forward, backward, clip, update (skipped when not finite). */
+/* One step: batch (from the data source, if any), forward, backward, clip, update
+ * (skipped when not finite). */
 void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st);
 
 typedef struct qkt_eval {
@@ -102,6 +106,20 @@ typedef struct qkt_eval {
 /* Validation: the same n_batches every call (the val stream is reset). Stops between
  * batches when *t->stop is set (ev->interrupted). */
 void qkt_trainer_eval(qkt_trainer *t, int n_batches, int batch_size, qkt_eval *ev);
+/* The names a trainer's checkpoint gives its training state (besides the model's
+ * parameters and config, qkt_gpt_io.h): every reader and writer uses these. */
+#define QKT_CKPT_OPTIM_M "optim.m"                 /* tensors */
+#define QKT_CKPT_OPTIM_V "optim.v"
+#define QKT_CKPT_OPTIM_STEP "optim.step"
+#define QKT_CKPT_RNG_DATA_TRAIN "rng.data_train"
+#define QKT_CKPT_RNG_DATA_VAL "rng.data_val"
+#define QKT_CKPT_RNG_DROPOUT "rng.dropout"
+#define QKT_CKPT_VOCAB "train.vocab"
+#define QKT_CKPT_META_STEP "step"                  /* metadata */
+#define QKT_CKPT_META_DATA "data"
+#define QKT_CKPT_META_DATA_BYTES "data_bytes"
+#define QKT_CKPT_META_DATA_CRC32C "data_crc32c"
+
 /* Checkpoint of the full training state (qkt_gpt_save's file): parameters and config,
  * optim.m, optim.v, optim.step, rng.data_train, rng.data_val, rng.dropout (U64 x 4),
  * train.vocab (U8, text data only), metadata "step" and "data" (the canonical spec),
@@ -118,6 +136,68 @@ int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err);
 /* Attention maps of every layer for row 0 of the first validation batch:
  * probs_all_layers (L, H, T, T). */
 void qkt_trainer_attention_map(qkt_trainer *t, qkt_real *probs_all_layers);
+
+/* ---------------------------------------------------------------- sampling (qkt sample) */
+/* A trained model opened for generation: the model and the reader of its tokens. */
+typedef struct qkt_sampler {
+    qkt_gpt gpt;
+    qkt_data *tokens;  /* text: the checkpoint's vocabulary (QKT_CKPT_VOCAB); a synthetic task:
+                          reopened from QKT_CKPT_META_DATA; NULL: plain token ids */
+    bool text;         /* tokens are a text vocabulary: token i is one byte (qkt_data_decode) */
+    bool checksummed;  /* the file's tensors were verified against its checksums */
+} qkt_sampler;
+/* Opens a checkpoint (qkt_trainer_save's, or any GPT checkpoint) for generation: its
+ * config, weights and token reader. -1 with one line naming the file and the problem. */
+int qkt_sampler_open(qkt_sampler *s, const char *path, qkt_err *err);
+void qkt_sampler_free(qkt_sampler *s);
+/* out (n_prompt + n_new) = prompt, then n_new tokens drawn as qkt_gpt_generate draws them,
+ * from a context and an RNG seeded with seed (o->on_token sees each new token). */
+void qkt_sampler_generate(qkt_sampler *s, const int32_t *prompt, int n_prompt, int n_new, const qkt_sample_opts *o,
+                          uint64_t seed, int32_t *out);
+
+/* ---------------------------------------------------------------- benchmarking (qkt bench) */
+/* The training step qkt bench times: qkt_train_config_default() without a data source (each
+ * step a fresh batch of uniform random tokens, every target counted), no dropout, AdamW at a
+ * constant lr 1e-3 with weight decay 0.1 and betas 0.9/0.999 (qkt_optim_defaults), no
+ * clipping; the caller sets the sizes (model.*, batch_size) and replicas. */
+qkt_train_config qkt_bench_config_default(void);
+/* Analytic FLOPs of one training step (B = batch_size, T = block_size, V, C, L of the model):
+ *   6 B T (12 L C^2 + V C)  +  6 B L T^2 C
+ * matmul weights (2 flops per weight and token forward, 4 backward, the tied head included)
+ * and causal attention (q k^T and P v over the T^2/2 visible pairs, times three). */
+double qkt_train_step_flops(const qkt_train_config *c);
+
+typedef struct qkt_bench_stats {
+    double step_s;      /* median wall time of a timed step */
+    double cpu_s;       /* median CPU time of the process per timed step (all threads) */
+    double flops;       /* qkt_train_step_flops of the config */
+    double peak_rss_mb; /* the process's peak resident memory after the steps */
+} qkt_bench_stats;
+/* Builds a trainer of c (its data must be NULL), runs warmup untimed then steps timed
+ * qkt_trainer_step calls, each on fresh random tokens drawn outside the timer from an RNG
+ * seeded with c->seed. -1 with one line if the config is refused or a step's loss or grad
+ * norm is not finite. */
+int qkt_bench_steps(const qkt_train_config *c, int warmup, int steps, qkt_bench_stats *st, qkt_err *err);
+
+/* One matrix product of a training step as qkt_affine makes it (y = x W^T, dX = dY W,
+ * dW += dY^T x), for qkt_bench_gemm_rate. */
+typedef struct qkt_bench_product {
+    const char *layer;  /* c_attn, attn.c_proj, c_fc, mlp.c_proj, lm_head */
+    const char *op;     /* forward, dx, dw */
+    bool ta, tb;        /* qkt_gemm's transposes */
+    int M, N, K;
+    qkt_real beta;      /* 1: accumulates (a bias or dW), 0: overwrites */
+    int per_step;       /* how often one replica's step makes it (layers that have it) */
+} qkt_bench_product;
+#define QKT_BENCH_PRODUCTS 15 /* 5 linear layers x (forward, dx, dw) */
+/* The linear layers' products of one replica's step of c, on its shard of the batch
+ * (batch_size / replicas rows of T); 2 M N K per_step replicas summed over them is the
+ * 6 B T (12 L C^2 + V C) of qkt_train_step_flops (for replicas dividing the batch). */
+void qkt_bench_step_products(const qkt_train_config *c, qkt_bench_product out[QKT_BENCH_PRODUCTS]);
+/* GFLOP/s of one qkt_gemm shape on the thread team as set, on seeded random matrices: the
+ * best of `timings` timings, each of one call, or (batch_s > 0) of enough calls for about
+ * batch_s seconds. An n x n product with beta 0 is the sgemm peak MFU is measured against. */
+double qkt_bench_gemm_rate(bool ta, bool tb, int M, int N, int K, qkt_real beta, int timings, double batch_s);
 
 #ifdef __cplusplus
 }

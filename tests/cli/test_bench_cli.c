@@ -73,5 +73,6 @@ int main(void) {
     expect_bad("", "--config");
     expect_bad("--config tiny --replicas 17", "--replicas 17: expected at most the batch size 16");
     expect_bad("--config tiny --replicas 0", "--replicas '0'");
+    expect_bad("--config tiny --batch 1048576 --seq 512", "--batch 1048576 x --seq 512: expected at most 2^28 tokens");
     return qkt_test_finish();
 }
