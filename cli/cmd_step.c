@@ -1,5 +1,6 @@
 /* qkt step: one forward and backward of a GPT checkpoint on a batch, gradients out.
  * This is the hook for checking qkt against another framework (tests/torch/). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,8 @@ done:
     return rc;
 }
 
+#define MAX_LR 10 /* an AdamW step moves each weight by about lr: beyond this only overflow */
+
 typedef struct {
     const char *ckpt, *batch, *out, *params_out;
     int threads;
@@ -74,7 +77,7 @@ static int parse(int argc, char **argv, step_args *a) {
         {"out", QKT_FLAG_STRING, &a->out, "output: scalar 'loss' and every parameter's gradient under its name", 1, 0, false, false},
         {"threads", QKT_FLAG_INT, &a->threads, "threads (0 = all cores; default env QKT_THREADS, else all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
         {"seed", QKT_FLAG_U64, &a->seed, "seed of the dropout draws (only if the config has dropout; default 0)", 1, 0, false, false},
-        {"adamw-lr", QKT_FLAG_DOUBLE, &a->adamw_lr, "then apply one AdamW step (fresh state) with this lr ...", 1, 0, true, false},
+        {"adamw-lr", QKT_FLAG_DOUBLE, &a->adamw_lr, "then apply one AdamW step (fresh state) with this lr ...", 0, MAX_LR, true, false},
         {"params-out", QKT_FLAG_STRING, &a->params_out, "... and write the updated model here (a checkpoint)", 1, 0, false, false},
         {"weight-decay", QKT_FLAG_DOUBLE, &a->oc.weight_decay, "AdamW decoupled weight decay on the 2-D weights (torch's; qkt train: 0.1)", 0, 1e300, false, false},
         {"beta1", QKT_FLAG_DOUBLE, &a->oc.beta1, "AdamW beta1", 0, QKT_FLAGS_BELOW_ONE, false, false},
@@ -102,8 +105,17 @@ static int parse(int argc, char **argv, step_args *a) {
 }
 
 /* The loss, then every gradient in parameter order, with the model's config and
- * n_counted (the targets that count) as metadata. */
+ * n_counted (the targets that count) as metadata. A NaN or Inf among them is an error
+ * (the model's outputs overflow: a diverged checkpoint), nothing written. */
 static int write_grads(const char *out, const qkt_gpt *g, const qkt_tensor *loss, int n_counted, qkt_err *err) {
+    if (!isfinite(loss->data[0]))
+        return qkt_err_set(err, "the loss is %g: the model's outputs are not finite (a diverged checkpoint?); nothing written",
+                           (double)loss->data[0]);
+    for (int i = 0; i < g->params.n; i++)
+        for (int64_t j = 0; j < g->params.t[i]->size; j++)
+            if (!isfinite(g->params.t[i]->grad[j]))
+                return qkt_err_set(err, "the gradient of '%s' is not finite at index %lld (a diverged checkpoint?); nothing written",
+                                   g->params.t[i]->name, (long long)j);
     int n = g->params.n + 1;
     qkt_st_write *w = qkt_calloc((size_t)n, sizeof *w);
     w[0] = (qkt_st_write){.name = "loss", .dtype = QKT_ST_REAL, .ndim = 0, .data = loss->data};
@@ -130,7 +142,11 @@ static int adamw_step(const step_args *a, qkt_gpt *g, double *norm, qkt_err *err
     qkt_optim_init(&opt, &g->params, &a->oc);
     qkt_optim_step(&opt, a->adamw_lr);
     qkt_optim_free(&opt);
-    return qkt_gpt_save(a->params_out, g, NULL, 0, NULL, 0, err);
+    qkt_checkpoint from; /* its text vocabulary and data spec go along: the model still samples text */
+    if (qkt_checkpoint_open(a->ckpt, &from, err)) return -1;
+    int rc = qkt_gpt_save_tokens_of(a->params_out, g, &from, err);
+    qkt_checkpoint_close(&from);
+    return rc;
 }
 
 int qkt_cmd_step(int argc, char **argv) {

@@ -333,9 +333,9 @@ static int train(run_opts *o, qkt_session *s) {
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGINT), sigaddset(&sa.sa_mask, SIGTERM), sigaddset(&sa.sa_mask, SIGHUP);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    qkt_cli_sigaction(SIGINT, &sa);
+    qkt_cli_sigaction(SIGTERM, &sa);
+    qkt_cli_sigaction(SIGHUP, &sa);
     signal(SIGPIPE, SIG_IGN);
     s->t.ctx.detect_anomaly = o->anomaly;
     if (o->anomaly) atexit(anomaly_note);

@@ -30,6 +30,7 @@ typedef struct {
     qkt_buf md; /* report.md being written */
     qkt_err *err;
     int n_plots_failed;
+    int seeds_used; /* the fewest seeds present in a training cell (c->seeds when none is missing) */
 } qkt__report;
 
 /* ---------------------------------------------------------------- report_common.c */

@@ -26,9 +26,16 @@ typedef struct qkt_gpt_meta {
 void qkt_gpt_meta_fill(qkt_gpt_meta *m, const qkt_gpt_config *c);
 
 /* Parameters + config metadata + the caller's metadata and extra tensors (training
- * state: names under "optim.", "rng.", "train."). Written atomically. */
+ * state: names under "optim.", "rng.", "train."). Written atomically. A parameter holding
+ * a NaN or Inf is an error naming it, nothing written (a load would refuse it). */
 int qkt_gpt_save(const char *path, const qkt_gpt *g, const qkt_st_meta *meta, int n_meta, const qkt_st_write *extra,
                  int n_extra, qkt_err *err);
+
+/* qkt_gpt_save of g with what the checkpoint `from` says about its tokens: the text
+ * vocabulary (tensor "train.vocab") and the data spec (metadata "data"), when it has
+ * them, so that a model derived from a trained one (qkt step --params-out) still
+ * samples text. */
+int qkt_gpt_save_tokens_of(const char *path, const qkt_gpt *g, const qkt_checkpoint *from, qkt_err *err);
 
 /* The config stored in an opened checkpoint (validated); -1 + one line if a key is
  * missing or malformed. */
