@@ -282,7 +282,8 @@ static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir);
 
 /* SIGINT, SIGTERM or SIGHUP (an ssh session dropped): the sweep ends its running cells
  * and waits for them, so nothing keeps writing after qkt ablate exits; finished cells are
- * kept for the rerun. (Killed with SIGKILL, the cells notice their parent's end: cmd_cell.c.) */
+ * kept for the rerun; a signal the parent left ignored (nohup's SIGHUP) stays ignored.
+ * (Killed with SIGKILL, the cells notice their parent's end: cmd_cell.c.) */
 static volatile sig_atomic_t g_stop;
 static void on_stop(int sig) { g_stop = sig; }
 

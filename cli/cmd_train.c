@@ -323,7 +323,8 @@ static int report_end(const run_opts *o, const qkt_session *s, qkt_session_end e
 }
 
 /* Signals only set a flag: the step in flight finishes first (a validation in flight
- * stops between batches). SIGHUP (the terminal closed) is a stop like SIGTERM. SIGPIPE
+ * stops between batches). SIGHUP (the terminal closed) is a stop like SIGTERM, unless
+ * the parent left it ignored (nohup): qkt_cli_sigaction keeps what was ignored. SIGPIPE
  * is ignored: a closed stderr (piped to `head`) must not kill training; the prints
  * fail and the run goes on. SIGXFSZ is ignored by main(): a file-size limit is a
  * write error (EFBIG) like a full disk. */

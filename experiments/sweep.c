@@ -160,7 +160,7 @@ static void print_progress(const sweep_state *st, double t) {
 /* What to add when a failed cell's log is empty: a cell that could not write its log
  * (a full disk, a file-size limit) could not say why either, so the parent tries to
  * write the log itself and gives the error it gets. "" when the log has the reason. */
-static void empty_log_note(const char *log, int ws, char *why, size_t n) {
+void qkt__sweep_empty_log_note(const char *log, int ws, char *why, size_t n) {
     struct stat sb;
     why[0] = 0;
     if (stat(log, &sb) == 0 && sb.st_size > 0) return;
@@ -197,7 +197,7 @@ static void reap(sweep_state *st, int i, int ws) {
         st->res->failed++;
         char log[1024], why[200];
         qkt_cell_paths(s->run_dir, s->cell_ids[i], NULL, log, NULL, sizeof log);
-        empty_log_note(log, ws, why, sizeof why);
+        qkt__sweep_empty_log_note(log, ws, why, sizeof why);
         fprintf(stderr, "%sqkt: cell %s failed (%s %d); see %s%s\n", st->tty ? "\r\033[K" : "", s->cell_ids[i],
                 WIFEXITED(ws) ? "exit status" : "signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log, why);
     }

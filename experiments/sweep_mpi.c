@@ -160,9 +160,13 @@ static void handle(sweep_state *st, int r, const up_msg *m) {
                 int ws = m->ws;
                 if (ws < 0) fprintf(stderr, "%sqkt: cell %s: rank %d (host %s) could not start it\n", st->tty ? "\r\033[K" : "",
                                     s->cell_ids[m->cell], r, st->peers[r].host);
-                else fprintf(stderr, "%sqkt: cell %s failed on rank %d (host %s) (%s %d); see %s\n", st->tty ? "\r\033[K" : "",
-                             s->cell_ids[m->cell], r, st->peers[r].host, WIFEXITED(ws) ? "exit status" : "signal",
-                             WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log);
+                else {
+                    char why[200]; /* the log is on the shared run directory: rank 0 sees it too */
+                    qkt__sweep_empty_log_note(log, ws, why, sizeof why);
+                    fprintf(stderr, "%sqkt: cell %s failed on rank %d (host %s) (%s %d); see %s%s\n", st->tty ? "\r\033[K" : "",
+                            s->cell_ids[m->cell], r, st->peers[r].host, WIFEXITED(ws) ? "exit status" : "signal",
+                            WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log, why);
+                }
             }
         }
         if (s->verbose && !st->tty)
