@@ -1,6 +1,7 @@
 /* The CLI's subcommand table: one qkt_cmd_<name> per cli/cmd_<name>.c (commands.def). */
 #ifndef QKT_CLI_H
 #define QKT_CLI_H
+#include <signal.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,6 +17,9 @@ typedef struct {
 #define QKT_COMMAND(name, fn, help) int fn(int argc, char **argv);
 #include "commands.def"
 #undef QKT_COMMAND
+
+/* sigaction(sig, sa) unless sig is ignored already (nohup): main.c. */
+void qkt_cli_sigaction(int sig, const struct sigaction *sa);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,14 @@ static int parse_list(const char *flag, const char *s, int hi, int *ints, double
         k++;
     }
     if (!k) return fprintf(stderr, "qkt ablate: --%s: expected at least one value\n", flag), -1;
+    int r = qkt_ablate_list_repeat(ints, dbls, vars, k); /* each value is a cell (or a column): once */
+    if (r >= 0) {
+        char v[64];
+        if (ints) snprintf(v, sizeof v, "%d", ints[r]);
+        else if (dbls) snprintf(v, sizeof v, "%g", dbls[r]);
+        else snprintf(v, sizeof v, "%s", qkt_attn_scale_name(vars[r]));
+        return fprintf(stderr, "qkt ablate: --%s '%s': the value %s is given twice (each value once)\n", flag, s, v), -1;
+    }
     *n = k;
     return 0;
 }
@@ -274,7 +282,8 @@ static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir);
 
 /* SIGINT, SIGTERM or SIGHUP (an ssh session dropped): the sweep ends its running cells
  * and waits for them, so nothing keeps writing after qkt ablate exits; finished cells are
- * kept for the rerun. (Killed with SIGKILL, the cells notice their parent's end: cmd_cell.c.) */
+ * kept for the rerun; a signal the parent left ignored (nohup's SIGHUP) stays ignored.
+ * (Killed with SIGKILL, the cells notice their parent's end: cmd_cell.c.) */
 static volatile sig_atomic_t g_stop;
 static void on_stop(int sig) { g_stop = sig; }
 
@@ -282,9 +291,9 @@ static void catch_stops(void) {
     struct sigaction sa = {0};
     sa.sa_handler = on_stop; /* no SA_RESTART: the sweep's waits return and see the flag */
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    qkt_cli_sigaction(SIGINT, &sa);
+    qkt_cli_sigaction(SIGTERM, &sa);
+    qkt_cli_sigaction(SIGHUP, &sa);
     signal(SIGPIPE, SIG_IGN); /* stderr piped to a reader that left: keep going */
 }
 
@@ -360,6 +369,12 @@ static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir) {
         if (rc) return g_stop ? 130 : 1;
     }
     if (!lead) return 0; /* rank 0 writes metrics.csv, summary.csv, the plots and the report */
+    char ids[1024];
+    int seeds, missing = a->report_only ? qkt_ablate_missing(dir, c, ids, sizeof ids, &seeds) : 0;
+    if (missing)
+        fprintf(stderr, "qkt ablate: warning: %d planned cell%s missing or unfinished (%s); report.md says so and uses the seeds "
+                        "present (as few as %d of %d); run without --report-only to compute them\n",
+                missing, missing == 1 ? " is" : "s are", ids, seeds, c->seeds);
     if (qkt_ablate_report(dir, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
     fprintf(stderr, "qkt ablate: done in %.0f s: %s/report.md\n", difftime(time(NULL), t0), dir);
     printf("%s/report.md\n", dir);

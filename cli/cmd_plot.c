@@ -26,6 +26,12 @@ int qkt_cmd_plot(int argc, char **argv) {
     if (stat(cells, &sb) != 0 || !S_ISDIR(sb.st_mode)) return fprintf(stderr, "qkt plot: %s: not a directory (is %s a qkt ablate run?)\n", cells, pos[0]), 2;
     qkt_lock lk; /* it rewrites the derived files: not while a qkt ablate works in the run */
     if (qkt_dir_lock(&lk, pos[0], &err) != 0) return fprintf(stderr, "qkt plot: %s\n", err.msg), 2;
+    char ids[1024];
+    int seeds, missing = qkt_ablate_missing(pos[0], &c, ids, sizeof ids, &seeds);
+    if (missing) /* the report says so too; a partial study is worth a look, not worth silence */
+        fprintf(stderr, "qkt plot: warning: %d planned cell%s missing or unfinished (%s); report.md says so and uses the seeds "
+                        "present (as few as %d of %d); rerun the study's qkt ablate command to compute them\n",
+                missing, missing == 1 ? " is" : "s are", ids, seeds, c.seeds);
     rc = qkt_ablate_report(pos[0], &err);
     qkt_dir_unlock(&lk);
     if (rc != 0) return fprintf(stderr, "qkt plot: %s\n", err.msg), 1;

@@ -16,10 +16,11 @@ typedef struct {
     const qkt_data *d; /* NULL: plain ids */
     bool text;
     int n;
+    const int32_t *prompt; /* echoed before the first new token (none: nothing printed) */
+    int n_prompt;
 } printer;
 
-static void put_token(int32_t tok, void *user) {
-    printer *p = user;
+static void put_one(printer *p, int32_t tok) {
     if (p->text) {
         uint8_t b;
         qkt_data_decode(p->d, &tok, 1, &b);
@@ -30,6 +31,13 @@ static void put_token(int32_t tok, void *user) {
         else printf("%s%d", p->n ? " " : "", (int)tok);
     }
     p->n++;
+}
+
+static void put_token(int32_t tok, void *user) {
+    printer *p = user;
+    for (int i = 0; i < p->n_prompt; i++) put_one(p, p->prompt[i]);
+    p->n_prompt = 0;
+    put_one(p, tok);
     fflush(stdout);
 }
 
@@ -115,10 +123,19 @@ int qkt_cmd_sample(int argc, char **argv) {
     ids = qkt_malloc((strlen(prompt ? prompt : "\n") + 1 + (size_t)a.tokens) * sizeof *ids);
     int n_prompt;
     if ((rc = encode_prompt(prompt, smp.tokens, smp.text, smp.gpt.cfg.vocab_size, ids, &n_prompt))) goto done;
-    printer p = {smp.tokens, smp.text, 0};
-    for (int i = 0; i < n_prompt; i++) put_token(ids[i], &p);
+    int32_t *prompt_ids = qkt_malloc((size_t)n_prompt * sizeof *prompt_ids); /* generate writes into ids */
+    memcpy(prompt_ids, ids, (size_t)n_prompt * sizeof *ids);
+    printer p = {smp.tokens, smp.text, 0, prompt_ids, n_prompt};
     qkt_sample_opts so = {.temperature = a.temperature, .top_k = a.top_k, .on_token = put_token, .user = &p};
-    qkt_sampler_generate(&smp, ids, n_prompt, a.tokens, &so, a.seed, ids);
+    int made = qkt_sampler_generate(&smp, ids, n_prompt, a.tokens, &so, a.seed, ids);
+    free(prompt_ids);
+    if (made < a.tokens) { /* finite weights can still overflow to NaN logits: a diverged model */
+        if (made) printf("\n");
+        fprintf(stderr, CMD ": %s: the model's outputs are not finite at token %d (a diverged model?): %d of %d tokens made\n",
+                ckpt, n_prompt + made + 1, made, a.tokens);
+        rc = 1;
+        goto done;
+    }
     printf("\n");
     rc = 0;
 done:

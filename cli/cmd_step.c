@@ -1,5 +1,6 @@
 /* qkt step: one forward and backward of a GPT checkpoint on a batch, gradients out.
  * This is the hook for checking qkt against another framework (tests/torch/). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 #include "qkt_gpt_io.h"
 #include "qkt_io.h"
 #include "qkt_optim.h"
+
+#define MAX_LR 10 /* an AdamW step moves each weight by about lr: beyond this only overflow */
 
 typedef struct {
     const char *ckpt, *batch, *out, *params_out;
@@ -27,7 +30,7 @@ static int parse(int argc, char **argv, step_args *a) {
         {"out", QKT_FLAG_STRING, &a->out, "output: scalar 'loss' and every parameter's gradient under its name", 1, 0, false, false},
         {"threads", QKT_FLAG_INT, &a->threads, "threads (0 = all cores; default env QKT_THREADS, else all cores)", 0, QKT_FLAGS_MAX_THREADS, false, false},
         {"seed", QKT_FLAG_U64, &a->seed, "seed of the dropout draws (only if the config has dropout; default 0)", 1, 0, false, false},
-        {"adamw-lr", QKT_FLAG_DOUBLE, &a->adamw_lr, "then apply one AdamW step (fresh state) with this lr ...", 1, 0, true, false},
+        {"adamw-lr", QKT_FLAG_DOUBLE, &a->adamw_lr, "then apply one AdamW step (fresh state) with this lr ...", 0, MAX_LR, true, false},
         {"params-out", QKT_FLAG_STRING, &a->params_out, "... and write the updated model here (a checkpoint)", 1, 0, false, false},
         {"weight-decay", QKT_FLAG_DOUBLE, &a->oc.weight_decay, "AdamW decoupled weight decay on the 2-D weights (torch's; qkt train: 0.1)", 0, 1e300, false, false},
         {"beta1", QKT_FLAG_DOUBLE, &a->oc.beta1, "AdamW beta1", 0, QKT_FLAGS_BELOW_ONE, false, false},
@@ -92,7 +95,12 @@ int qkt_cmd_step(int argc, char **argv) {
     if (!rc && a.params_out) {
         /* torch: clip_grad_norm_(params, clip); AdamW(lr, betas, eps, wd on the 2-D weights).step() */
         double norm = qkt_gpt_update_once(&g, &a.oc, a.adamw_lr, a.clip);
-        rc = qkt_gpt_save(a.params_out, &g, NULL, 0, NULL, 0, &err);
+        qkt_checkpoint from; /* its text vocabulary and data spec go along: the model still samples text */
+        rc = qkt_checkpoint_open(a.ckpt, &from, &err);
+        if (!rc) {
+            rc = qkt_gpt_save_tokens_of(a.params_out, &g, &from, &err);
+            qkt_checkpoint_close(&from);
+        }
         if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
         else printf("grad norm %.9g; one AdamW step (lr %g, wd %g) -> %s\n", norm, a.adamw_lr, a.oc.weight_decay, a.params_out);
     }

@@ -317,7 +317,8 @@ static int report_end(const run_opts *o, const qkt_session *s, qkt_session_end e
 }
 
 /* Signals only set a flag: the step in flight finishes first (a validation in flight
- * stops between batches). SIGHUP (the terminal closed) is a stop like SIGTERM. SIGPIPE
+ * stops between batches). SIGHUP (the terminal closed) is a stop like SIGTERM, unless
+ * the parent left it ignored (nohup): qkt_cli_sigaction keeps what was ignored. SIGPIPE
  * is ignored: a closed stderr (piped to `head`) must not kill training; the prints
  * fail and the run goes on. SIGXFSZ is ignored by main(): a file-size limit is a
  * write error (EFBIG) like a full disk. */
@@ -327,9 +328,9 @@ static int train(run_opts *o, qkt_session *s) {
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGINT), sigaddset(&sa.sa_mask, SIGTERM), sigaddset(&sa.sa_mask, SIGHUP);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    qkt_cli_sigaction(SIGINT, &sa);
+    qkt_cli_sigaction(SIGTERM, &sa);
+    qkt_cli_sigaction(SIGHUP, &sa);
     signal(SIGPIPE, SIG_IGN);
     s->t.ctx.detect_anomaly = o->anomaly;
     if (o->anomaly) atexit(anomaly_note);

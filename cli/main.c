@@ -1,4 +1,5 @@
 /* qkt: one program, one subcommand per job. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,7 +49,27 @@ static void on_fatal(qkt_fatal_kind kind, const char *msg, void *user) {
     if (kind == QKT_FATAL_NOMEM || kind == QKT_FATAL_ABORT) exit(1);
 }
 
+/* A handler for sig unless the parent left it ignored (nohup's SIGHUP, a shell's
+ * background SIGINT): what the parent ignored stays ignored. */
+void qkt_cli_sigaction(int sig, const struct sigaction *sa) {
+    struct sigaction old;
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    sigaction(sig, sa, NULL);
+}
+
+/* fds 0-2 open (on /dev/null if closed): else the first files qkt opens (.lock, log.csv)
+ * would take them, and prints to stdout/stderr would land in those files. */
+static void open_std_fds(void) {
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) != -1) continue;
+        int n = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+        if (n < 0) _exit(2); /* no /dev/null: no safe way to say so either */
+        if (n != fd) dup2(n, fd), close(n);
+    }
+}
+
 int main(int argc, char **argv) {
+    open_std_fds();
     /* A file-size limit (ulimit -f) would kill us with no word and leave a temp file:
      * ignored, a write past it fails with EFBIG, which the writers report. */
     signal(SIGXFSZ, SIG_IGN);

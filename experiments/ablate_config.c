@@ -115,24 +115,43 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     return 0;
 }
 
+int qkt_ablate_list_repeat(const int *ints, const double *dbls, const qkt_attn_scale *vars, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (ints ? ints[i] == ints[j] : dbls ? dbls[i] == dbls[j] : vars[i] == vars[j]) return i;
+    return -1;
+}
+
 static int check_variants(const char *field, const qkt_attn_scale *v, int n, qkt_err *err) {
     if (n <= 0) return qkt_err_set(err, "%s: expected at least one variant", field);
     for (int i = 0; i < n; i++) /* names were checked when parsed: here a C caller's bad enum */
         if (!qkt_attn_variant_get(v[i]))
             return qkt_err_set(err, "%s: value %d is not a qkt_attn_scale (0 .. %d)", field, (int)v[i], qkt_attn_scale_count() - 1);
+    int r = qkt_ablate_list_repeat(NULL, NULL, v, n);
+    if (r >= 0) return qkt_err_set(err, "%s: variant '%s' is listed twice", field, qkt_attn_scale_name(v[r]));
     return 0;
 }
 
 int qkt_ablate_parse_variant(const char *field, const char *name, qkt_attn_scale *out, qkt_err *err) {
-    if (qkt_attn_scale_parse(name, out, NULL) == 0) return 0;
-    char list[1024];
-    return qkt_err_set(err, "%s: unknown variant '%s' (expected %s)", field, name, qkt_study_variant_list(list, sizeof list));
+    qkt_err e2;
+    if (qkt_attn_scale_parse(name, out, &e2) == 0) return 0;
+    char list[1024], fam[72];
+    qkt_study_variant_list(list, sizeof list);
+    const char *colon = strchr(name, ':'); /* a family of the list ("power:ALPHA") with a bad argument: the parser says why */
+    if (colon && colon - name < 64) {
+        snprintf(fam, sizeof fam, "%.*s:", (int)(colon - name), name);
+        for (const char *at = strstr(list, fam); at; at = strstr(at + 1, fam))
+            if (at == list || at[-1] == ' ') return qkt_err_set(err, "%s: %s", field, e2.msg);
+    }
+    return qkt_err_set(err, "%s: unknown variant '%s' (expected %s)", field, name, list);
 }
 
 static int check_ints(const char *field, const int *v, int n, int lo, int hi, qkt_err *err) {
     if (n <= 0) return qkt_err_set(err, "%s: expected at least one value", field);
     for (int i = 0; i < n; i++)
         if (v[i] < lo || v[i] > hi) return qkt_err_set(err, "%s: value %d out of range [%d, %d]", field, v[i], lo, hi);
+    int r = qkt_ablate_list_repeat(v, NULL, NULL, n);
+    if (r >= 0) return qkt_err_set(err, "%s: value %d is listed twice", field, v[r]);
     return 0;
 }
 
@@ -175,6 +194,8 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
     if (c->n_lr < 1) return qkt_err_set(err, "lr_grid: expected at least one learning rate");
     for (int i = 0; i < c->n_lr; i++)
         if (!(c->lrs[i] > 0) || !isfinite(c->lrs[i])) return qkt_err_set(err, "lr_grid: %g is not a positive number", c->lrs[i]);
+    int r = qkt_ablate_list_repeat(NULL, c->lrs, NULL, c->n_lr);
+    if (r >= 0) return qkt_err_set(err, "lr_grid: %.17g is listed twice", c->lrs[r]);
     return 0;
 }
 
@@ -330,7 +351,8 @@ int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err)
 }
 
 int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ablate_cfg *c, qkt_err *err) {
-    cJSON *j = cJSON_ParseWithLength(text, n);
+    cJSON *j = qkt_json_parse(text, n, path, err); /* also refuses a key twice, text after the '}' */
+    if (!j) return -1;
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return qkt_err_set(err, "%s: not a JSON object (damaged? rerun into a new directory)", path);

@@ -1,5 +1,6 @@
 /* Running a study in a run directory: the resume check, the cost model behind the ETA,
  * and the sweep of part 1 and the cells. `qkt ablate` only parses flags around these. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,23 @@
 #include "qkt_io.h"
 #include "qkt_study.h"
 #include "qkt_sweep.h"
+
+/* The refusal of a different study: names the first field of config.json that differs. */
+static int first_difference(const char *then_s, const char *now_s, const char *run_dir, qkt_err *err) {
+    cJSON *then = cJSON_Parse(then_s), *now = cJSON_Parse(now_s);
+    const cJSON *x = then ? then->child : NULL, *y = NULL;
+    for (; x; x = x->next)
+        if (!(y = cJSON_GetObjectItemCaseSensitive(now, x->string)) || !cJSON_Compare(x, y, true)) break;
+    char *vx = x ? cJSON_PrintUnformatted(x) : NULL, *vy = y ? cJSON_PrintUnformatted(y) : NULL;
+    if (x)
+        qkt_err_set(err, "%s holds a run with a different configuration: %s is %.200s there, %.200s here; use --name NEW or "
+                         "remove it", run_dir, x->string, vx, vy ? vy : "missing");
+    else
+        qkt_err_set(err, "%s holds a run with a different configuration; use --name NEW or remove it", run_dir);
+    cJSON_free(vx), cJSON_free(vy);
+    cJSON_Delete(then), cJSON_Delete(now);
+    return -1;
+}
 
 int qkt_ablate_check_resume(const char *run_dir, const qkt_ablate_cfg *c, bool *resuming, qkt_err *err) {
     char path[1100];
@@ -22,10 +40,9 @@ int qkt_ablate_check_resume(const char *run_dir, const qkt_ablate_cfg *c, bool *
     old.workers = c->workers;
     memcpy(old.command, c->command, sizeof c->command);
     char *a = qkt_ablate_config_json(&old), *b = qkt_ablate_config_json(c);
-    bool same = !strcmp(a, b);
+    int rc = strcmp(a, b) ? first_difference(a, b, run_dir, err) : 0;
     free(a), free(b);
-    if (!same) return qkt_err_set(err, "%s holds a run with a different configuration; use --name NEW or remove it", run_dir);
-    return 0;
+    return rc;
 }
 
 int qkt_ablate_start(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {

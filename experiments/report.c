@@ -84,15 +84,47 @@ static int write_summary(qkt__report *r) {
     return rc;
 }
 
+int qkt_ablate_missing(const char *run_dir, const qkt_ablate_cfg *c, char *ids_out, size_t ids_n, int *seeds_min) {
+    qkt_cell *plan = NULL;
+    qkt_buf b = {0}, *ids = &b;
+    int n = qkt_ablate_plan(c, &plan), missing = 0;
+    bool *done = qkt_calloc((size_t)n + 1, sizeof *done);
+    for (int i = 0; i < n; i++) {
+        char csv[1200];
+        qkt_cell_paths(run_dir, plan[i].id, csv, NULL, NULL, sizeof csv);
+        done[i] = qkt_cell_done(csv, NULL, 0);
+        if (done[i]) continue;
+        if (missing < 8) qkt_buf_printf(ids, "%s%s", missing ? ", " : "", plan[i].id);
+        missing++;
+    }
+    if (missing > 8) qkt_buf_printf(ids, ", ... (%d more)", missing - 8);
+    /* the fewest seeds present in a training cell (variant, d_k): what its statistics use */
+    int least = c->seeds;
+    for (int i = 0; i < n; i++) {
+        if (plan[i].kind != QKT_CELL_TRAIN) continue;
+        int have = 0;
+        for (int j = 0; j < n; j++)
+            have += plan[j].kind == QKT_CELL_TRAIN && plan[j].variant == plan[i].variant && plan[j].d_k == plan[i].d_k && done[j];
+        least = have < least ? have : least;
+    }
+    if (seeds_min) *seeds_min = least;
+    if (ids_out && ids_n) snprintf(ids_out, ids_n, "%s", b.s ? b.s : "");
+    qkt_buf_free(&b);
+    free(done), free(plan);
+    return missing;
+}
+
 int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     qkt_ablate_cfg c;
     if (qkt_ablate_load_config(run_dir, &c, err) != 0) return -1;
+    char missing_ids[1024];
+    int seeds_used, n_missing = qkt_ablate_missing(run_dir, &c, missing_ids, sizeof missing_ids, &seeds_used);
     if (gather(run_dir, err) != 0) return -1;
     qkt_table t;
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
     if (qkt_table_load(path, &t, err) != 0) return -1;
-    qkt__report r = {.c = &c, .t = &t, .dir = run_dir, .err = err, .chance = NAN};
+    qkt__report r = {.c = &c, .t = &t, .dir = run_dir, .err = err, .chance = NAN, .seeds_used = seeds_used};
     qkt_data *d;
     qkt_err de;
     qkt_data_opts o = {.seq_len = c.seq_len, .seed = c.seed};
@@ -105,6 +137,11 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     qkt_buf_printf(&r.md, "Reproduce: `%s` (the full configuration is in `config.json`). "
                           "Redraw: `qkt plot %s`. Data: `metrics.csv` (tidy), `summary.csv` (one row per run).\n\n",
                    c.command, run_dir);
+    if (n_missing) /* a study stopped early, a cell file deleted: said before any number */
+        qkt_buf_printf(&r.md, "**Incomplete run: %d planned cell%s missing or unfinished** (%s). Their rows are absent from every "
+                              "table, plot and test below, which use the seeds present (as few as %d of the %d planned per training "
+                              "cell). Rerun the command above to compute them (finished cells are kept).\n\n",
+                       n_missing, n_missing == 1 ? " is" : "s are", missing_ids, seeds_used, c.seeds);
     /* The reading comes first in report.md but needs the parts' results (the growth
      * slopes): the parts are written to a second buffer, appended after it. */
     qkt__report_findings(&r);

@@ -436,9 +436,10 @@ void qkt__report_findings(qkt__report *r) {
     qkt_buf_printf(&r->md, "## Findings\n\nEvery verdict is computed from this run's numbers: *reproduced* / *contradicted* when the "
                            "%.0f %% intervals of the mean seed-paired difference, the percentile bootstrap (%d resamples) and Student's t, both "
                            "exclude no effect on one side and the exact sign-flip test gives p <= %.2f, *not detectable at this size* when they do not. Training: task `%s`, "
-                           "W_q/W_k init `%s`, %d seed%s per cell, paired (same batches and init per seed; `learned` and `qk_layernorm` "
+                           "W_q/W_k init `%s`, %d seed%s per cell%s, paired (same batches and init per seed; `learned` and `qk_layernorm` "
                            "have extra parameters, so only their data is paired).\n\n",
-                   100 * QKT_REPORT_LEVEL, QKT_REPORT_BOOT, 1 - QKT_REPORT_LEVEL, c->task, qkt_qk_init_name(c->qk_init), c->seeds, c->seeds == 1 ? "" : "s");
+                   100 * QKT_REPORT_LEVEL, QKT_REPORT_BOOT, 1 - QKT_REPORT_LEVEL, c->task, qkt_qk_init_name(c->qk_init), r->seeds_used,
+                   r->seeds_used == 1 ? "" : "s", r->seeds_used < c->seeds ? " (at least; cells are missing, see above)" : "");
     qkt_buf_printf(&r->md, "| # | claim | measurement | verdict | source |\n|---|---|---|---|---|\n");
     int dsmall = c->dks[0], dbig = c->dks[0];
     for (int i = 0; i < c->n_dk; i++) dsmall = c->dks[i] < dsmall ? c->dks[i] : dsmall, dbig = c->dks[i] > dbig ? c->dks[i] : dbig;

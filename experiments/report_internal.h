@@ -31,6 +31,7 @@ typedef struct {
     qkt_err *err;
     int n_plots_failed;
     double chance; /* the main task's chance validation loss (NaN if its data cannot be opened) */
+    int seeds_used; /* the fewest seeds present in a training cell (c->seeds when none is missing) */
 } qkt__report;
 
 /* ---------------------------------------------------------------- report_common.c */

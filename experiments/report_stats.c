@@ -9,9 +9,8 @@
 
 /* What n seeds can detect: the exact tests' floor and the t-based minimum effect. */
 static void power_note(qkt__report *r, double sd_loss) {
-    const qkt_ablate_cfg *c = r->c;
     qkt_buf *md = &r->md;
-    int n = c->seeds, k = qkt_stats_fisher_min_split(n, 0.05);
+    int n = r->seeds_used, k = qkt_stats_fisher_min_split(n, 0.05); /* the seeds present, not the planned */
     double pmin = n < 60 ? 2.0 / ldexp(1.0, n) : 0;
     qkt_buf_printf(md, "**Power with %d seed%s.** The exact sign-flip test cannot go below p = %.3g", n, n == 1 ? "" : "s", pmin);
     qkt_buf_printf(md, pmin > 0.05 ? " (above 0.05: no paired difference can be significant; use at least 6 seeds). " : ". ");

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,6 +151,24 @@ static void print_progress(const sweep_state *st, double t) {
              shown ? shown : "-", shown_loss, t - st->t0, isfinite(eta) ? "" : "~", isfinite(eta) ? eta : 0.0);
 }
 
+/* What to add when a failed cell's log is empty: a cell that could not write its log
+ * (a full disk, a file-size limit) could not say why either, so the parent tries to
+ * write the log itself and gives the error it gets. "" when the log has the reason. */
+void qkt__sweep_empty_log_note(const char *log, int ws, char *why, size_t n) {
+    struct stat sb;
+    why[0] = 0;
+    if (stat(log, &sb) == 0 && sb.st_size > 0) return;
+    char line[160];
+    int len = snprintf(line, sizeof line, "qkt: the cell ended (%s %d) without writing anything here\n",
+                       WIFEXITED(ws) ? "exit status" : "signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+    int fd = open(log, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    ssize_t w = fd >= 0 ? write(fd, line, (size_t)len) : -1;
+    int e = errno;
+    if (fd >= 0 && close(fd) != 0 && w == len) w = -1, e = errno;
+    if (w == len) snprintf(why, n, " (its log was empty)");
+    else snprintf(why, n, " (its log is empty and cannot be written: %s)", strerror(e));
+}
+
 /* Cell i's process ended with wait status ws: done if it exited 0 and wrote its csv. */
 static void reap(sweep_state *st, int i, int ws) {
     const qkt_sweep *s = st->s;
@@ -170,10 +189,11 @@ static void reap(sweep_state *st, int i, int ws) {
         return;
     } else {
         st->res->failed++;
-        char log[1024];
+        char log[1024], why[200];
         qkt_cell_paths(s->run_dir, s->cell_ids[i], NULL, log, NULL, sizeof log);
-        qkt_logf(QKT_LOG_WARN, "qkt: cell %s failed (%s %d); see %s", s->cell_ids[i],
-                 WIFEXITED(ws) ? "exit status" : "signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log);
+        qkt__sweep_empty_log_note(log, ws, why, sizeof why);
+        qkt_logf(QKT_LOG_WARN, "qkt: cell %s failed (%s %d); see %s%s", s->cell_ids[i],
+                 WIFEXITED(ws) ? "exit status" : "signal", WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log, why);
     }
     if (s->verbose && !st->live)
         qkt_logf(QKT_LOG_INFO, "[%d/%d cells] %s %s (%.0f s elapsed)", st->finished, s->n_cells, s->cell_ids[i],

@@ -51,5 +51,9 @@ void qkt__sweep_dist_stop(sweep_state *st);
 /* Nothing runs here and nothing is left to take: a rank > 0 says goodbye (true); rank 0
  * is done when every other rank has said goodbye or was lost. */
 bool qkt__sweep_dist_finished(sweep_state *st);
+/* A failed cell's log is empty (it could not write it: a full disk): the parent tries to
+ * write a line there itself; why gets " (its log was empty)" or the write's error, or ""
+ * when the log has content (sweep.c). */
+void qkt__sweep_empty_log_note(const char *log, int ws, char *why, size_t n);
 
 #endif

@@ -154,9 +154,13 @@ static void handle(sweep_state *st, int r, const up_msg *m) {
                 int ws = m->ws;
                 if (ws < 0) qkt_logf(QKT_LOG_WARN, "qkt: cell %s: rank %d (host %s) could not start it", s->cell_ids[m->cell], r,
                                      st->peers[r].host);
-                else qkt_logf(QKT_LOG_WARN, "qkt: cell %s failed on rank %d (host %s) (%s %d); see %s",
-                              s->cell_ids[m->cell], r, st->peers[r].host, WIFEXITED(ws) ? "exit status" : "signal",
-                              WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log);
+                else {
+                    char why[200]; /* the log is on the shared run directory: rank 0 sees it too */
+                    qkt__sweep_empty_log_note(log, ws, why, sizeof why);
+                    qkt_logf(QKT_LOG_WARN, "qkt: cell %s failed on rank %d (host %s) (%s %d); see %s%s",
+                             s->cell_ids[m->cell], r, st->peers[r].host, WIFEXITED(ws) ? "exit status" : "signal",
+                             WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), log, why);
+                }
             }
         }
         if (s->verbose && !st->live)

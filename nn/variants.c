@@ -7,6 +7,7 @@
  * once it is complete. */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,13 +374,17 @@ int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err) {
     if (k >= sizeof fam) return qkt_err_set(err, "attn_scale '%.80s' is not one of %s", name, qkt_attn_scale_list(list, sizeof list));
     memcpy(fam, name, k), fam[k] = 0;
     int f = find(fam);
-    if (f < 0 || !is_family(f))
+    if (f < 0)
+        return qkt_err_set(err, "attn_scale '%s': unknown name '%s' (names are case-sensitive; one of %s)", name, fam,
+                           qkt_attn_scale_list(list, sizeof list));
+    if (!is_family(f))
         return qkt_err_set(err, "attn_scale '%s': '%s' takes no argument (one of %s)", name, fam, qkt_attn_scale_list(list, sizeof list));
     char *end;
     errno = 0;
     double x = strtod(colon + 1, &end);
-    if (errno || end == colon + 1 || *end || !isfinite(x))
-        return qkt_err_set(err, "attn_scale '%s': the argument after '%s:' must be a finite number", name, fam);
+    if (errno || end == colon + 1 || *end || !isfinite(x) || (x != 0 && fabs(x) < DBL_MIN)) /* ERANGE: under- or overflow */
+        return qkt_err_set(err, "attn_scale '%s': the argument after '%s:' must be a finite number: 0 or of magnitude %.4g .. %.4g", name,
+                           fam, DBL_MIN, DBL_MAX);
     char a[32], full[QKT_VARIANT_NAME + 32];
     arg_str(x == 0 ? 0.0 : x, a, sizeof a); /* -0 reads as 0 */
     snprintf(full, sizeof full, "%s:%s", fam, a);

@@ -35,6 +35,12 @@ void qkt_gpt_meta_fill(qkt_gpt_meta *m, const qkt_gpt_config *c) {
 
 int qkt_gpt_save(const char *path, const qkt_gpt *g, const qkt_st_meta *meta, int n_meta, const qkt_st_write *extra,
                  int n_extra, qkt_err *err) {
+    /* what qkt_gpt_restore would refuse is not written: a diverged model stays unsaved */
+    for (int i = 0; i < g->params.n; i++)
+        for (int64_t j = 0; j < g->params.t[i]->size; j++)
+            if (!isfinite(g->params.t[i]->data[j]))
+                return qkt_err_set(err, "%s: parameter '%s' holds a non-finite value at index %lld (a diverged model): not written",
+                                   path, g->params.t[i]->name, (long long)j);
     qkt_gpt_meta m;
     qkt_gpt_meta_fill(&m, &g->cfg);
     qkt_st_meta *all = qkt_calloc((size_t)(m.n + n_meta), sizeof *all);
@@ -47,6 +53,18 @@ int qkt_gpt_save(const char *path, const qkt_gpt *g, const qkt_st_meta *meta, in
     int rc = qkt_checkpoint_save(path, &g->params, all, m.n + n_meta, extra, n_extra, err);
     free(all);
     return rc;
+}
+
+int qkt_gpt_save_tokens_of(const char *path, const qkt_gpt *g, const qkt_checkpoint *from, qkt_err *err) {
+    const qkt_st_tensor *tv = qkt_safetensors_find(&from->st, "train.vocab");
+    const char *data = qkt_checkpoint_meta(from, "data");
+    qkt_st_write ex = {0};
+    if (tv) {
+        ex = (qkt_st_write){.name = "train.vocab", .dtype = tv->dtype, .ndim = tv->ndim, .data = tv->data};
+        for (int d = 0; d < tv->ndim; d++) ex.shape[d] = tv->shape[d];
+    }
+    qkt_st_meta m = {"data", data};
+    return qkt_gpt_save(path, g, &m, data ? 1 : 0, &ex, tv ? 1 : 0, err);
 }
 
 /* ---------------------------------------------------------------- reading the config */

@@ -1,5 +1,6 @@
 /* One forward and backward of a GPT on a batch file, its gradients out, one fresh optimizer
  * step: what `qkt step` runs to check qkt against another framework (tests/torch/). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -63,6 +64,14 @@ qkt_real qkt_gpt_loss_grads(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const 
 }
 
 int qkt_gpt_grads_write(const char *path, const qkt_gpt *g, qkt_real loss, int n_counted, qkt_err *err) {
+    /* a NaN or Inf among them: the model's outputs overflow (a diverged checkpoint); nothing is written */
+    if (!isfinite(loss))
+        return qkt_err_set(err, "the loss is %g: the model's outputs are not finite (a diverged checkpoint?); nothing written", (double)loss);
+    for (int i = 0; i < g->params.n; i++)
+        for (int64_t j = 0; j < g->params.t[i]->size; j++)
+            if (!isfinite(g->params.t[i]->grad[j]))
+                return qkt_err_set(err, "the gradient of '%s' is not finite at index %lld (a diverged checkpoint?); nothing written",
+                                   g->params.t[i]->name, (long long)j);
     int n = g->params.n + 1;
     qkt_st_write *w = qkt_calloc((size_t)n, sizeof *w);
     w[0] = (qkt_st_write){.name = "loss", .dtype = QKT_ST_REAL, .ndim = 0, .data = &loss};

@@ -50,12 +50,13 @@ void qkt_sampler_free(qkt_sampler *s) {
     memset(s, 0, sizeof *s);
 }
 
-void qkt_sampler_generate(qkt_sampler *s, const int32_t *prompt, int n_prompt, int n_new, const qkt_sample_opts *o,
-                          uint64_t seed, int32_t *out) {
+int qkt_sampler_generate(qkt_sampler *s, const int32_t *prompt, int n_prompt, int n_new, const qkt_sample_opts *o,
+                         uint64_t seed, int32_t *out) {
     qkt_ctx ctx;
     qkt_ctx_init(&ctx, 1 << 20, seed);
     qkt_rng rng;
     qkt_rng_seed(&rng, seed);
-    qkt_gpt_generate(&ctx, &s->gpt, prompt, n_prompt, n_new, o, &rng, out);
+    int made = qkt_gpt_generate(&ctx, &s->gpt, prompt, n_prompt, n_new, o, &rng, out);
     qkt_ctx_free(&ctx);
+    return made;
 }

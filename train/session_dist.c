@@ -11,6 +11,8 @@
 #include "qkt_train_run.h"
 #include "train_internal.h"
 
+static volatile sig_atomic_t g_peer_stop; /* rank 0: the stop signal a rank > 0 got, or 0 */
+
 /* A rank's status after opening, with its message, for the agreement. */
 typedef struct {
     int status;
@@ -21,6 +23,7 @@ qkt_session_status qkt__session_open_dist(qkt_session *s, const char *dir, bool 
     const int me = qkt_dist_rank(), n = qkt_dist_size();
     /* Rank 0's run: resuming, the others may not see its train.json (another host). The
      * struct is plain data but for tc.data, which points into it. */
+    g_peer_stop = 0; /* a new session: no rank has asked yet */
     qkt_dist_bcast(&s->run, sizeof s->run, 0);
     s->run.tc.data = s->run.data;
     qkt_session_status st = qkt__session_open_trainer(s, err);
@@ -53,13 +56,29 @@ qkt_session_status qkt__session_open_dist(qkt_session *s, const char *dir, bool 
     return QKT_SESSION_OK;
 }
 
-void qkt__session_lead(int what) {
-    if (qkt_dist_size() > 1) qkt_dist_bcast(&what, sizeof what, 0);
+/* Every rank's stop flag to every rank (an int each): the first non-zero one, or 0. */
+static int stops_of_all(const volatile sig_atomic_t *stop) {
+    static int *all, cap; /* grown once: no allocation per step */
+    int n = qkt_dist_size(), mine = stop ? (int)*stop : 0, any = 0;
+    if (n > cap) all = qkt_realloc(all, (size_t)n * sizeof *all), cap = n;
+    qkt_dist_allgather(&mine, all, sizeof mine);
+    for (int r = 0; r < n && !any; r++) any = all[r];
+    return any;
 }
 
-qkt_session_end qkt__session_follow(qkt_session *s, qkt_err *err) {
+void qkt__session_lead(int what) {
+    if (qkt_dist_size() <= 1) return;
+    int peer = stops_of_all(NULL); /* rank 0's own flag it reads itself */
+    if (peer) g_peer_stop = peer;
+    qkt_dist_bcast(&what, sizeof what, 0);
+}
+
+bool qkt__session_peer_stop(void) { return g_peer_stop != 0; }
+
+qkt_session_end qkt__session_follow(qkt_session *s, const volatile sig_atomic_t *stop, qkt_err *err) {
     for (;;) {
         int what = 0;
+        stops_of_all(stop);
         qkt_dist_bcast(&what, sizeof what, 0);
         if (what == QKT__SESSION_STEP) {
             qkt_trainer_step(&s->t, &s->last);

@@ -48,6 +48,8 @@ int qkt_train_config_validate(const qkt_train_config *c, qkt_err *err) {
     if (m->n_embd < 1 || m->n_embd > QKT_TRAIN_MAX_N_EMBD)
         BAD("--n-embd %d: expected an integer in [1, %d]", m->n_embd, QKT_TRAIN_MAX_N_EMBD);
     if (m->n_embd % m->n_head) BAD("--n-embd %d is not divisible by --n-head %d", m->n_embd, m->n_head);
+    if (m->pos == QKT_POS_ROPE && (m->n_embd / m->n_head) % 2) /* rope turns pairs of a head's dimensions */
+        BAD("--pos rope needs an even d_k = --n-embd / --n-head, got %d / %d = %d", m->n_embd, m->n_head, m->n_embd / m->n_head);
     if (m->block_size < 1 || m->block_size > QKT_TRAIN_MAX_BLOCK_SIZE)
         BAD("--block-size %d: expected an integer in [1, %d]", m->block_size, QKT_TRAIN_MAX_BLOCK_SIZE);
     if (c->batch_size < 1 || c->batch_size > QKT_TRAIN_MAX_BATCH_SIZE)

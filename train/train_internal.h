@@ -20,10 +20,15 @@ qkt_session_status qkt__session_open_dir(qkt_session *s, const char *dir, bool r
  * its message prefixed with its rank) and take rank 0's state. */
 qkt_session_status qkt__session_open_dist(qkt_session *s, const char *dir, bool resume, qkt_err *err);
 /* Rank 0 tells the other ranks what comes: a step, or the end with its qkt_session_end
- * (QKT__SESSION_END_BASE + end). Nothing in a single process. */
+ * (QKT__SESSION_END_BASE + end); first every rank tells all whether it was asked to stop
+ * (an int each: a signal to any rank stops the job at the next step boundary). Nothing
+ * in a single process. */
 enum { QKT__SESSION_STEP = 1, QKT__SESSION_END_BASE = 16 };
 void qkt__session_lead(int what);
-/* Ranks > 0: step when rank 0 steps, until it ends; returns its end. */
-qkt_session_end qkt__session_follow(qkt_session *s, qkt_err *err);
+/* Rank 0: a rank > 0 was asked to stop (its stop flag, seen at a qkt__session_lead). */
+bool qkt__session_peer_stop(void);
+/* Ranks > 0: step when rank 0 steps, until it ends; returns its end. stop: this rank's
+ * stop flag (may be NULL), passed on to rank 0 at every step. */
+qkt_session_end qkt__session_follow(qkt_session *s, const volatile sig_atomic_t *stop, qkt_err *err);
 
 #endif

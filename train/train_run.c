@@ -152,8 +152,8 @@ int qkt_train_run_load(const char *path, qkt_train_run *r, qkt_err *err) {
 
 int qkt_train_run_parse(const char *text, size_t n, const char *path, qkt_train_run *r, qkt_err *err) {
     qkt_train_run_default(r);
-    cJSON *o = cJSON_ParseWithLength(text, n);
-    if (!o) return qkt_err_set(err, "%s: not valid JSON", path);
+    cJSON *o = qkt_json_parse(text, n, path, err); /* also refuses a key twice, text after the '}' */
+    if (!o) return -1;
     int rc = from_json(o, path, r, err);
     cJSON_Delete(o);
     r->tc.data = r->data;
@@ -161,14 +161,48 @@ int qkt_train_run_parse(const char *text, size_t n, const char *path, qkt_train_
 }
 
 /* ---------------------------------------------------------------- log.csv */
-/* A row: an integer step, then 7 more comma-separated columns. The step, or -1. */
-static long long row_step(const char *p, const char *nl) {
+/* One column of a row as log_row writes it: digits, '.', 'e', signs, "nan"/"inf" (%.9g,
+ * %.1f, %.3f), at most 40 bytes, strtod-parsable to its end; empty where allowed. */
+static bool log_value(const char *p, size_t n, bool may_be_empty) {
+    if (n == 0) return may_be_empty;
+    if (n > 40) return false;
+    char v[41];
+    memcpy(v, p, n);
+    v[n] = 0;
+    if (strspn(v, "0123456789.eE+-nainf") != n) return false;
     char *end;
-    long long s = strtoll(p, &end, 10);
-    if (end == p || *end != ',' || s < 0 || *p == '+' || *p == ' ') return -1;
-    int commas = 0;
-    for (const char *q = p; q < nl; q++) commas += *q == ',';
-    return commas == 7 ? s : -1;
+    strtod(v, &end);
+    return *end == 0;
+}
+
+/* A row [p, nl): step,loss,lr,grad_norm,val_loss,val_acc,tokens_per_s,elapsed_s with an
+ * unsigned decimal step and numbers elsewhere (empty but for elapsed_s). The step, or -1. */
+static long long row_step(const char *p, const char *nl) {
+    const char *c = p;
+    long long s = 0;
+    for (; c < nl && *c >= '0' && *c <= '9'; c++) {
+        if (s > (LLONG_MAX - 9) / 10) return -1;
+        s = 10 * s + (*c - '0');
+    }
+    if (c == p || c == nl || *c != ',') return -1;
+    for (int col = 1; col < 8; col++) {
+        const char *e = ++c;
+        while (e < nl && *e != ',') e++;
+        if (!log_value(c, (size_t)(e - c), col < 7) || (col < 7) != (e < nl)) return -1;
+        c = e;
+    }
+    return s;
+}
+
+/* Up to 40 bytes of the line [p, nl) for a message, a byte outside printable ASCII as \xNN. */
+static const char *quote_line(const char *p, const char *nl, char *q, size_t qn) {
+    size_t k = 0;
+    for (const char *c = p; c < nl && c < p + 40 && k + 5 < qn; c++)
+        k += (unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7f ? (size_t)snprintf(q + k, qn - k, "%c", *c)
+                                                                   : (size_t)snprintf(q + k, qn - k, "\\x%02x", (unsigned char)*c);
+    q[k] = 0;
+    if (nl - p > 40) snprintf(q + k, qn - k, "...");
+    return q;
 }
 
 int qkt_train_log_truncate(const char *path, int64_t step, qkt_log_cut *cut, qkt_err *err) {
@@ -186,24 +220,26 @@ int qkt_train_log_truncate(const char *path, int64_t step, qkt_log_cut *cut, qkt
     /* rows are written in step order: keep them up to the first one past `step` */
     long line = 1;
     int rc = 0;
-    for (char *p = text ? text + hl : NULL; p && *p && !rc; line++) {
-        char *nl = strchr(p, '\n');
+    char *endt = text ? text + n : NULL; /* a NUL byte is a byte like another: memchr, not strchr */
+    for (char *p = text ? text + hl : NULL; p && p < endt && !rc; line++) {
+        char *nl = memchr(p, '\n', (size_t)(endt - p));
         if (!nl) { /* a torn last row (killed mid-write) */
             c.torn = true;
             break;
         }
         long long s = row_step(p, nl);
+        char q[256];
         if (c.dropped == 0 && s >= 0 && s <= step && s == c.last_kept + 1) {
             qkt_buf_printf(&b, "%.*s", (int)(nl + 1 - p), p);
             c.last_kept = s;
         } else if (c.dropped > 0 || c.last_kept == step || (s > step && s == c.last_kept + 1)) {
             if (!c.dropped++) c.dropped_first = s; /* past the checkpoint: discarded whatever it holds */
         } else if (s < 0) {
-            rc = qkt_err_set(err, "%s line %ld is not a log row ('%.40s'): repair or delete that line (the rows up to step %lld "
-                                  "are needed)", path, line + 1, p, (long long)step);
+            rc = qkt_err_set(err, "%s line %ld is not a log row ('%s'): repair or delete that line (the rows up to step %lld "
+                                  "are needed); nothing was changed", path, line + 1, quote_line(p, nl, q, sizeof q), (long long)step);
         } else {
-            rc = qkt_err_set(err, "%s line %ld: step %lld after step %lld (rows missing or out of order): repair the file", path,
-                             line + 1, s, (long long)c.last_kept);
+            rc = qkt_err_set(err, "%s line %ld: step %lld after step %lld (rows missing or out of order): repair the file; "
+                                  "nothing was changed", path, line + 1, s, (long long)c.last_kept);
         }
         p = nl + 1;
     }

@@ -7,16 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "qkt_dist.h"
 #include "qkt_io.h"
+#include "qkt_json.h"
 #include "qkt_train_run.h"
 #include "train_internal.h"
 
 /* text:PATH,val_frac=F with PATH made absolute, so a resume works from any directory.
- * Left as it is when the path cannot be resolved or the result would not fit. */
+ * Symbolic links are not resolved: the run names the file as the user did (a file later
+ * replaced by a link to a copy is the same path; its content is checked by its size and
+ * checksum on resume). Left as it is when the result would not fit. */
 static void absolute_text_spec(const char *spec, char *out, size_t n) {
     if (strlen(spec) < n) memmove(out, spec, strlen(spec) + 1);
     const char *opt = strstr(spec, ",val_frac=");
@@ -25,7 +29,16 @@ static void absolute_text_spec(const char *spec, char *out, size_t n) {
     size_t pl = (size_t)(opt - spec - 5);
     char *path = qkt_malloc(pl + 1);
     memcpy(path, spec + 5, pl), path[pl] = 0;
-    char *real = realpath(path, NULL);
+    char *real = NULL;
+    if (path[0] == '/') {
+        real = qkt_strdup(path);
+    } else {
+        char *cwd = getcwd(NULL, 0);
+        const char *rel = path;
+        while (!strncmp(rel, "./", 2)) rel += 2;
+        if (cwd) real = qkt_malloc(strlen(cwd) + strlen(rel) + 2), sprintf(real, "%s/%s", cwd, rel);
+        free(cwd);
+    }
     if (real && 5 + strlen(real) + strlen(opt) < n) {
         char *buf = qkt_malloc(5 + strlen(real) + strlen(opt) + 1);
         strcpy(buf, "text:"), strcat(buf, real), strcat(buf, opt);
@@ -61,10 +74,13 @@ static int check_run_record(qkt_session *s, const qkt_checkpoint *ck, qkt_err *e
         return 0;
     }
     char *now_s = qkt_train_run_json(&s->run);
-    cJSON *then = cJSON_Parse(rec), *now = cJSON_Parse(now_s);
+    qkt_err e2;
+    cJSON *then = qkt_json_parse(rec, strlen(rec), "metadata 'run'", &e2), *now = cJSON_Parse(now_s);
     free(now_s);
     int rc = 0;
-    if (!cJSON_IsObject(then)) rc = qkt_err_set(err, "checkpoint %s: its record of the run (metadata 'run') is not a JSON object", ck->path);
+    if (!cJSON_IsObject(then))
+        rc = qkt_err_set(err, "checkpoint %s: its record of the run (%s) is not a JSON object", ck->path,
+                         then ? "metadata 'run'" : e2.msg);
     for (const cJSON *a = rc ? NULL : then->child; a && !rc; a = a->next) {
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(now, a->string);
         if (b && cJSON_Compare(a, b, true)) continue;
@@ -215,7 +231,8 @@ static void log_row(FILE *f, long long step, const qkt_step_stats *st, const qkt
     else fprintf(f, ",%.3f\n", elapsed);
 }
 
-static bool stop_asked(const qkt_session_opts *o) { return o->stop && *o->stop; }
+/* This process's stop flag, or (rank 0 of an MPI job) another rank's: the job stops as one. */
+static bool stop_asked(const qkt_session_opts *o) { return (o->stop && *o->stop) || qkt__session_peer_stop(); }
 
 /* The validation before the first step: log row 0. */
 static void validate_first(qkt_session *s, const qkt_session_opts *o, double t0) {
@@ -346,7 +363,7 @@ static qkt_session_end run_here(qkt_session *s, const qkt_session_opts *opts, qk
 /* In an MPI job rank 0 runs the loop (validation, log, checkpoints: all its own) and
  * leads the other ranks step by step (session_dist.c); they end as it ends. */
 qkt_session_end qkt_session_run(qkt_session *s, const qkt_session_opts *opts, qkt_err *err) {
-    if (qkt_dist_rank() > 0) return qkt__session_follow(s, err);
+    if (qkt_dist_rank() > 0) return qkt__session_follow(s, opts ? opts->stop : NULL, err);
     qkt_session_end end = run_here(s, opts, err);
     qkt__session_lead(QKT__SESSION_END_BASE + (int)end);
     return end;

@@ -74,6 +74,9 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err);
 /* A variant's name -> enum; an unknown name is -1 with "<field>: unknown variant 'x'
  * (expected sqrt_dk, none, ...)" (field: a flag or a config.json key). */
 int qkt_ablate_parse_variant(const char *field, const char *name, qkt_attn_scale *out, qkt_err *err);
+/* The index of the first value of a list of n (ints, reals or variants: the one non-NULL)
+ * equal to an earlier one, or -1: a study's lists name each cell once. */
+int qkt_ablate_list_repeat(const int *ints, const double *dbls, const qkt_attn_scale *vars, int n);
 /* Checks every field (names the field on error). */
 int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err);
 /* A run directory's path may be at most QKT_ABLATE_MAX_DIR bytes, so every file below it
@@ -146,6 +149,11 @@ int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const vol
 /* Gathers the cells' CSV files into metrics.csv, then writes summary.csv, the plots and
  * report.md from metrics.csv (and the attention maps). `qkt plot` calls this. */
 int qkt_ablate_report(const char *run_dir, qkt_err *err);
+/* The planned cells of the run without a finished cells/<id>.csv: their count, the first
+ * ids into `ids` (ids_n bytes, may be NULL; ", "-separated), and in *seeds_min (may be NULL) the fewest
+ * seeds present in a training cell, which is what its statistics use. A report with
+ * cells missing says so at its top and states the seeds it used. */
+int qkt_ablate_missing(const char *run_dir, const qkt_ablate_cfg *c, char *ids, size_t ids_n, int *seeds_min);
 
 #ifdef __cplusplus
 }

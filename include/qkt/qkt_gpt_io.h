@@ -27,9 +27,16 @@ typedef struct qkt_gpt_meta {
 void qkt_gpt_meta_fill(qkt_gpt_meta *m, const qkt_gpt_config *c);
 
 /* Parameters + config metadata + the caller's metadata and extra tensors (training
- * state: names under "optim.", "rng.", "train."). Written atomically. */
+ * state: names under "optim.", "rng.", "train."). Written atomically. A parameter holding
+ * a NaN or Inf is an error naming it, nothing written (a load would refuse it). */
 int qkt_gpt_save(const char *path, const qkt_gpt *g, const qkt_st_meta *meta, int n_meta, const qkt_st_write *extra,
                  int n_extra, qkt_err *err);
+
+/* qkt_gpt_save of g with what the checkpoint `from` says about its tokens: the text
+ * vocabulary (tensor "train.vocab") and the data spec (metadata "data"), when it has
+ * them, so that a model derived from a trained one (qkt step --params-out) still
+ * samples text. */
+int qkt_gpt_save_tokens_of(const char *path, const qkt_gpt *g, const qkt_checkpoint *from, qkt_err *err);
 
 /* The config stored in an opened checkpoint (validated); -1 + one line if a key is
  * missing or malformed. */
@@ -59,7 +66,8 @@ int qkt_gpt_batch_read(const char *path, const qkt_gpt_config *c, int32_t **idx,
 qkt_real qkt_gpt_loss_grads(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const int32_t *targets, int B, int T,
                             int *n_counted);
 /* A gradient file: the scalar 'loss', then every parameter's grad under its name in
- * parameter order, with g's config and "n_counted" as metadata. Written atomically. */
+ * parameter order, with g's config and "n_counted" as metadata. Written atomically; a
+ * non-finite loss or grad is refused (one line naming it) and nothing is written. */
 int qkt_gpt_grads_write(const char *path, const qkt_gpt *g, qkt_real loss, int n_counted, qkt_err *err);
 /* One optimizer step from fresh state on g's grads: clip the global grad norm to clip (0:
  * off), then one step of oc at lr (torch: clip_grad_norm_, then a new optimizer's step()).

@@ -13,6 +13,12 @@
 extern "C" {
 #endif
 
+/* The JSON value of text[0..n) (need not be NUL-terminated), refusing what cJSON lets
+ * pass: text after the value ("<path>: text after the JSON value at byte N") and an
+ * object with a key twice ("<path>: key 'k' appears twice"), at any depth. NULL with a
+ * one-line message naming the file otherwise; free with cJSON_Delete. */
+cJSON *qkt_json_parse(const char *text, size_t n, const char *path, qkt_err *err);
+
 const cJSON *qkt_json_get(const cJSON *o, const char *key, const char *path, qkt_err *err);
 /* A finite number (JSON has no infinity, but 1e999 parses to one). */
 int qkt_json_num(const cJSON *o, const char *key, const char *path, double *out, qkt_err *err);

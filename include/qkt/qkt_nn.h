@@ -360,8 +360,10 @@ typedef struct qkt_sample_opts {
 /* Autoregressive generation (batch 1): out (n_prompt + n_new) = prompt, then n_new tokens
  * drawn from softmax(logits_last / temperature) restricted to the top_k, context cropped to
  * the last block_size tokens. Runs in no_grad eval mode (restored after), resets ctx
- * before every token (so ctx must hold nothing the caller needs), draws from rng only. */
-void qkt_gpt_generate(qkt_ctx *ctx, qkt_gpt *g, const int32_t *prompt, int n_prompt, int n_new,
+ * before every token (so ctx must hold nothing the caller needs), draws from rng only.
+ * Returns the number of new tokens: n_new, or fewer when the logits of the next position
+ * hold a NaN or Inf (a diverged model: no token can be drawn from them). */
+int qkt_gpt_generate(qkt_ctx *ctx, qkt_gpt *g, const int32_t *prompt, int n_prompt, int n_new,
                       const qkt_sample_opts *o, qkt_rng *rng, int32_t *out);
 /* One draw from logits (V) as qkt_gpt_generate does (scratch: V reals). */
 int32_t qkt_sample_logits(const qkt_real *logits, int V, const qkt_sample_opts *o, qkt_rng *rng, qkt_real *scratch);

@@ -49,10 +49,12 @@ typedef struct qkt_log_cut {
     bool torn;             /* a partial last line (a write cut short) was discarded too */
 } qkt_log_cut;
 /* Keep the header and the rows with step <= `step` of log.csv (atomically); a missing
- * file becomes the header alone. Every row kept must be a log row (8 columns, steps
- * 0, 1, 2, ... in order): anything else is an error naming the file and the line, as
- * is a file with another header; nothing is dropped in silence: `cut` (may be NULL)
- * says what went. */
+ * file becomes the header alone. Every row kept must be a log row (steps 0, 1, 2, ...
+ * in order; 8 columns of number characters as qkt writes them, at most 40 bytes each):
+ * anything else (a NUL or 0xff byte, a '\r', a letter, ...) is an error naming the file
+ * and the line, the file unchanged, as is a file with another header. Only a last line
+ * without its newline is discarded as torn; nothing is dropped in silence: `cut` (may be
+ * NULL) says what went. */
 int qkt_train_log_truncate(const char *path, int64_t step, qkt_log_cut *cut, qkt_err *err);
 
 /* ---------------------------------------------------------------- a session

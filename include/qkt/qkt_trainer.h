@@ -151,9 +151,10 @@ typedef struct qkt_sampler {
 int qkt_sampler_open(qkt_sampler *s, const char *path, qkt_err *err);
 void qkt_sampler_free(qkt_sampler *s);
 /* out (n_prompt + n_new) = prompt, then n_new tokens drawn as qkt_gpt_generate draws them,
- * from a context and an RNG seeded with seed (o->on_token sees each new token). */
-void qkt_sampler_generate(qkt_sampler *s, const int32_t *prompt, int n_prompt, int n_new, const qkt_sample_opts *o,
-                          uint64_t seed, int32_t *out);
+ * from a context and an RNG seeded with seed (o->on_token sees each new token). Returns the
+ * tokens made: fewer than n_new when the model's logits turned non-finite (a diverged model). */
+int qkt_sampler_generate(qkt_sampler *s, const int32_t *prompt, int n_prompt, int n_new, const qkt_sample_opts *o,
+                         uint64_t seed, int32_t *out);
 
 /* ---------------------------------------------------------------- benchmarking (qkt bench) */
 /* The training step qkt bench times: qkt_train_config_default() without a data source (each

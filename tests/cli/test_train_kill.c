@@ -3,7 +3,11 @@
  * (a checkpoint every step, so many signals land inside a checkpoint write; SIGKILL
  * leaves temp files and torn log rows behind). The run that finally completes must
  * equal an uninterrupted one bit for bit: every checkpoint tensor and every log row
- * apart from the timing columns. The seed of the schedule is printed; QKT_KILL_SEED
+ * apart from the timing columns. After some kills one byte of a log.csv row before the
+ * checkpoint's step is damaged (a NUL, 0xff, '\r', a space or a letter): the resume
+ * must refuse (exit 2) and leave the file unchanged; the byte is then restored (a row
+ * kept damaged, or rows dropped, would also show in the final comparison). The seed of
+ * the schedule is printed; QKT_KILL_SEED
  * replays one, QKT_KILL_ROUNDS sets the number of rounds (default 2 of 12 signals each;
  * .ci/run runs more). */
 #define _GNU_SOURCE
@@ -88,6 +92,73 @@ static int same_run(const char *a, const char *b) {
     return ok;
 }
 
+/* The step of dir's checkpoint, or -1. */
+static long long ckpt_step(const char *dir) {
+    char *p = qkt_path_join(dir, "ckpt.safetensors");
+    qkt_safetensors st;
+    qkt_err err;
+    long long step = -1;
+    if (qkt_file_exists(p) && qkt_safetensors_read(p, &st, &err) == 0) {
+        const char *v = qkt_safetensors_meta(&st, "step");
+        step = v ? atoll(v) : -1;
+        qkt_safetensors_free(&st);
+    }
+    free(p);
+    return step;
+}
+
+/* One byte of a row of dir/log.csv with a step below `below` set to a damaging value:
+ * the resume must refuse. Its offset (the original byte in *orig), or -1. */
+static long damage_log(const char *dir, long long below, qkt_rng *r, char *orig) {
+    static const char bad[] = {0, (char)0xff, '\r', ' ', 'x'};
+    char *p = qkt_path_join(dir, "log.csv");
+    size_t n = 0;
+    char *s = qkt_test_read_file(p, &n);
+    long at = -1;
+    size_t row_end = 0; /* the end of the last row with a step below `below` */
+    for (char *q = s ? strchr(s, '\n') : NULL; q && q + 1 < s + n; q = strchr(q + 1, '\n')) {
+        char *nl = strchr(q + 1, '\n');
+        if (!nl || atoll(q + 1) >= below) break;
+        row_end = (size_t)(nl + 1 - s);
+    }
+    char *first = s ? strchr(s, '\n') : NULL;
+    if (first && row_end > (size_t)(first + 1 - s)) {
+        size_t from = (size_t)(first + 1 - s);
+        at = (long)(from + qkt_rng_u64(r) % (row_end - from));
+        *orig = s[at];
+        char b = bad[qkt_rng_u64(r) % sizeof bad];
+        if (b == *orig) b = 'x';
+        FILE *f = fopen(p, "r+b");
+        if (f) fseek(f, at, SEEK_SET), fputc((unsigned char)b, f), fclose(f);
+    }
+    free(s), free(p);
+    return at;
+}
+
+/* A resume of dir with one damaged byte in log.csv: refused (exit 2), the file unchanged;
+ * the byte restored after. Returns 1 when a damage was tried. */
+static int damaged_resume(const char *dir, qkt_rng *r, int round) {
+    long long step = ckpt_step(dir);
+    if (step < 2) return 0;
+    char orig = 0;
+    long at = damage_log(dir, step, r, &orig);
+    if (at < 0) return 0;
+    char *lp = qkt_path_join(dir, "log.csv"), pause[32];
+    size_t n0 = 0, n1 = 0;
+    char *before = qkt_test_read_file(lp, &n0);
+    snprintf(pause, sizeof pause, "%lld", step + 1);
+    const char *a[] = {"qkt", "train", "--resume", dir, "--pause-at", pause, NULL};
+    int rc = wait_status(start(a));
+    char *after = qkt_test_read_file(lp, &n1);
+    EXPECT(rc == 2 && before && after && n0 == n1 && !memcmp(before, after, n0),
+           "round %d: log.csv with byte %ld damaged (step %lld checkpointed): exit %d, file %s", round, at, step, rc,
+           before && after && n0 == n1 && !memcmp(before, after, n0) ? "unchanged" : "changed");
+    FILE *f = fopen(lp, "r+b");
+    if (f) fseek(f, at, SEEK_SET), fputc((unsigned char)orig, f), fclose(f);
+    free(before), free(after), free(lp);
+    return 1;
+}
+
 /* No temp file of ours left in dir. */
 static int temp_files(const char *dir) {
     DIR *d = opendir(dir);
@@ -119,7 +190,7 @@ int main(void) {
         char *dir = qkt_path_join(tmp, name), *json = qkt_path_join(dir, "train.json");
         const char *a_new[] = {"qkt", "train", ARGS, "--out", dir, NULL};
         const char *a_res[] = {"qkt", "train", "--resume", dir, NULL};
-        int kills = 0, done = 0, bad = 0, stopped = 0, killed = 0;
+        int kills = 0, done = 0, bad = 0, stopped = 0, killed = 0, damaged = 0;
         for (int k = 0; k < 12 && !done; k++) {
             pid_t pid = start(qkt_file_exists(json) ? a_res : a_new);
             struct timespec ts = {0, (long)(1000000 * (2 + qkt_rng_u64(&r) % 300))}; /* 2-300 ms of a ~1 s run */
@@ -134,9 +205,10 @@ int main(void) {
             done = rc == 0;
             stopped += rc == 130, killed += rc > 128 && rc != 130;
             if (rc != 0 && rc != 130 && rc <= 128) bad++, fprintf(stderr, "round %d kill %d: exit %d\n", round, k, rc);
+            if (!done && qkt_rng_u64(&r) % 3 == 0) damaged += damaged_resume(dir, &r, round);
         }
-        printf("round %d: %d signals: %d stops with a checkpoint, %d kills%s\n", round, kills, stopped, killed,
-               done ? ", then it finished first" : "");
+        printf("round %d: %d signals: %d stops with a checkpoint, %d kills, %d damaged log.csv refused%s\n", round, kills, stopped,
+               killed, damaged, done ? ", then it finished first" : "");
         fflush(stdout);
         const char *const *last = qkt_file_exists(json) ? a_res : a_new;
         rc = wait_status(start(last)); /* to the end, undisturbed (or "finished already") */

@@ -130,7 +130,17 @@ int main(void) {
     /* A different configuration in the same directory is refused. */
     snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s --seed 5", qkt_test_bin(), tmp, tiny);
     rc = qkt_test_run(cmd, out, sizeof out);
-    EXPECT(rc == 2 && strstr(out, "different configuration"), "(%d) %s", rc, out);
+    EXPECT(rc == 2 && strstr(out, "different configuration") && strstr(out, "seed is \"1\" there, \"5\" here"), "(%d) %s", rc,
+           out);
+    /* a renamed run directory: the refusal names the field that differs (name) */
+    char from[1100], to[1100];
+    snprintf(from, sizeof from, "%s/t", tmp);
+    snprintf(to, sizeof to, "%s/t_renamed", tmp);
+    EXPECT(rename(from, to) == 0, "cannot rename %s", from);
+    snprintf(cmd, sizeof cmd, "%s ablate --name t_renamed --out %s %s", qkt_test_bin(), tmp, tiny);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 2 && strstr(out, "name is \"t\" there, \"t_renamed\" here"), "renamed: (%d) %s", rc, out);
+    EXPECT(rename(to, from) == 0, "cannot rename %s back", to);
 
     /* qkt plot redraws from the CSV files. */
     snprintf(path, sizeof path, "%s/t/loss_dk8.png", tmp);
@@ -152,6 +162,27 @@ int main(void) {
     rc = qkt_test_run(cmd, out, sizeof out);
     EXPECT(rc == 0 && strstr(out, "1 cells kept attention maps in the old .maps format"), "rerun of old maps (%d): %s", rc, out);
     check_maps(run, "train_none_dk8_s0", 2, 2, 32);
+
+    /* A missing cell (deleted, or a study stopped before it): qkt plot and --report-only
+     * warn naming it, and report.md says so first and states the seeds it used (1 of 2),
+     * rather than "2 seeds per cell" over 1. */
+    snprintf(path, sizeof path, "%s/t/cells/train_none_dk8_s1.csv", tmp);
+    EXPECT(remove(path) == 0, "cannot remove %s", path);
+    snprintf(cmd, sizeof cmd, "%s plot %s", qkt_test_bin(), run);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0 && strstr(out, "warning: 1 planned cell is missing or unfinished (train_none_dk8_s1)") &&
+               strstr(out, "as few as 1 of 2"),
+           "qkt plot with a cell missing (%d): %s", rc, out);
+    char *md = qkt_test_read_file(qkt_test_path(run, "report.md"), NULL);
+    EXPECT(md && strstr(md, "**Incomplete run: 1 planned cell is missing or unfinished** (train_none_dk8_s1)") &&
+               strstr(md, "1 seed per cell (at least; cells are missing") && !strstr(md, "2 seeds per cell") &&
+               strstr(md, "**Power with 1 seed.**"),
+           "report.md with a cell missing does not say so");
+    free(md);
+    snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s --report-only", qkt_test_bin(), tmp, tiny);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0 && strstr(out, "warning: 1 planned cell is missing") && strstr(out, "train_none_dk8_s1"),
+           "--report-only with a cell missing (%d): %s", rc, out);
 
     /* Bad flags: one line, exit 2. */
     const char *bad[] = {"--variants sqrt_dk,bogus", "--d-k 0", "--seeds -1", "--lr -3", "--lr-grid 1e-3,x", "--preset huge",

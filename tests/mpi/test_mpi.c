@@ -7,6 +7,7 @@
  *     resumed with another N it is refused naming both;
  *   - `mpirun -np 2 qkt ablate` on a small study: every cell file, metrics.csv and
  *     summary.csv byte-identical to a single-process run;
+ *   - SIGTERM to one rank of qkt train: the whole job checkpoints and stops;
  *   - a rank killed (SIGKILL) while it runs a cell: the job fails, naming that cell; the
  *     rerun (-np 3) keeps the finished cells and completes the study, again identical.
  * Needs QKT_MPIEXEC (the launcher; tests/mpi.cmake passes it). Runs as root too. */
@@ -190,8 +191,9 @@ static void expect_same_study(const char *a, const char *b, int line) {
     }
 }
 
-/* The pid of rank `rank`'s qkt for run `name` (its environment and command line), or 0. */
-static pid_t find_rank(int rank, const char *name) {
+/* The pid of rank `rank`'s qkt `command` (" ablate ", " train ") with `tag` ("--name N",
+ * "--out D") on its command line (its environment names the rank), or 0. */
+static pid_t find_rank(int rank, const char *command, const char *tag) {
     char want[64], path[300];
     snprintf(want, sizeof want, "OMPI_COMM_WORLD_RANK=%d", rank);
     DIR *d = opendir("/proc");
@@ -206,9 +208,7 @@ static pid_t find_rank(int rank, const char *name) {
         if (cmd) {
             for (size_t i = 0; i + 1 < n; i++)
                 if (!cmd[i]) cmd[i] = ' ';
-            char tag[128];
-            snprintf(tag, sizeof tag, "--name %s", name);
-            ours = strstr(cmd, " ablate ") && strstr(cmd, tag) && !strstr(cmd, "mpirun") && !strstr(cmd, "_cell");
+            ours = strstr(cmd, command) && strstr(cmd, tag) && !strstr(cmd, "mpirun") && !strstr(cmd, "_cell");
         }
         free(cmd);
         if (!ours) continue;
@@ -268,7 +268,7 @@ static void test_ablate(void) {
     pid_t r1 = 0;
     for (int i = 0; i < 1200 && !cell[0]; i++) { /* up to a minute on a loaded machine */
         usleep(50000);
-        if (!r1) r1 = find_rank(1, "killed");
+        if (!r1) r1 = find_rank(1, " ablate ", "--name killed");
         if (r1 && running_cell(r1, cell, sizeof cell) && strncmp(cell, "train_", 6)) cell[0] = 0; /* a long one */
     }
     EXPECT(cell[0] != 0, "never saw rank 1 (pid %d) run a training cell", (int)r1);
@@ -286,6 +286,45 @@ static void test_ablate(void) {
     expect_same_study("single", "killed", __LINE__);
 }
 
+/* SIGTERM to rank 1 alone of `mpirun -np 2 qkt train`: the whole job saves a checkpoint
+ * and stops (non-zero exit, "checkpoint saved") within a step or so, rather than run on
+ * to the end. */
+static void test_train_signal(void) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd %s && exec %s " MPIRUN_FLAGS " -np 2 %s train " TINY " --steps 100000 --threads 1 --out sig "
+             ">sig.log 2>&1", tmp, mpiexec, qkt_test_bin());
+    pid_t job = fork();
+    if (job == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    pid_t r1 = 0;
+    char logp[1100];
+    snprintf(logp, sizeof logp, "%s/sig/log.csv", tmp);
+    for (int i = 0; i < 1200 && !(r1 && qkt_file_exists(logp)); i++) { /* up to a minute on a loaded machine */
+        usleep(50000);
+        if (!r1) r1 = find_rank(1, " train ", "--out sig");
+    }
+    usleep(300000); /* into the steps */
+    EXPECT(r1 > 0, "never saw rank 1 of the train job");
+    if (r1 > 0) kill(r1, SIGTERM);
+    int ws = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 600 && done == 0; i++) { /* 30 s: the 100000 steps take minutes */
+        done = waitpid(job, &ws, WNOHANG);
+        if (!done) usleep(50000);
+    }
+    if (!done) {
+        EXPECT(0, "SIGTERM to rank 1: the job went on (killed after 30 s)");
+        kill(job, SIGKILL);
+        waitpid(job, &ws, 0);
+    }
+    char *log = slurp(".", "sig.log");
+    EXPECT(done && WIFEXITED(ws) && WEXITSTATUS(ws) != 0 && strstr(log, "checkpoint saved"),
+           "SIGTERM to rank 1: status %d:\n%s", ws, log);
+    free(log);
+}
+
 int main(void) {
     mpiexec = getenv("QKT_MPIEXEC");
     if (!mpiexec || !*mpiexec) {
@@ -294,6 +333,7 @@ int main(void) {
     }
     tmp = qkt_test_tmpdir("mpi");
     test_train();
+    test_train_signal();
     test_ablate();
     return qkt_test_finish();
 }

@@ -165,8 +165,77 @@ static void test_log_truncate(void) {
     qkt_buf_free(&b);
 }
 
+/* One damaged byte in a row before the cut (a NUL, 0xff, '\r', a 1 MB number, a letter, a space):
+ * an error naming the file and the line, quoting that line only (no byte of the next
+ * one), and the file untouched: never "a torn last line" and rows dropped after it. */
+static void test_log_damage(void) {
+    const char *dir = qkt_test_tmpdir("logdamage");
+    const char *p = qkt_test_path(dir, "log.csv");
+    static const char *const kinds[] = {"nul", "0xff", "cr", "huge", "letter", "space"};
+    for (int k = 0; k < 6; k++) {
+        qkt_buf b = {0};
+        qkt_buf_printf(&b, "%s0,,,,2.5,0.1,,0.012\n", QKT_TRAIN_LOG_HEADER);
+        size_t row5 = 0;
+        for (int s = 1; s <= 20; s++) {
+            if (s == 5) row5 = b.n;
+            qkt_buf_printf(&b, "%d,2.25,0.003,-nan,%s,31.5,0.250\n", s, s % 7 ? "," : "inf,0.25");
+        }
+        if (k == 0) b.s[row5 + 4] = 0;
+        if (k == 1) b.s[row5 + 4] = (char)0xff;
+        if (k == 2) b.s[row5 + 4] = '\r';
+        if (k == 4) b.s[row5 + 4] = 'x';
+        if (k == 5) b.s[row5 + 2] = ' ';
+        if (k == 3) { /* a 1 MB number in the loss column of row 5 */
+            qkt_buf c = {0};
+            qkt_buf_printf(&c, "%.*s", (int)(row5 + 2), b.s);
+            for (int i = 0; i < 1 << 20; i++) qkt_buf_printf(&c, "1");
+            qkt_buf_printf(&c, "%s", b.s + row5 + 2);
+            qkt_buf_free(&b);
+            b = c;
+        }
+        qkt_err err = {{0}};
+        qkt_log_cut cut;
+        EXPECT(qkt_write_atomic(p, b.s, b.n, &err) == 0, "%s", err.msg);
+        EXPECT(qkt_train_log_truncate(p, 20, &cut, &err) == -1 && strstr(err.msg, "log.csv line 7 is not a log row") &&
+                   strstr(err.msg, "nothing was changed") && !strstr(err.msg, "6,2.25") && !strchr(err.msg, '\n') &&
+                   strlen(err.msg) < 400,
+               "%s: '%s'", kinds[k], err.msg);
+        size_t n = 0;
+        char *s = qkt_test_read_file(p, &n);
+        EXPECT(s && n == b.n && !memcmp(s, b.s, n), "%s: a refused cut changed the file", kinds[k]);
+        free(s);
+        /* the same damage past the cut: discarded with the rows it is among */
+        EXPECT(qkt_train_log_truncate(p, 3, &cut, &err) == 0 && cut.last_kept == 3 && cut.dropped == 17 && !cut.torn,
+               "%s past the cut: %s; kept to %lld, dropped %lld", kinds[k], err.msg, (long long)cut.last_kept, (long long)cut.dropped);
+        qkt_buf_free(&b);
+    }
+}
+
+/* train.json with a key twice, or text after its closing brace: refused naming the file (and the key). */
+static void test_json_strict(void) {
+    qkt_train_run r;
+    qkt_train_run_default(&r);
+    qkt_train_config_resolve(&r.tc);
+    char *s = qkt_train_run_json(&r);
+    qkt_err err = {{0}};
+    EXPECT(qkt_train_run_parse(s, strlen(s), "t.json", &r, &err) == 0, "%s", err.msg);
+    char buf[8192];
+    char *at = strstr(s, "\"steps\"");
+    snprintf(buf, sizeof buf, "%.*s\"steps\": 60, %s", (int)(at - s), s, at);
+    EXPECT(qkt_train_run_parse(buf, strlen(buf), "t.json", &r, &err) == -1 && !strcmp(err.msg, "t.json: key 'steps' appears twice"),
+           "'%s'", err.msg);
+    snprintf(buf, sizeof buf, "%s\n{}", s);
+    EXPECT(qkt_train_run_parse(buf, strlen(buf), "t.json", &r, &err) == -1 && strstr(err.msg, "t.json: text after the JSON value"),
+           "'%s'", err.msg);
+    snprintf(buf, sizeof buf, "%s \n\t", s); /* white space after it is fine */
+    EXPECT(qkt_train_run_parse(buf, strlen(buf), "t.json", &r, &err) == 0, "%s", err.msg);
+    free(s);
+}
+
 int main(void) {
     test_log_truncate();
+    test_log_damage();
+    test_json_strict();
     test_defaults();
     test_bounds();
     test_trainer_init();
