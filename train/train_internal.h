@@ -26,4 +26,10 @@ void qkt__session_lead(int what);
 /* Ranks > 0: step when rank 0 steps, until it ends; returns its end. */
 qkt_session_end qkt__session_follow(qkt_session *s, qkt_err *err);
 
+/* The table's defaults of the fields of r outside r->tc (train_fields.c). */
+void qkt__train_run_fields_default(qkt_train_run *r);
+/* qkt_trainer_init of a config already resolved and validated (the session validates it
+ * once, with the run's own fields). */
+int qkt__trainer_init_valid(qkt_trainer *t, const qkt_train_config *c, qkt_err *err);
+
 #endif
