@@ -158,9 +158,9 @@ static int parse(int argc, char **argv, run_opts *o) {
     qkt_train_config *c = &r->tc;
     const char *out = "out", *resume = NULL;
     int threads = 0, log_every = 10, pause_at = 0;
-    bool anomaly = false;
+    bool anomaly = false, markdown = false;
     qkt_flag f[64];
-    int nf = qkt_flags_from_fields(f, 48, r, NULL);
+    int nf = qkt_flags_from_fields(f, 48, r);
     const qkt_flag own[] = {
         {"out", QKT_FLAG_STRING, &out, "run directory: train.json, log.csv, ckpt.safetensors", 1, 0, false, false},
         {"resume", QKT_FLAG_STRING, &resume, "continue the run in this directory (its train.json holds the config)", 1, 0, false, false},
@@ -168,9 +168,9 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"log-every", QKT_FLAG_INT, &log_every, "steps between printed lines (log.csv gets every step)", 1, INT_MAX, true, false},
         {"pause-at", QKT_FLAG_INT, &pause_at, "save and exit after this step, to be continued with --resume", 1, INT_MAX, true, false},
         {"detect-anomaly", QKT_FLAG_BOOL, &anomaly, "check every op's output; name the first op and layer giving NaN/Inf", 1, 0, false, false},
+        {"flags-markdown", QKT_FLAG_BOOL, &markdown, "print these flags as a Markdown table (docs/train.md's) and exit", 1, 0, false, false},
     };
     for (size_t i = 0; i < sizeof own / sizeof *own; i++) f[nf++] = own[i];
-    if (argc == 2 && !strcmp(argv[1], "--flags-markdown")) return qkt_flags_markdown(f, nf), -1;
     int rc = qkt_nanogpt_parse("Train a GPT (AdamW, warmup + cosine) on text or a synthetic task; nanoGPT's names work too.\n"
                                "Writes OUT/train.json, OUT/log.csv (every step) and OUT/ckpt.safetensors (model, optimizer,\n"
                                "RNG state, vocabulary). Ctrl-C saves and exits 130; --resume OUT continues bit-identically.\n"
@@ -178,6 +178,7 @@ static int parse(int argc, char **argv, run_opts *o) {
                                "(docs/distributed.md).",
                                f, nf, argc, argv, r);
     if (rc) return rc == 1 ? -1 : 2;
+    if (markdown) return qkt_flags_markdown(f, nf), -1;
     o->log_every = log_every, o->anomaly = anomaly, o->pause_at = pause_at;
     if (!qkt_flag_seen(f, nf, "threads") && threads_from_env(&threads)) return 2;
     mpi_defaults(f, nf, &threads, c);

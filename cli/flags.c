@@ -159,11 +159,15 @@ static size_t help_used;
 static qkt_flag_field bindings[64];
 static int n_bindings;
 
-int qkt_flags_from_fields(qkt_flag *out, int cap, qkt_train_run *r, bool (*keep)(const qkt_train_field *f)) {
+int qkt_flags_from_fields(qkt_flag *out, int cap, qkt_train_run *r) {
+    return qkt_flags_from_table(out, cap, r, qkt_train_field_at(0), qkt_train_field_count());
+}
+
+int qkt_flags_from_table(qkt_flag *out, int cap, qkt_train_run *r, const qkt_train_field *fs, int n_fields) {
     int n = 0;
-    for (int i = 0; i < qkt_train_field_count() && n < cap; i++) {
-        const qkt_train_field *f = qkt_train_field_at(i);
-        if (!f->flag || (keep && !keep(f))) continue;
+    for (int i = 0; i < n_fields && n < cap; i++) {
+        const qkt_train_field *f = &fs[i];
+        if (!f->flag) continue;
         qkt_flag *g = &out[n++];
         *g = (qkt_flag){.name = f->flag, .dst = qkt_train_field_ptr(f, r), .help = f->help};
         bool pos = f->where & QKT_FIELD_POSITIVE;

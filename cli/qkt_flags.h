@@ -76,8 +76,11 @@ int qkt_flag_bool_parse(const char *v, bool *out);
 int qkt_flags_threads(const char *cmd, const qkt_flag *flags, int n_flags, int *threads);
 /* The flags of the table's fields that have one (f->flag), in its order, writing into r:
  * numbers as the plain types with the table's bounds, enums and strings as
- * QKT_FLAG_FIELD. `keep(f)` (NULL: all) picks the rows. Returns the count (at most cap). */
-int qkt_flags_from_fields(qkt_flag *out, int cap, qkt_train_run *r, bool (*keep)(const qkt_train_field *f));
+ * QKT_FLAG_FIELD. Returns the count (at most cap). */
+int qkt_flags_from_fields(qkt_flag *out, int cap, qkt_train_run *r);
+/* The same from rows of the caller's (qkt_ablate_fields: other names and bounds), which
+ * must outlive the parse. */
+int qkt_flags_from_table(qkt_flag *out, int cap, qkt_train_run *r, const qkt_train_field *fs, int n_fields);
 /* The flags as the rows of a Markdown table "| flag | default | meaning |" (docs/train.md). */
 void qkt_flags_markdown(const qkt_flag *flags, int n_flags);
 

@@ -45,6 +45,7 @@ enum {
     QKT_FIELD_HI_OPEN = 1 << 10,    /* < hi rather than <= hi */
     QKT_FIELD_HELP_LIST = 1 << 11,  /* --help appends the enum's names */
     QKT_FIELD_NO_DEFAULT = 1 << 12, /* --help shows no default (a required flag) */
+    QKT_FIELD_AB_OPT = 1 << 13,     /* may be absent from the study's config.json (older runs): the default */
 };
 
 /* An enum's names: name(v) is "?" for an unknown value; parse gives -1 and a one-line
@@ -97,6 +98,8 @@ int qkt_train_field_format(const void *p, const qkt_train_field *f, char *buf, s
 /* What the field takes, for messages and --help: "an integer in [1, 1024]", "a positive
  * number", "a number in [0, 1)", "sqrt_dk, none, ...". */
 void qkt_train_field_describe(const qkt_train_field *f, char *buf, size_t n);
+/* dst's field f = src's (f may be a caller's copy of a row: only its offset and type count). */
+void qkt_train_field_copy(const qkt_train_field *f, qkt_train_run *dst, const qkt_train_run *src);
 /* The table's defaults into the fields of c that it lists (the rest untouched). */
 void qkt_train_fields_default(qkt_train_config *c);
 

@@ -92,6 +92,20 @@ static void set_default(const qkt_train_field *f, void *p) {
     }
 }
 
+void qkt_train_field_copy(const qkt_train_field *f, qkt_train_run *dst, const qkt_train_run *src) {
+    size_t n = 0;
+    switch (f->type) {
+    case QKT_FIELD_INT:
+    case QKT_FIELD_ENUM: n = sizeof(int); break;
+    case QKT_FIELD_I64: n = sizeof(int64_t); break;
+    case QKT_FIELD_U64: n = sizeof(uint64_t); break;
+    case QKT_FIELD_DOUBLE: n = sizeof(double); break;
+    case QKT_FIELD_BOOL: n = sizeof(bool); break;
+    case QKT_FIELD_STRING: n = sizeof src->data; break;
+    }
+    memcpy((char *)dst + f->off, (const char *)src + f->off, n);
+}
+
 void qkt_train_fields_default(qkt_train_config *c) {
     for (int i = 0; i < N_FIELDS; i++) {
         void *p = qkt_train_field_ptr_tc(&fields[i], c);
