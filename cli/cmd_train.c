@@ -120,17 +120,11 @@ static char *shell_quote(const char *s) {
     return b.s;
 }
 
-/* A new run: the flags' strings into o->r, the auto fields resolved, the run validated. */
-static int finish_new(const char *data, const char *scale, const char *sched, const char *out, run_opts *o) {
-    qkt_train_run *r = &o->r;
-    qkt_err err;
-    if (!data) return fprintf(stderr, CMD ": --data is required (text:PATH or a task such as mqar; see qkt data --help)\n"), 2;
-    if (strlen(data) >= sizeof r->data) return fprintf(stderr, CMD ": --data: spec too long\n"), 2;
-    snprintf(r->data, sizeof r->data, "%s", data);
-    if (qkt_attn_scale_parse(scale, &r->tc.model.attn_scale, &err)) return fprintf(stderr, CMD ": --attn-scale: %s\n", err.msg), 2;
-    if (qkt_sched_kind_parse(sched, &r->tc.schedule, &err)) return fprintf(stderr, CMD ": --schedule: %s\n", err.msg), 2;
-    qkt_train_config_resolve(&r->tc);
-    if (qkt_train_run_validate(r, &err)) return fprintf(stderr, CMD ": %s\n", err.msg), 2;
+/* A new run: --data is required; the rest is the library's to check (qkt_session_open
+ * resolves the auto fields and validates the run once). */
+static int finish_new(const qkt_flag *f, int nf, const char *out, run_opts *o) {
+    if (!qkt_flag_seen(f, nf, "data"))
+        return fprintf(stderr, CMD ": --data is required (text:PATH or a task such as mqar; see qkt data --help)\n"), 2;
     o->out = out;
     return 0;
 }
@@ -148,56 +142,29 @@ static void mpi_defaults(const qkt_flag *f, int nf, int *threads, qkt_train_conf
 }
 
 /* Flags -> run_opts (or the resumed run's train.json). Returns 0, -1 after --help, or
- * the exit status. The flags write into a default run (qkt_train_run_default), so
- * their defaults and ranges are the library's. */
+ * the exit status. The configuration's flags come from the field table
+ * (qkt_train_fields.h) and write into a default run (qkt_train_run_default), so their
+ * defaults, ranges and names are the library's; the command's own follow them.
+ * --flags-markdown prints them as docs/train.md's table. */
 static int parse(int argc, char **argv, run_opts *o) {
     qkt_train_run *r = &o->r;
     qkt_train_run_default(r);
     qkt_train_config *c = &r->tc;
-    qkt_gpt_config *m = &c->model;
-    const char *scale = qkt_attn_scale_name(m->attn_scale), *sched = qkt_sched_kind_name(c->schedule);
-    const char *data = NULL, *out = "out", *resume = NULL;
-    const char *norm = qkt_norm_name(m->norm), *mlp = qkt_mlp_name(m->mlp), *pos = qkt_pos_name(m->pos);
+    const char *out = "out", *resume = NULL;
     int threads = 0, log_every = 10, pause_at = 0;
-    bool anomaly = false;
-    char scales[512], scale_help[600]; /* the registry's names: built-ins, power:ALPHA, registered */
-    snprintf(scale_help, sizeof scale_help, "attention scale variant (docs/nn.md): %s", qkt_attn_scale_list(scales, sizeof scales));
-    qkt_flag f[] = {
-        {"data", QKT_FLAG_STRING, &data, "data: text:PATH[,val_frac=F] or a synthetic task (qkt data --help)", 1, 0, false, false},
+    bool anomaly = false, markdown = false;
+    qkt_flag f[64];
+    int nf = qkt_flags_from_fields(f, 48, r);
+    const qkt_flag own[] = {
         {"out", QKT_FLAG_STRING, &out, "run directory: train.json, log.csv, ckpt.safetensors", 1, 0, false, false},
         {"resume", QKT_FLAG_STRING, &resume, "continue the run in this directory (its train.json holds the config)", 1, 0, false, false},
-        {"n-layer", QKT_FLAG_INT, &m->n_layer, "transformer blocks", 1, QKT_TRAIN_MAX_N_LAYER, true, false},
-        {"n-head", QKT_FLAG_INT, &m->n_head, "attention heads (d_k = n-embd / n-head)", 1, QKT_TRAIN_MAX_N_HEAD, true, false},
-        {"n-embd", QKT_FLAG_INT, &m->n_embd, "model width C", 1, QKT_TRAIN_MAX_N_EMBD, true, false},
-        {"block-size", QKT_FLAG_INT, &m->block_size, "context length T", 1, QKT_TRAIN_MAX_BLOCK_SIZE, true, false},
-        {"batch-size", QKT_FLAG_INT, &c->batch_size, "sequences per step", 1, QKT_TRAIN_MAX_BATCH_SIZE, true, false},
-        {"replicas", QKT_FLAG_INT, &c->replicas, "data-parallel batch shards per step, side by side on the threads (results depend on it, not on --threads); under mpirun the ranks (default: -np)", 1, QKT_DP_MAX, true, false},
-        {"steps", QKT_FLAG_I64, &c->steps, "optimizer steps", 1, QKT_TRAIN_MAX_STEPS, true, false},
-        {"lr", QKT_FLAG_DOUBLE, &c->lr, "peak learning rate (AdamW)", 1, 0, true, false},
-        {"min-lr", QKT_FLAG_DOUBLE, &c->min_lr, "cosine floor (default lr/10)", 0, 1e300, false, false},
-        {"weight-decay", QKT_FLAG_DOUBLE, &c->weight_decay, "AdamW decoupled weight decay (2-D weights only)", 0, 1e300, false, false},
-        {"beta1", QKT_FLAG_DOUBLE, &c->beta1, "AdamW beta1", 0, QKT_FLAGS_BELOW_ONE, false, false},
-        {"beta2", QKT_FLAG_DOUBLE, &c->beta2, "AdamW beta2", 0, QKT_FLAGS_BELOW_ONE, false, false},
-        {"warmup-steps", QKT_FLAG_I64, &c->warmup_steps, "linear warmup steps (default min(100, steps/10))", 0, QKT_TRAIN_MAX_STEPS, false, false},
-        {"schedule", QKT_FLAG_STRING, &sched, "learning rate after warmup: cosine (to min-lr) or constant", 1, 0, false, false},
-        {"grad-clip", QKT_FLAG_DOUBLE, &c->grad_clip, "clip the global gradient norm (0 = off)", 0, 1e300, false, false},
-        {"attn-scale", QKT_FLAG_STRING, &scale, scale_help, 1, 0, false, false},
-        {"attn-temp", QKT_FLAG_DOUBLE, &m->attn_temp, "fixed multiplier on the attention logits", 1, 0, true, false},
-        {"norm", QKT_FLAG_STRING, &norm, "layernorm or rmsnorm (ln_1, ln_2, ln_f)", 1, 0, false, false},
-        {"mlp", QKT_FLAG_STRING, &mlp, "gelu (C -> 4C -> C) or swiglu (hidden 8C/3 rounded up to 8)", 1, 0, false, false},
-        {"pos", QKT_FLAG_STRING, &pos, "positions: learned (wpe), rope, alibi or none", 1, 0, false, false},
-        {"qk-init-mult", QKT_FLAG_DOUBLE, &m->qk_init_mult, "multiplier on the W_q, W_k init std", 0, 1e300, false, false},
-        {"dropout", QKT_FLAG_DOUBLE, &m->dropout, "dropout probability in [0, 1)", 0, QKT_FLAGS_BELOW_ONE, false, false},
-        {"seed", QKT_FLAG_U64, &c->seed, "seed of the init, data and dropout streams", 1, 0, false, false},
         {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores; default env QKT_THREADS or all)", 0, QKT_FLAGS_MAX_THREADS, false, false},
-        {"eval-every", QKT_FLAG_INT, &r->eval_every, "steps between validations (0 = first and last only)", 0, INT_MAX, false, false},
-        {"eval-batches", QKT_FLAG_INT, &r->eval_batches, "validation batches (the same ones every time)", 1, QKT_TRAIN_MAX_EVAL_BATCHES, true, false},
-        {"ckpt-every", QKT_FLAG_INT, &r->ckpt_every, "steps between checkpoints (0 = at the end only)", 0, INT_MAX, false, false},
         {"log-every", QKT_FLAG_INT, &log_every, "steps between printed lines (log.csv gets every step)", 1, INT_MAX, true, false},
         {"pause-at", QKT_FLAG_INT, &pause_at, "save and exit after this step, to be continued with --resume", 1, INT_MAX, true, false},
         {"detect-anomaly", QKT_FLAG_BOOL, &anomaly, "check every op's output; name the first op and layer giving NaN/Inf", 1, 0, false, false},
+        {"flags-markdown", QKT_FLAG_BOOL, &markdown, "print these flags as a Markdown table (docs/train.md's) and exit", 1, 0, false, false},
     };
-    int nf = (int)(sizeof f / sizeof *f);
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++) f[nf++] = own[i];
     int rc = qkt_nanogpt_parse("Train a GPT (AdamW, warmup + cosine) on text or a synthetic task; nanoGPT's names work too.\n"
                                "Writes OUT/train.json, OUT/log.csv (every step) and OUT/ckpt.safetensors (model, optimizer,\n"
                                "RNG state, vocabulary). Ctrl-C saves and exits 130; --resume OUT continues bit-identically.\n"
@@ -205,17 +172,12 @@ static int parse(int argc, char **argv, run_opts *o) {
                                "(docs/distributed.md).",
                                f, nf, argc, argv, r);
     if (rc) return rc == 1 ? -1 : 2;
+    if (markdown) return qkt_flags_markdown(f, nf), -1;
     o->log_every = log_every, o->anomaly = anomaly, o->pause_at = pause_at;
     if (!qkt_flag_seen(f, nf, "threads") && threads_from_env(&threads)) return 2;
     mpi_defaults(f, nf, &threads, c);
     qkt_set_threads(threads);
-    if (!resume) {
-        qkt_err err;
-        if (qkt_norm_parse(norm, &m->norm, &err)) return fprintf(stderr, CMD ": --norm: %s\n", err.msg), 2;
-        if (qkt_mlp_parse(mlp, &m->mlp, &err)) return fprintf(stderr, CMD ": --mlp: %s\n", err.msg), 2;
-        if (qkt_pos_parse(pos, &m->pos, &err)) return fprintf(stderr, CMD ": --pos: %s\n", err.msg), 2;
-    }
-    return resume ? load_resumed(f, nf, resume, o) : finish_new(data, scale, sched, out, o);
+    return resume ? load_resumed(f, nf, resume, o) : finish_new(f, nf, out, o);
 }
 
 /* Opens the run directory (a resumed run's checkpoint too) and starts its files.

@@ -30,6 +30,14 @@ static void default_text(const qkt_flag *f, char *def, size_t n) {
     case QKT_FLAG_STRING: /* printed by usage(): a string default has any length */
         break;
     case QKT_FLAG_BOOL: break;
+    case QKT_FLAG_FIELD:
+        if (!(((const qkt_flag_field *)f->dst)->field->where & QKT_FIELD_NO_DEFAULT)) {
+            const qkt_flag_field *b = f->dst;
+            char v[64];
+            qkt_train_field_format(qkt_train_field_ptr(b->field, b->run), b->field, v, sizeof v);
+            snprintf(def, n, " (default %s)", v);
+        }
+        break;
     }
 }
 
@@ -132,11 +140,91 @@ static int set_value(const char *cmd, qkt_flag *f, const char *shown, const char
         }
         if (!*v || *end || errno || !isfinite(x) || !in_range(f, x)) return bad(cmd, shown, v, want);
         *(double *)f->dst = x;
+    } else if (f->type == QKT_FLAG_FIELD) {
+        qkt_err err;
+        const qkt_flag_field *b = f->dst;
+        if (qkt_train_field_set(b->run, b->field, v, &err))
+            return fprintf(stderr, "qkt %s: --%s: %s\n", cmd, shown, err.msg), 2;
     } else {
         if (!*v) return bad(cmd, shown, v, "a non-empty value");
         *(const char **)f->dst = v;
     }
     return 0;
+}
+
+/* Composed help texts of the table's flags ("...: sqrt_dk, none, ..."); the CLI parses
+ * one command per process. */
+static char help_store[4096];
+static size_t help_used;
+static qkt_flag_field bindings[64];
+static int n_bindings;
+
+int qkt_flags_from_fields(qkt_flag *out, int cap, qkt_train_run *r) {
+    return qkt_flags_from_table(out, cap, r, qkt_train_field_at(0), qkt_train_field_count());
+}
+
+int qkt_flags_from_table(qkt_flag *out, int cap, qkt_train_run *r, const qkt_train_field *fs, int n_fields) {
+    int n = 0;
+    for (int i = 0; i < n_fields && n < cap; i++) {
+        const qkt_train_field *f = &fs[i];
+        if (!f->flag) continue;
+        qkt_flag *g = &out[n++];
+        *g = (qkt_flag){.name = f->flag, .dst = qkt_train_field_ptr(f, r), .help = f->help};
+        bool pos = f->where & QKT_FIELD_POSITIVE;
+        g->min = pos ? 1 : f->lo, g->max = pos ? 0 : f->hi;
+        /* [lo, hi) of a number: the flag's inclusive range ends just below hi */
+        if ((f->where & QKT_FIELD_HI_OPEN) && f->hi == 1) g->max = QKT_FLAGS_BELOW_ONE;
+        switch (f->type) {
+        case QKT_FIELD_INT: g->type = QKT_FLAG_INT, g->positive = f->lo >= 1; break;
+        case QKT_FIELD_I64: g->type = QKT_FLAG_I64, g->positive = f->lo >= 1; break;
+        case QKT_FIELD_U64: g->type = QKT_FLAG_U64, g->min = 1, g->max = 0; break;
+        case QKT_FIELD_DOUBLE: g->type = QKT_FLAG_DOUBLE, g->positive = pos; break;
+        case QKT_FIELD_BOOL: g->type = QKT_FLAG_BOOL; break;
+        case QKT_FIELD_ENUM:
+        case QKT_FIELD_STRING:
+            QKT_CHECK(n_bindings < (int)(sizeof bindings / sizeof *bindings), "more than %d table flags", n_bindings);
+            bindings[n_bindings] = (qkt_flag_field){r, f};
+            g->type = QKT_FLAG_FIELD, g->dst = &bindings[n_bindings++], g->min = 1, g->max = 0;
+            break;
+        }
+        if ((f->where & QKT_FIELD_HELP_LIST) && help_used < sizeof help_store) {
+            char list[1024];
+            char *h = help_store + help_used;
+            int k = snprintf(h, sizeof help_store - help_used, "%s: %s", f->help, f->en->list(list, sizeof list));
+            if (k > 0 && (size_t)k < sizeof help_store - help_used) g->help = h, help_used += (size_t)k + 1;
+        }
+    }
+    return n;
+}
+
+/* "(default X)" in a help text: X into def, the text without it into rest. */
+static bool split_default(const char *help, char *def, size_t nd, char *rest, size_t nr) {
+    const char *at = strstr(help, " (default "), *end = NULL;
+    for (int depth = 0, i = 1; at && at[i] && !end; i++) /* the matching ')': "(default min(100, steps/10))" */
+        if (at[i] == '(') depth++;
+        else if (at[i] == ')' && --depth == 0) end = at + i;
+    if (!end) return snprintf(rest, nr, "%s", help), false;
+    snprintf(def, nd, "%.*s", (int)(end - at - 10), at + 10);
+    snprintf(rest, nr, "%.*s%s", (int)(at - help), help, end + 1);
+    return true;
+}
+
+void qkt_flags_markdown(const qkt_flag *flags, int n_flags) {
+    printf("| flag | default | meaning |\n|---|---|---|\n");
+    for (int i = 0; i < n_flags; i++) {
+        const qkt_flag *f = &flags[i];
+        char def[256] = "", rest[1024], shown[80];
+        if (!split_default(f->help, def, sizeof def, rest, sizeof rest)) {
+            default_text(f, shown, sizeof shown); /* " (default N)" */
+            if (shown[0]) snprintf(def, sizeof def, "%.*s", (int)strlen(shown) - 11, shown + 10);
+            else if (f->type == QKT_FLAG_FIELD && (((const qkt_flag_field *)f->dst)->field->where & QKT_FIELD_NO_DEFAULT))
+                snprintf(def, sizeof def, "required");
+            else if (f->type == QKT_FLAG_STRING && *(const char **)f->dst) snprintf(def, sizeof def, "%s", *(const char **)f->dst);
+            else if (f->type == QKT_FLAG_BOOL) snprintf(def, sizeof def, "off");
+        }
+        printf("| `--%s%s` | %s%s%s | %s |\n", f->name, f->type == QKT_FLAG_BOOL ? "" : " X", def[0] ? "`" : "", def,
+               def[0] ? "`" : "", rest);
+    }
 }
 
 /* The flag named by `name` (len chars): the command's own, an alias of one, or an extra.

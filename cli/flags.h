@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "qkt_autograd.h"
+#include "qkt_train_fields.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -16,12 +17,14 @@ extern "C" {
 /* The top of a flag range meaning [0, 1) (a probability, an Adam beta): ranges are inclusive. */
 #define QKT_FLAGS_BELOW_ONE 0.999999
 
-typedef enum { QKT_FLAG_INT, QKT_FLAG_U64, QKT_FLAG_DOUBLE, QKT_FLAG_STRING, QKT_FLAG_BOOL, QKT_FLAG_I64 } qkt_flag_type;
+/* QKT_FLAG_FIELD: a field of the configuration table (qkt_train_fields.h) set by name or
+ * text through qkt_train_field_set; dst is a qkt_flag_field. */
+typedef enum { QKT_FLAG_INT, QKT_FLAG_U64, QKT_FLAG_DOUBLE, QKT_FLAG_STRING, QKT_FLAG_BOOL, QKT_FLAG_I64, QKT_FLAG_FIELD } qkt_flag_type;
 
 typedef struct {
     const char *name; /* without the dashes: "n-layer" */
     qkt_flag_type type;
-    void *dst;        /* int*, uint64_t*, double*, const char**, bool*, int64_t*; its value
+    void *dst;        /* int*, uint64_t*, double*, const char**, bool*, int64_t*, qkt_flag_field*; its value
                          before parsing is the default --help shows (0 and NULL are not
                          shown, nor is any value when the help text gives the default) */
     const char *help;
@@ -29,6 +32,12 @@ typedef struct {
     bool positive;    /* numbers must be > 0 (e.g. sizes, learning rates) */
     bool seen;        /* set by the parser */
 } qkt_flag;
+
+/* What a QKT_FLAG_FIELD's dst points at: the run and the table's row. */
+typedef struct {
+    qkt_train_run *run;
+    const qkt_train_field *field;
+} qkt_flag_field;
 
 /* Returns 0 when parsed, 1 when --help was printed (exit 0), 2 on a bad flag (one
  * line on stderr; exit 2). Positional arguments are refused unless `positional`
@@ -65,7 +74,15 @@ int qkt_flag_bool_parse(const char *v, bool *out);
  * QKT_THREADS if set, else *threads as it is (0 = all cores). 0, or 2 after one line
  * naming a bad QKT_THREADS. */
 int qkt_flags_threads(const char *cmd, const qkt_flag *flags, int n_flags, int *threads);
-
+/* The flags of the table's fields that have one (f->flag), in its order, writing into r:
+ * numbers as the plain types with the table's bounds, enums and strings as
+ * QKT_FLAG_FIELD. Returns the count (at most cap). */
+int qkt_flags_from_fields(qkt_flag *out, int cap, qkt_train_run *r);
+/* The same from rows of the caller's (qkt_ablate_fields: other names and bounds), which
+ * must outlive the parse. */
+int qkt_flags_from_table(qkt_flag *out, int cap, qkt_train_run *r, const qkt_train_field *fs, int n_fields);
+/* The flags as the rows of a Markdown table "| flag | default | meaning |" (docs/train.md). */
+void qkt_flags_markdown(const qkt_flag *flags, int n_flags);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /* nanoGPT's train.py names for qkt train (nanogpt_aliases.h). One table: the parser
- * takes the aliases, --help lists them with how each differs, docs/train.md copies it.
+ * takes the aliases (the configuration's from the field table, train_fields.def), --help
+ * lists them with how each differs, docs/train.md copies it.
  * Semantics checked against karpathy/nanoGPT's train.py:
  *  - max_iters: its loop runs iterations 0..max_iters, max_iters + 1 optimizer steps, the
  *    last after its final evaluation and checkpoint; qkt runs exactly --steps.
@@ -19,24 +20,24 @@
 
 #define CMD "qkt train"
 
-static const qkt_flag_alias aliases[] = {
-    {"n_layer", "n-layer", NULL},
-    {"n_head", "n-head", NULL},
-    {"n_embd", "n-embd", NULL},
-    {"block_size", "block-size", NULL},
-    {"batch_size", "batch-size", NULL},
-    {"max_iters", "steps", "qkt runs exactly X steps (nanoGPT's loop runs X + 1, the last after its final eval)"},
-    {"learning_rate", "lr", NULL},
-    {"min_lr", "min-lr", "absolute in both"},
-    {"warmup_iters", "warmup-steps", "same formula: lr (it + 1) / (X + 1)"},
-    {"weight_decay", "weight-decay", NULL},
-    {"grad_clip", "grad-clip", "0 = off in both"},
-    {"eval_interval", "eval-every", "qkt also validates after the last step"},
-    {"eval_iters", "eval-batches", "qkt: validation only, the same batches each time"},
+/* The aliases of the command's own flags; the configuration's come from the field
+ * table's `alias` column (train_fields.def). */
+static const qkt_flag_alias own_aliases[] = {
     {"log_interval", "log-every", NULL},
     {"out_dir", "out", "qkt refuses a directory that holds a run (continue it with --resume)"},
 };
-#define N_ALIASES ((int)(sizeof aliases / sizeof *aliases))
+#define N_OWN ((int)(sizeof own_aliases / sizeof *own_aliases))
+
+/* The table's aliases, then the command's own. Returns the count. */
+static int make_aliases(qkt_flag_alias *a, int cap) {
+    int n = 0;
+    for (int i = 0; i < qkt_train_field_count() && n < cap; i++) {
+        const qkt_train_field *f = qkt_train_field_at(i);
+        if (f->alias && f->flag) a[n++] = (qkt_flag_alias){f->alias, f->flag, f->alias_note};
+    }
+    for (int i = 0; i < N_OWN && n < cap; i++) a[n++] = own_aliases[i];
+    return n;
+}
 
 /* The nanoGPT settings without a qkt flag: parsed as strings, acted on in apply(). */
 typedef struct {
@@ -45,11 +46,6 @@ typedef struct {
     int grad_accum;
 } extras;
 
-static const char *flag_str(const qkt_flag *flags, int n, const char *name) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(flags[i].name, name)) return *(const char **)flags[i].dst;
-    return NULL;
-}
 static qkt_flag *flag_get(qkt_flag *flags, int n, const char *name) {
     for (int i = 0; i < n; i++)
         if (!strcmp(flags[i].name, name)) return &flags[i];
@@ -79,11 +75,10 @@ static int apply(const extras *x, const qkt_flag *ex, int n_ex, qkt_flag *flags,
         qkt_flag *s = flag_get(flags, n_flags, "schedule");
         if (s->seen)
             return fprintf(stderr, CMD ": --decay_lr and --schedule both given: give one (decay_lr False is --schedule constant)\n"), 2;
-        *(const char **)s->dst = b ? "cosine" : "constant";
+        run->tc.schedule = b ? QKT_SCHED_COSINE : QKT_SCHED_CONSTANT;
         s->seen = true;
     }
-    const char *sched = flag_str(flags, n_flags, "schedule");
-    if (qkt_flag_seen(ex, n_ex, "lr_decay_iters") && sched && !strcmp(sched, "cosine")) {
+    if (qkt_flag_seen(ex, n_ex, "lr_decay_iters") && run->tc.schedule == QKT_SCHED_COSINE) {
         const qkt_flag *st = flag_get(flags, n_flags, "steps");
         long long steps = (long long)*(const int64_t *)st->dst;
         if (x->lr_decay_iters != steps)
@@ -114,6 +109,7 @@ static int apply(const extras *x, const qkt_flag *ex, int n_ex, qkt_flag *flags,
 
 int qkt_nanogpt_parse(const char *summary, qkt_flag *flags, int n_flags, int argc, char **argv, qkt_train_run *run) {
     extras x = {.grad_accum = 1};
+    qkt_flag_alias aliases[64];
     qkt_flag ex[] = {
         {"lr_decay_iters", QKT_FLAG_I64, &x.lr_decay_iters,
          "must equal --max_iters (qkt's cosine reaches --min-lr at the last step)", 1, QKT_TRAIN_MAX_STEPS, true, false},
@@ -133,7 +129,7 @@ int qkt_nanogpt_parse(const char *summary, qkt_flag *flags, int n_flags, int arg
         .title = "nanoGPT's train.py names work too, as --name=X or --name X (--dropout, --beta1, --beta2, --seed\n"
                  "are spelled the same in both):",
         .aliases = aliases,
-        .n_aliases = N_ALIASES,
+        .n_aliases = make_aliases(aliases, (int)(sizeof aliases / sizeof *aliases)),
         .extra = ex,
         .n_extra = n_ex,
     };

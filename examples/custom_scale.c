@@ -127,7 +127,8 @@ static int study(const char *dir, const char *self, int steps) {
     for (int i = 0; i < 3; i++)
         if (qkt_ablate_parse_variant("variants", names[i], &c.variants[i], &err)) return fprintf(stderr, "%s\n", err.msg), 1;
     c.n_lr_variants = 2, c.lr_variants[0] = c.variants[0], c.lr_variants[1] = c.variants[2];
-    c.seq_len = 16, c.n_layer = 1, c.batch_size = 8, c.seeds = 2, c.steps = steps, c.eval_every = steps / 2;
+    c.run.tc.model.block_size = 16, c.run.tc.model.n_layer = 1, c.run.tc.batch_size = 8, c.seeds = 2, c.run.tc.steps = steps;
+    c.run.eval_every = steps / 2;
     c.n_dk = 1, c.dks[0] = 8;
     c.n_lr = 2, c.lrs[0] = 1e-3, c.lrs[1] = 1e-2, c.lr_steps = steps / 2, c.lr_dk = 8;
     c.n_init_dk = 2, c.init_dks[0] = 4, c.init_dks[1] = 8;

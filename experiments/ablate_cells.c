@@ -47,7 +47,7 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
                 qkt_cell *x = add(&v, &n, &cap);
                 x->kind = QKT_CELL_TRAIN;
                 x->variant = c->variants[vi];
-                x->d_k = c->dks[di], x->seed = s, x->lr = c->lr, x->steps = c->steps;
+                x->d_k = c->dks[di], x->seed = s, x->lr = c->run.tc.lr, x->steps = (int)c->run.tc.steps;
                 x->maps = s == 0 && di == c->n_dk - 1;
                 qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
             }
@@ -57,7 +57,7 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
                 qkt_cell *x = add(&v, &n, &cap);
                 x->kind = QKT_CELL_TRAIN2;
                 x->variant = c->variants[vi];
-                x->d_k = c->task2_dks[di], x->seed = s, x->lr = c->lr, x->steps = c->steps;
+                x->d_k = c->task2_dks[di], x->seed = s, x->lr = c->run.tc.lr, x->steps = (int)c->run.tc.steps;
                 qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
             }
     for (int li = 0; li < c->n_lr; li++)
@@ -111,29 +111,19 @@ static void stats_rows(qkt_buf *b, const qkt_cell *c, long step, const qkt_attn_
         }
 }
 
+/* The study's model and training settings (c->run: the field table's) for one cell: its
+ * width n_head x d_k, variant, data, steps and learning rate. */
 static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_trainer *t, qkt_err *err) {
-    qkt_train_config tc = qkt_train_config_default();
-    tc.model.n_layer = c->n_layer;
-    tc.model.n_head = c->n_head;
-    tc.model.n_embd = c->n_head * cell->d_k;
-    tc.model.block_size = c->seq_len;
-    tc.model.dropout = 0;
-    tc.model.attn_temp = c->attn_temp;
-    tc.model.qk_init_mult = c->qk_init_mult;
-    tc.model.init_std = c->init_std;
-    tc.model.qk_init = c->qk_init;
+    qkt_train_config tc = c->run.tc;
+    tc.model.n_embd = tc.model.n_head * cell->d_k;
     tc.model.attn_scale = cell->variant;
-    tc.model.norm = c->norm, tc.model.mlp = c->mlp, tc.model.pos = c->pos;
-    tc.data = cell->kind == QKT_CELL_TRAIN2 ? c->task2 : c->task;
-    tc.batch_size = cell->kind == QKT_CELL_INIT ? INIT_BATCH : c->batch_size;
+    tc.data = cell->kind == QKT_CELL_TRAIN2 ? c->task2 : c->run.data;
+    if (cell->kind == QKT_CELL_INIT) tc.batch_size = INIT_BATCH;
     tc.steps = cell->steps > 0 ? cell->steps : 1;
-    tc.lr = cell->lr > 0 ? cell->lr : c->lr;
+    tc.lr = cell->lr > 0 ? cell->lr : c->run.tc.lr;
     tc.min_lr = tc.lr * c->min_lr_frac;
-    tc.weight_decay = c->weight_decay;
-    tc.grad_clip = c->grad_clip;
-    tc.beta2 = c->beta2;
-    tc.warmup_steps = c->warmup < tc.steps ? c->warmup : 0;
-    tc.seed = c->seed + (uint64_t)cell->seed; /* variants share data and init draws per seed */
+    tc.warmup_steps = c->run.tc.warmup_steps < tc.steps ? c->run.tc.warmup_steps : 0;
+    tc.seed = c->run.tc.seed + (uint64_t)cell->seed; /* variants share data and init draws per seed */
     if (cell->kind == QKT_CELL_GROWTH) { /* plain Adam steps at a fixed lr: the coordinate check */
         tc.schedule = QKT_SCHED_CONSTANT, tc.warmup_steps = 0, tc.weight_decay = 0, tc.grad_clip = 0;
     }
@@ -246,9 +236,9 @@ static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer 
     qkt_step_stats ss;
     long diverged = -1;
     for (long s = 0; s <= cell->steps; s++) {
-        int every = cell->kind == QKT_CELL_LR ? c->lr_eval_every : c->eval_every;
+        int every = cell->kind == QKT_CELL_LR ? c->lr_eval_every : c->run.eval_every;
         if (s % every == 0 || s == cell->steps) {
-            qkt_trainer_eval(t, c->eval_batches, c->batch_size, &ev);
+            qkt_trainer_eval(t, c->run.eval_batches, c->run.tc.batch_size, &ev);
             row(b, cell, s, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
             row(b, cell, s, QKT_METRIC_VAL_ACC, -1, -1, ev.acc);
             stats_rows(b, cell, s, st, L, H);
@@ -305,8 +295,8 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
 }
 
 int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
-    qkt_init_opts o = {c->init_dks, c->n_init_dk, qkt_study_fixed_scales, QKT_STUDY_N_FIXED, QKT_IID_BATCH, c->seq_len,
-                       c->n_head, c->seed};
+    qkt_init_opts o = {c->init_dks, c->n_init_dk, qkt_study_fixed_scales, QKT_STUDY_N_FIXED, QKT_IID_BATCH, c->run.tc.model.block_size,
+                       c->run.tc.model.n_head, c->run.tc.seed};
     qkt_init_row *rows = qkt_calloc((size_t)c->n_init_dk * QKT_STUDY_N_FIXED, sizeof *rows);
     int n = qkt_init_study_iid(&o, rows);
     qkt_buf b = {0};

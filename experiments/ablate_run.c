@@ -53,8 +53,8 @@ int qkt_ablate_start(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err)
 double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell) {
     /* A step costs about width^2 (the projections and MLP) + T x width (attention) per
      * token; the constant 64 and the two extra evaluations only shape the ETA. */
-    double width = (double)c->n_head * cell->d_k;
-    return (cell->steps + 2.0) * (width * width + 64.0 * c->seq_len * width) / 1e6;
+    double width = (double)c->run.tc.model.n_head * cell->d_k;
+    return (cell->steps + 2.0) * (width * width + 64.0 * c->run.tc.model.block_size * width) / 1e6;
 }
 
 /* The sweep of every planned cell, as separate `qkt _cell` processes. */

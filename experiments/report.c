@@ -127,8 +127,8 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     qkt__report r = {.c = &c, .t = &t, .dir = run_dir, .err = err, .chance = NAN, .seeds_used = seeds_used};
     qkt_data *d;
     qkt_err de;
-    qkt_data_opts o = {.seq_len = c.seq_len, .seed = c.seed};
-    if (qkt_data_open(&d, c.task, &o, &de) == 0) { /* the LR runs' "did not train" is measured against it */
+    qkt_data_opts o = {.seq_len = c.run.tc.model.block_size, .seed = c.run.tc.seed};
+    if (qkt_data_open(&d, c.run.data, &o, &de) == 0) { /* the LR runs' "did not train" is measured against it */
         double acc;
         qkt_data_chance(d, &r.chance, &acc);
         qkt_data_free(d);

@@ -62,11 +62,11 @@ void qkt__report_compare_exp(const qkt__report *r, const char *exp, qkt_attn_sca
     const qkt_ablate_cfg *c = r->c;
     memset(o, 0, sizeof *o);
     o->a = a, o->b = b, o->d_k = d_k;
-    qkt__report_seeds(r->t, exp, qkt_attn_scale_name(a), d_k, c->seeds, 0, c->steps, &o->sa);
-    qkt__report_seeds(r->t, exp, qkt_attn_scale_name(b), d_k, c->seeds, 0, c->steps, &o->sb);
+    qkt__report_seeds(r->t, exp, qkt_attn_scale_name(a), d_k, c->seeds, 0, (int)c->run.tc.steps, &o->sa);
+    qkt__report_seeds(r->t, exp, qkt_attn_scale_name(b), d_k, c->seeds, 0, (int)c->run.tc.steps, &o->sb);
     int n = o->sa.n;
     /* one bootstrap stream per comparison, fixed by the study's seed, the pair and the experiment */
-    uint64_t seed = c->seed * 1000003ull + (uint64_t)a * 131 + (uint64_t)b * 17 + (uint64_t)d_k + (strcmp(exp, QKT_KIND(TRAIN)) ? 7919u : 0u);
+    uint64_t seed = c->run.tc.seed * 1000003ull + (uint64_t)a * 131 + (uint64_t)b * 17 + (uint64_t)d_k + (strcmp(exp, QKT_KIND(TRAIN)) ? 7919u : 0u);
     o->loss = qkt_stats_paired(o->sa.final_loss, o->sb.final_loss, n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, seed);
     o->auc = qkt_stats_paired(o->sa.auc, o->sb.auc, n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, seed + 1);
     o->t90 = qkt_stats_censored_paired(o->sa.t90, o->sb.t90, n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, seed + 2);

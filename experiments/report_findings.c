@@ -80,7 +80,7 @@ static void claim_saturate(qkt__report *r, const qkt__cmp *big) {
 static void claim_dmodel(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     char m[400];
-    if (c->n_head < 2) {
+    if (c->run.tc.model.n_head < 2) {
         row(r, "3", "Scaling by sqrt(d_model) instead of sqrt(d_k) flattens attention when heads > 1", "common implementation error",
             "n_head = 1: sqrt(d_model) = sqrt(d_k), nothing to compare", qkt__verdict_name(QKT_V_UNTESTABLE));
         return;
@@ -92,7 +92,7 @@ static void claim_dmodel(qkt__report *r) {
         lo = fmin(lo, g), hi = fmax(hi, g);
     }
     snprintf(m, sizeof m, "iid, %d heads (logits / sqrt(%d)): normalised entropy sqrt_dmodel - sqrt_dk = %+.3f .. %+.3f over d_k %d..%d",
-             c->n_head, c->n_head, lo, hi, c->init_dks[0], c->init_dks[c->n_init_dk - 1]);
+             c->run.tc.model.n_head, c->run.tc.model.n_head, lo, hi, c->init_dks[0], c->init_dks[c->n_init_dk - 1]);
     qkt__verdict v = lo > 0.01 ? QKT_V_REPRODUCED : hi < -0.01 ? QKT_V_CONTRADICTED : QKT_V_NOT_DETECTABLE;
     row(r, "3", "Scaling by sqrt(d_model) instead of sqrt(d_k) flattens attention when heads > 1", "common implementation error", m,
         qkt__verdict_name(v));
@@ -140,7 +140,7 @@ static void claim_train(qkt__report *r, const qkt__cmp *small, const qkt__cmp *b
     /* the effect (unscaled - scaled mean loss over the run) at the largest d_k minus at the smallest, per seed */
     double dl[QKT_REPORT_MAX_SEEDS], ds[QKT_REPORT_MAX_SEEDS];
     for (int s = 0; s < big->sa.n; s++) dl[s] = big->sa.auc[s] - big->sb.auc[s], ds[s] = small->sa.auc[s] - small->sb.auc[s];
-    qkt_paired p = qkt_stats_paired(dl, ds, big->sa.n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, c->seed + 99);
+    qkt_paired p = qkt_stats_paired(dl, ds, big->sa.n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, c->run.tc.seed + 99);
     char pc[160];
     qkt__report_fmt_paired(pc, sizeof pc, &p, "%+.3f");
     snprintf(m, sizeof m, "effect on mean val loss at d_k = %d minus at d_k = %d (same seeds): %s", big->d_k, small->d_k, pc);
@@ -175,7 +175,7 @@ static void claim_task2(qkt__report *r) {
     }
     double dl[QKT_REPORT_MAX_SEEDS], dsm[QKT_REPORT_MAX_SEEDS];
     for (int s = 0; s < big.sa.n; s++) dl[s] = big.sa.auc[s] - big.sb.auc[s], dsm[s] = small.sa.auc[s] - small.sb.auc[s];
-    qkt_paired p = qkt_stats_paired(dl, dsm, big.sa.n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, c->seed + 199);
+    qkt_paired p = qkt_stats_paired(dl, dsm, big.sa.n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, c->run.tc.seed + 199);
     char pc[160];
     qkt__report_fmt_paired(pc, sizeof pc, &p, "%+.3f");
     snprintf(m, sizeof m, "`%s`: effect on mean val loss at d_k = %d minus at d_k = %d (same seeds): %s", c->task2, db, ds, pc);
@@ -220,7 +220,7 @@ static void lr_gather(const qkt__report *r, lr_runs *o) {
 static qkt_ranked lr_rank(const qkt__report *r, const lr_runs *L, const double *value, uint64_t salt) {
     int g[QKT_AB_MAX_LIST * QKT_AB_MAX_LIST];
     for (int i = 0; i < L->n; i++) g[i] = L->u[i].failed;
-    return qkt_stats_strat_auc(value, g, L->stratum, L->n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, r->c->seed * 7717 + salt);
+    return qkt_stats_strat_auc(value, g, L->stratum, L->n, QKT_REPORT_LEVEL, QKT_REPORT_BOOT, r->c->run.tc.seed * 7717 + salt);
 }
 
 /* The verdict of a ranked comparison whose claim is auc > 0.5. */
@@ -253,7 +253,7 @@ static const char *lr_degenerate(const qkt__report *r, const lr_runs *L, char *m
     fail_rule(r, rule, sizeof rule);
     if (L->n_failed == 0)
         return snprintf(m, n, "no run failed up to lr %g (%s; d_k = %d, %d steps, grad clip %g): the grid does not reach instability at this size",
-                        top, rule, c->lr_dk, c->lr_steps, c->grad_clip), m;
+                        top, rule, c->lr_dk, c->lr_steps, c->run.tc.grad_clip), m;
     if (L->n_trained == 0) return snprintf(m, n, "every one of the %d LR runs failed (%s): no run that trained to compare with", L->n, rule), m;
     return NULL;
 }
@@ -438,7 +438,7 @@ void qkt__report_findings(qkt__report *r) {
                            "exclude no effect on one side and the exact sign-flip test gives p <= %.2f, *not detectable at this size* when they do not. Training: task `%s`, "
                            "W_q/W_k init `%s`, %d seed%s per cell%s, paired (same batches and init per seed; `learned` and `qk_layernorm` "
                            "have extra parameters, so only their data is paired).\n\n",
-                   100 * QKT_REPORT_LEVEL, QKT_REPORT_BOOT, 1 - QKT_REPORT_LEVEL, c->task, qkt_qk_init_name(c->qk_init), r->seeds_used,
+                   100 * QKT_REPORT_LEVEL, QKT_REPORT_BOOT, 1 - QKT_REPORT_LEVEL, c->run.data, qkt_qk_init_name(c->run.tc.model.qk_init), r->seeds_used,
                    r->seeds_used == 1 ? "" : "s", r->seeds_used < c->seeds ? " (at least; cells are missing, see above)" : "");
     qkt_buf_printf(&r->md, "| # | claim | measurement | verdict | source |\n|---|---|---|---|---|\n");
     int dsmall = c->dks[0], dbig = c->dks[0];

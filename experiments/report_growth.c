@@ -34,7 +34,7 @@ void qkt__report_part_growth(qkt__report *r, double *slope_sqrt, double *slope_d
     qkt_buf_printf(md, "## 4. Logit growth under Adam (the muP coordinate check)\n\nRMS change of the scaled attention logits on a fixed "
                        "batch after %d Adam steps at lr %g (no warmup, decay or clipping), mean over layers; d_model = %d x d_k.\n\n"
                        "| d_k | logit rms at init: %s / %s | change: %s | change: %s |\n|---:|---|---:|---:|\n",
-                   c->growth_steps, c->growth_lr, c->n_head, name[0], name[1], name[0], name[1]);
+                   c->growth_steps, c->growth_lr, c->run.tc.model.n_head, name[0], name[1], name[0], name[1]);
     static double X[QKT_AB_MAX_LIST], Y[NV][QKT_AB_MAX_LIST];
     for (int i = 0; i < c->n_growth_dk; i++) {
         int d = c->growth_dks[i];

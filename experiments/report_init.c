@@ -124,8 +124,8 @@ static void gpt_table(qkt__report *r) {
     qkt_buf *md = &r->md;
     qkt_buf_printf(md, "### A freshly initialised GPT on real batches\n\n%d layers, %d heads, d_model = %d x d_k, GPT-2 style init "
                        "(N(0, %g)), W_q and W_k `%s` (%s, x %g), task `%s`. Means over layers and heads.\n\n",
-                   c->n_layer, c->n_head, c->n_head, c->init_std, qkt_qk_init_name(c->qk_init),
-                   c->qk_init == QKT_QK_INIT_UNIT ? "N(0, 1/d_model): unscaled logit std about sqrt(d_k)" : "N(0, init_std)", c->qk_init_mult, c->task);
+                   c->run.tc.model.n_layer, c->run.tc.model.n_head, c->run.tc.model.n_head, c->run.tc.model.init_std, qkt_qk_init_name(c->run.tc.model.qk_init),
+                   c->run.tc.model.qk_init == QKT_QK_INIT_UNIT ? "N(0, 1/d_model): unscaled logit std about sqrt(d_k)" : "N(0, init_std)", c->run.tc.model.qk_init_mult, c->run.data);
     qkt_buf_printf(md, "| variant | d_k | logit std | normalised entropy | max weight | Jacobian norm | grad norm W_q | loss |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int v = 0; v < NV; v++)
         for (int i = 0; i < c->n_init_dk; i++) {
@@ -142,7 +142,7 @@ static void gpt_table(qkt__report *r) {
 void qkt__report_part_init(qkt__report *r) {
     qkt_buf_printf(&r->md, "## 1. At initialisation\n\n### iid q and k (unit variance, no model)\n\n");
     qkt_buf_printf(&r->md, "q and k are N(0, 1) of width d_k, %d x %d causal query rows; `%s` uses d_model = %d x d_k.\n\n",
-                   QKT_IID_BATCH, r->c->seq_len, qkt_attn_scale_name(QKT_ATTN_SQRT_DMODEL), r->c->n_head);
+                   QKT_IID_BATCH, r->c->run.tc.model.block_size, qkt_attn_scale_name(QKT_ATTN_SQRT_DMODEL), r->c->run.tc.model.n_head);
     iid_data D;
     iid_table(r, &D);
     iid_plots(r, &D);

@@ -39,7 +39,7 @@ static void reading_init(qkt__report *r) {
         double sn = qkt_table_value(t, ri, QKT_M(LOGIT_STD), 0, -1), ss = qkt_table_value(t, rs, QKT_M(LOGIT_STD), 0, -1);
         qkt_buf_printf(md, "- **At init, a real GPT.** With N(0, %g) weights (W_q, W_k `%s` x %g) the logits at d_k = %d have std %.3f "
                            "unscaled and %.3f scaled: %s\n",
-                       c->init_std, qkt_qk_init_name(c->qk_init), c->qk_init_mult, d, sn, ss,
+                       c->run.tc.model.init_std, qkt_qk_init_name(c->run.tc.model.qk_init), c->run.tc.model.qk_init_mult, d, sn, ss,
                        sn < 1 ? "small either way, so a freshly initialised model attends almost uniformly whatever the scale; the "
                                 "difference between variants builds up as W_q and W_k grow in training."
                               : "large enough unscaled to make attention peaked from the first step.");

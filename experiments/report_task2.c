@@ -39,7 +39,7 @@ void qkt__report_part_task2(qkt__report *r) {
     double chance = NAN, best = NAN;
     qkt_data *d;
     qkt_err e;
-    qkt_data_opts o = {.seq_len = c->seq_len, .seed = c->seed};
+    qkt_data_opts o = {.seq_len = c->run.tc.model.block_size, .seed = c->run.tc.seed};
     if (qkt_data_open(&d, c->task2, &o, &e) == 0) {
         double a;
         qkt_data_chance(d, &chance, &a);

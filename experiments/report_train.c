@@ -87,7 +87,7 @@ static void train_curves(qkt__report *r, int d) {
         if (w == 1) ch.y.min = 0, ch.y.max = 1.02;
         qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
     }
-    for (int l = 0; l < c->n_layer; l++) {
+    for (int l = 0; l < c->run.tc.model.n_layer; l++) {
         int ns = 0;
         for (int v = 0; v < c->n_variants; v++) {
             const char *name = qkt_attn_scale_name(c->variants[v]);
@@ -101,7 +101,7 @@ static void train_curves(qkt__report *r, int d) {
         qkt__report_plot_done(r, qkt_plot_lines(path, &ch, NULL, r->err), path);
     }
     qkt_buf_printf(&r->md, "![loss](loss_dk%d.png) ![accuracy](acc_dk%d.png)\n", d, d);
-    for (int l = 0; l < c->n_layer; l++) qkt_buf_printf(&r->md, "![entropy L%d](entropy_dk%d_L%d.png) ", l, d, l);
+    for (int l = 0; l < c->run.tc.model.n_layer; l++) qkt_buf_printf(&r->md, "![entropy L%d](entropy_dk%d_L%d.png) ", l, d, l);
     qkt_buf_printf(&r->md, "\n\n");
 }
 
@@ -111,10 +111,10 @@ void qkt__report_part_train(qkt__report *r) {
                            "(warmup %d, cosine to %g x), weight decay %g, clip %g; %d seed%s. Init: weights N(0, %g), W_q and W_k %s "
                            "(x %g). Final = validation after the last step "
                            "(%d batches); steps to 90 %% = first evaluation (every %d steps) with validation accuracy >= 0.9.\n\n",
-                   c->task, c->n_layer, c->n_head, c->n_head, c->batch_size, c->steps, c->lr, c->warmup, c->min_lr_frac, c->weight_decay,
-                   c->grad_clip, c->seeds, c->seeds > 1 ? "s" : "", c->init_std,
-                   c->qk_init == QKT_QK_INIT_UNIT ? "`unit`: N(0, 1/d_model), unit-variance q and k at every width" : "`gpt2`: the same N(0, init_std)",
-                   c->qk_init_mult, c->eval_batches, c->eval_every);
+                   c->run.data, c->run.tc.model.n_layer, c->run.tc.model.n_head, c->run.tc.model.n_head, c->run.tc.batch_size, (int)c->run.tc.steps, c->run.tc.lr, (int)c->run.tc.warmup_steps, c->min_lr_frac, c->run.tc.weight_decay,
+                   c->run.tc.grad_clip, c->seeds, c->seeds > 1 ? "s" : "", c->run.tc.model.init_std,
+                   c->run.tc.model.qk_init == QKT_QK_INIT_UNIT ? "`unit`: N(0, 1/d_model), unit-variance q and k at every width" : "`gpt2`: the same N(0, init_std)",
+                   c->run.tc.model.qk_init_mult, c->run.eval_batches, c->run.eval_every);
     train_table(r);
     int runs = 0, div = 0;
     for (int i = 0; i < r->t->n_runs; i++)

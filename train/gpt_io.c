@@ -1,4 +1,5 @@
-/* GPT checkpoints: config <-> safetensors metadata, save, checked load. */
+/* GPT checkpoints: config <-> safetensors metadata (the field table's QKT_FIELD_META
+ * rows, train_fields.def), save, checked load. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -6,31 +7,42 @@
 #include <string.h>
 
 #include "qkt_gpt_io.h"
+#include "qkt_train_fields.h"
+
+/* The table's metadata fields in their metadata order (f->meta = 1, 2, ...); n of them. */
+static int meta_fields(const qkt_train_field **out) {
+    int n = 0;
+    for (int k = 1;; k++) {
+        const qkt_train_field *hit = NULL;
+        for (int i = 0; i < qkt_train_field_count() && !hit; i++)
+            if (qkt_train_field_at(i)->meta == k) hit = qkt_train_field_at(i);
+        if (!hit) return n;
+        out[n++] = hit;
+    }
+}
+
+/* rope_base's value in the metadata: written for pos rope only, 0 as 10000. */
+static bool rope_value(const qkt_gpt_config *c, double *v) {
+    *v = c->rope_base > 0 ? c->rope_base : 10000.0;
+    return c->pos == QKT_POS_ROPE;
+}
 
 void qkt_gpt_meta_fill(qkt_gpt_meta *m, const qkt_gpt_config *c) {
+    const qkt_train_field *fs[QKT_GPT_META_N];
+    int n = meta_fields(fs);
+    QKT_CHECK(n < QKT_GPT_META_N, "%d metadata fields: QKT_GPT_META_N is %d", n, QKT_GPT_META_N);
     m->n = 0;
-#define PUT(key, ...)                                                            \
-    do {                                                                         \
-        snprintf(m->val[m->n], sizeof m->val[m->n], __VA_ARGS__);                \
-        m->kv[m->n] = (qkt_st_meta){key, m->val[m->n]};                          \
-        m->n++;                                                                  \
-    } while (0)
-    PUT("vocab_size", "%d", c->vocab_size);
-    PUT("block_size", "%d", c->block_size);
-    PUT("n_layer", "%d", c->n_layer);
-    PUT("n_head", "%d", c->n_head);
-    PUT("n_embd", "%d", c->n_embd);
-    PUT("attn_scale", "%s", qkt_attn_scale_name(c->attn_scale));
-    PUT("attn_temp", "%.17g", c->attn_temp);
-    PUT("bias", "%s", c->bias ? "true" : "false");
-    PUT("ln_eps", "%.17g", c->ln_eps);
-    PUT("dropout", "%.17g", c->dropout);
-    PUT("qk_init_mult", "%.17g", c->qk_init_mult);
-    PUT("norm", "%s", qkt_norm_name(c->norm));
-    PUT("mlp", "%s", qkt_mlp_name(c->mlp));
-    PUT("pos", "%s", qkt_pos_name(c->pos));
-    if (c->pos == QKT_POS_ROPE) PUT("rope_base", "%.17g", c->rope_base > 0 ? c->rope_base : 10000.0);
-#undef PUT
+    for (int i = 0; i < n; i++) {
+        const void *p = qkt_train_field_ptr_model(fs[i], (qkt_gpt_config *)c);
+        double rope;
+        if (fs[i]->where & QKT_FIELD_META_ROPE) {
+            if (!rope_value(c, &rope)) continue;
+            p = &rope;
+        }
+        qkt_train_field_format(p, fs[i], m->val[m->n], sizeof m->val[m->n]);
+        m->kv[m->n] = (qkt_st_meta){fs[i]->name, m->val[m->n]};
+        m->n++;
+    }
 }
 
 int qkt_gpt_save(const char *path, const qkt_gpt *g, const qkt_st_meta *meta, int n_meta, const qkt_st_write *extra,
@@ -102,32 +114,32 @@ static int meta_bool(const qkt_checkpoint *ck, const char *key, bool dflt, bool 
     return 0;
 }
 
-/* norm, mlp, pos: optional (checkpoints from before the options are layernorm, gelu, learned) */
-static int meta_enums(const qkt_checkpoint *ck, qkt_gpt_config *c, qkt_err *err) {
-    const char *v;
+/* One metadata field into c: a required one must be there, an optional one absent keeps
+ * the default (files of other tools, and of qkt before the options, lack them). */
+static int meta_field(const qkt_checkpoint *ck, const qkt_train_field *f, qkt_gpt_config *c, qkt_err *err) {
+    void *p = qkt_train_field_ptr_model(f, c);
+    bool req = f->where & QKT_FIELD_META_REQ;
+    const char *v = qkt_checkpoint_meta(ck, f->name);
     qkt_err e2;
-    if ((v = qkt_checkpoint_meta(ck, "norm")) && qkt_norm_parse(v, &c->norm, &e2)) return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
-    if ((v = qkt_checkpoint_meta(ck, "mlp")) && qkt_mlp_parse(v, &c->mlp, &e2)) return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
-    if ((v = qkt_checkpoint_meta(ck, "pos")) && qkt_pos_parse(v, &c->pos, &e2)) return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
-    return 0;
+    switch (f->type) {
+    case QKT_FIELD_INT: return req || v ? meta_int(ck, f->name, (int *)p, err) : 0;
+    case QKT_FIELD_DOUBLE: return meta_real(ck, f->name, f->dflt, req, (double *)p, err);
+    case QKT_FIELD_BOOL: return meta_bool(ck, f->name, f->dflt != 0, (bool *)p, err);
+    case QKT_FIELD_ENUM:
+        if (!v && req) return qkt_err_set(err, "checkpoint %s has no metadata '%s' (not a qkt GPT checkpoint?)", ck->path, f->name);
+        if (v && f->en->parse(v, (int *)p, &e2)) return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
+        return 0;
+    default: return qkt_err_set(err, "checkpoint %s: metadata '%s' has no reader", ck->path, f->name);
+    }
 }
 
 int qkt_gpt_config_from_checkpoint(const qkt_checkpoint *ck, qkt_gpt_config *cfg, qkt_err *err) {
     qkt_gpt_config c = qkt_gpt_config_default();
-    if (meta_int(ck, "vocab_size", &c.vocab_size, err) || meta_int(ck, "block_size", &c.block_size, err) ||
-        meta_int(ck, "n_layer", &c.n_layer, err) || meta_int(ck, "n_head", &c.n_head, err) ||
-        meta_int(ck, "n_embd", &c.n_embd, err))
-        return -1;
-    const char *s = qkt_checkpoint_meta(ck, "attn_scale");
-    if (!s) return qkt_err_set(err, "checkpoint %s has no metadata 'attn_scale' (not a qkt GPT checkpoint?)", ck->path);
+    const qkt_train_field *fs[QKT_GPT_META_N];
+    int n = meta_fields(fs);
+    for (int i = 0; i < n; i++)
+        if (meta_field(ck, fs[i], &c, err)) return -1;
     qkt_err e2;
-    if (qkt_attn_scale_parse(s, &c.attn_scale, &e2))
-        return qkt_err_set(err, "checkpoint %s: %s", ck->path, e2.msg);
-    if (meta_real(ck, "attn_temp", 1, true, &c.attn_temp, err) || meta_bool(ck, "bias", true, &c.bias, err) ||
-        meta_real(ck, "ln_eps", 1e-5, false, &c.ln_eps, err) || meta_real(ck, "dropout", 0, false, &c.dropout, err) ||
-        meta_real(ck, "qk_init_mult", 1, false, &c.qk_init_mult, err) || meta_real(ck, "rope_base", 0, false, &c.rope_base, err) ||
-        meta_enums(ck, &c, err))
-        return -1;
     if (qkt_gpt_config_validate(&c, &e2)) return qkt_err_set(err, "checkpoint %s: bad config: %s", ck->path, e2.msg);
     /* The tensors that fix the sizes must agree with the metadata before the model is
      * allocated: metadata that lies (or was edited) would otherwise ask for any amount. */
@@ -152,38 +164,46 @@ int qkt_gpt_config_from_checkpoint(const qkt_checkpoint *ck, qkt_gpt_config *cfg
     return 0;
 }
 
+/* One QKT_FIELD_META_CHECK field: a required key must equal the model's; an optional
+ * number or bool is compared when present, an optional enum against its default when
+ * absent (a checkpoint without the key was saved by a model of the default). */
+static int check_field(const qkt_checkpoint *ck, const qkt_train_field *f, const qkt_gpt_config *c, qkt_err *err) {
+    const void *p = qkt_train_field_ptr_model(f, (qkt_gpt_config *)c);
+    const char *v = qkt_checkpoint_meta(ck, f->name);
+    bool req = f->where & QKT_FIELD_META_REQ;
+    double rope;
+    if (f->where & QKT_FIELD_META_ROPE) {
+        if (!rope_value(c, &rope)) return 0;
+        p = &rope;
+    }
+    if (!req && !v && f->type != QKT_FIELD_ENUM) return 0;
+    switch (f->type) {
+    case QKT_FIELD_INT: return qkt_checkpoint_expect_int(ck, f->name, *(const int *)p, err);
+    case QKT_FIELD_DOUBLE: return qkt_checkpoint_expect_real(ck, f->name, *(const double *)p, err);
+    case QKT_FIELD_BOOL: {
+        bool b, have = *(const bool *)p;
+        if (meta_bool(ck, f->name, true, &b, err)) return -1;
+        if (b != have)
+            return qkt_err_set(err, "checkpoint %s was saved for %s=%s, this model has %s", ck->path, f->name, b ? "true" : "false",
+                               have ? "true" : "false");
+        return 0;
+    }
+    case QKT_FIELD_ENUM: {
+        const char *have = f->en->name(*(const int *)p);
+        if (req) return qkt_checkpoint_expect_str(ck, f->name, have, err);
+        const char *was = v ? v : f->en->name((int)f->dflt);
+        if (strcmp(was, have)) return qkt_err_set(err, "checkpoint %s was saved for %s=%s, this model has %s", ck->path, f->name, was, have);
+        return 0;
+    }
+    default: return 0;
+    }
+}
+
 int qkt_gpt_check_checkpoint(const qkt_checkpoint *ck, const qkt_gpt *g, qkt_err *err) {
-    const qkt_gpt_config *c = &g->cfg;
-    if (qkt_checkpoint_expect_int(ck, "vocab_size", c->vocab_size, err) ||
-        qkt_checkpoint_expect_int(ck, "block_size", c->block_size, err) ||
-        qkt_checkpoint_expect_int(ck, "n_layer", c->n_layer, err) || qkt_checkpoint_expect_int(ck, "n_head", c->n_head, err) ||
-        qkt_checkpoint_expect_int(ck, "n_embd", c->n_embd, err) ||
-        qkt_checkpoint_expect_str(ck, "attn_scale", qkt_attn_scale_name(c->attn_scale), err) ||
-        qkt_checkpoint_expect_real(ck, "attn_temp", c->attn_temp, err))
-        return -1;
-    if (qkt_checkpoint_meta(ck, "bias")) {
-        bool b;
-        if (meta_bool(ck, "bias", true, &b, err)) return -1;
-        if (b != c->bias)
-            return qkt_err_set(err, "checkpoint %s was saved for bias=%s, this model has %s", ck->path, b ? "true" : "false",
-                               c->bias ? "true" : "false");
-    }
-    if (qkt_checkpoint_meta(ck, "ln_eps") && qkt_checkpoint_expect_real(ck, "ln_eps", c->ln_eps, err)) return -1;
-    /* the options: a checkpoint without the key was saved by a model of the default */
-    const struct {
-        const char *key, *have, *dflt;
-    } opt[] = {{"norm", qkt_norm_name(c->norm), qkt_norm_name(QKT_NORM_LAYERNORM)},
-               {"mlp", qkt_mlp_name(c->mlp), qkt_mlp_name(QKT_MLP_GELU)},
-               {"pos", qkt_pos_name(c->pos), qkt_pos_name(QKT_POS_LEARNED)}};
-    for (size_t i = 0; i < sizeof opt / sizeof *opt; i++) {
-        const char *v = qkt_checkpoint_meta(ck, opt[i].key);
-        if (strcmp(v ? v : opt[i].dflt, opt[i].have))
-            return qkt_err_set(err, "checkpoint %s was saved for %s=%s, this model has %s", ck->path, opt[i].key, v ? v : opt[i].dflt,
-                               opt[i].have);
-    }
-    if (c->pos == QKT_POS_ROPE && qkt_checkpoint_meta(ck, "rope_base") &&
-        qkt_checkpoint_expect_real(ck, "rope_base", c->rope_base > 0 ? c->rope_base : 10000.0, err))
-        return -1;
+    const qkt_train_field *fs[QKT_GPT_META_N];
+    int n = meta_fields(fs);
+    for (int i = 0; i < n; i++)
+        if ((fs[i]->where & QKT_FIELD_META_CHECK) && check_field(ck, fs[i], &g->cfg, err)) return -1;
     return 0;
 }
 

@@ -31,4 +31,10 @@ bool qkt__session_peer_stop(void);
  * stop flag (may be NULL), passed on to rank 0 at every step. */
 qkt_session_end qkt__session_follow(qkt_session *s, const volatile sig_atomic_t *stop, qkt_err *err);
 
+/* The table's defaults of the fields of r outside r->tc (train_fields.c). */
+void qkt__train_run_fields_default(qkt_train_run *r);
+/* qkt_trainer_init of a config already resolved and validated (the session validates it
+ * once, with the run's own fields). */
+int qkt__trainer_init_valid(qkt_trainer *t, const qkt_train_config *c, qkt_err *err);
+
 #endif

@@ -10,132 +10,114 @@
 
 #include "qkt_io.h"
 #include "qkt_json.h"
+#include "qkt_train_fields.h"
 #include "qkt_train_run.h"
+#include "train_internal.h"
 
 void qkt_train_run_default(qkt_train_run *r) {
     memset(r, 0, sizeof *r);
     r->tc = qkt_train_config_default();
     r->tc.data = r->data;
     snprintf(r->data, sizeof r->data, "%s", "mqar");
-    r->eval_every = 100;
-    r->eval_batches = 20;
-    r->ckpt_every = 500;
+    qkt__train_run_fields_default(r); /* eval_every 100, eval_batches 20, ckpt_every 500 */
 }
 
 #define BAD(...) return qkt_err_set(err, __VA_ARGS__)
 
+/* The run's own fields (those outside r->tc), named by their flag. */
 int qkt_train_run_validate(const qkt_train_run *r, qkt_err *err) {
     if (qkt_train_config_validate(&r->tc, err)) return -1;
     if (r->tc.optim != QKT_OPTIM_ADAMW) BAD("optim: only adamw is supported by qkt train");
-    if (r->eval_every < 0) BAD("--eval-every %d: expected an integer >= 0 (0 = first and last step only)", r->eval_every);
-    if (r->eval_batches < 1 || r->eval_batches > QKT_TRAIN_MAX_EVAL_BATCHES)
-        BAD("--eval-batches %d: expected an integer in [1, %d]", r->eval_batches, QKT_TRAIN_MAX_EVAL_BATCHES);
-    if (r->ckpt_every < 0) BAD("--ckpt-every %d: expected an integer >= 0 (0 = at the end only)", r->ckpt_every);
-    if (!r->data[0]) BAD("--data: expected a data spec (mqar, text:PATH, ...)");
+    for (int i = 0; i < qkt_train_field_count(); i++) {
+        const qkt_train_field *f = qkt_train_field_at(i);
+        if (qkt_train_field_ptr_tc(f, (qkt_train_config *)&r->tc)) continue; /* checked above */
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", f->flag ? f->flag : f->name);
+        if (qkt_train_field_check(qkt_train_field_ptr(f, (qkt_train_run *)r), f, flag, err)) return -1;
+    }
     return 0;
 }
 
 /* ---------------------------------------------------------------- JSON */
+/* The keys of the table's train.json fields, in its order, after "format". */
 char *qkt_train_run_json(const qkt_train_run *r) {
-    const qkt_train_config *c = &r->tc;
-    const qkt_gpt_config *m = &c->model;
-    char seed[32];
-    snprintf(seed, sizeof seed, "%" PRIu64, c->seed);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "format", "qkt-train-1");
-    cJSON_AddStringToObject(o, "data", r->data);
-    cJSON_AddNumberToObject(o, "vocab_size", m->vocab_size); /* from the data; informational */
-    cJSON_AddNumberToObject(o, "n_layer", m->n_layer);
-    cJSON_AddNumberToObject(o, "n_head", m->n_head);
-    cJSON_AddNumberToObject(o, "n_embd", m->n_embd);
-    cJSON_AddNumberToObject(o, "block_size", m->block_size);
-    cJSON_AddBoolToObject(o, "bias", m->bias);
-    cJSON_AddNumberToObject(o, "dropout", m->dropout);
-    cJSON_AddStringToObject(o, "attn_scale", qkt_attn_scale_name(m->attn_scale));
-    cJSON_AddNumberToObject(o, "attn_temp", m->attn_temp);
-    cJSON_AddNumberToObject(o, "qk_init_mult", m->qk_init_mult);
-    cJSON_AddNumberToObject(o, "ln_eps", m->ln_eps);
-    cJSON_AddStringToObject(o, "norm", qkt_norm_name(m->norm));
-    cJSON_AddStringToObject(o, "mlp", qkt_mlp_name(m->mlp));
-    cJSON_AddStringToObject(o, "pos", qkt_pos_name(m->pos));
-    cJSON_AddNumberToObject(o, "batch_size", c->batch_size);
-    cJSON_AddNumberToObject(o, "replicas", c->replicas);
-    cJSON_AddNumberToObject(o, "steps", (double)c->steps);
-    cJSON_AddStringToObject(o, "optim", qkt_optim_kind_name(c->optim));
-    cJSON_AddNumberToObject(o, "lr", c->lr);
-    cJSON_AddNumberToObject(o, "min_lr", c->min_lr);
-    cJSON_AddStringToObject(o, "schedule", qkt_sched_kind_name(c->schedule));
-    cJSON_AddNumberToObject(o, "warmup_steps", (double)c->warmup_steps);
-    cJSON_AddNumberToObject(o, "weight_decay", c->weight_decay);
-    cJSON_AddNumberToObject(o, "beta1", c->beta1);
-    cJSON_AddNumberToObject(o, "beta2", c->beta2);
-    cJSON_AddNumberToObject(o, "grad_clip", c->grad_clip);
-    cJSON_AddStringToObject(o, "seed", seed); /* a string: u64 does not fit a JSON double */
-    cJSON_AddNumberToObject(o, "eval_every", r->eval_every);
-    cJSON_AddNumberToObject(o, "eval_batches", r->eval_batches);
-    cJSON_AddNumberToObject(o, "ckpt_every", r->ckpt_every);
+    for (int i = 0; i < qkt_train_field_count(); i++) {
+        const qkt_train_field *f = qkt_train_field_at(i);
+        if (!(f->where & (QKT_FIELD_JSON | QKT_FIELD_JSON_INFO))) continue;
+        const void *p = qkt_train_field_ptr(f, (qkt_train_run *)r);
+        char text[64];
+        switch (f->type) {
+        case QKT_FIELD_INT: cJSON_AddNumberToObject(o, f->name, *(const int *)p); break;
+        case QKT_FIELD_I64: cJSON_AddNumberToObject(o, f->name, (double)*(const int64_t *)p); break;
+        case QKT_FIELD_DOUBLE: cJSON_AddNumberToObject(o, f->name, *(const double *)p); break;
+        case QKT_FIELD_BOOL: cJSON_AddBoolToObject(o, f->name, *(const bool *)p); break;
+        case QKT_FIELD_STRING: cJSON_AddStringToObject(o, f->name, (const char *)p); break;
+        case QKT_FIELD_ENUM:
+        case QKT_FIELD_U64: /* a string: u64 does not fit a JSON double */
+            qkt_train_field_format(p, f, text, sizeof text);
+            cJSON_AddStringToObject(o, f->name, text);
+            break;
+        }
+    }
     char *s = cJSON_Print(o); /* cJSON prints doubles in their shortest round-trip form */
     cJSON_Delete(o);
     return s;
 }
 
+/* One train.json field into r; an absent optional one keeps its default. */
+static int field_from_json(const cJSON *o, const char *path, const qkt_train_field *f, qkt_train_run *r, qkt_err *err) {
+    if ((f->where & QKT_FIELD_JSON_OPT) && !cJSON_GetObjectItemCaseSensitive(o, f->name)) return 0;
+    void *p = qkt_train_field_ptr(f, r);
+    int64_t v;
+    const char *s;
+    qkt_err e2;
+    switch (f->type) {
+    case QKT_FIELD_INT:
+    case QKT_FIELD_I64: /* integers need only fit their fields here: validation has the bounds */
+        if (qkt_json_int(o, f->name, path, INT_MIN, INT_MAX, &v, err)) return -1;
+        if (f->type == QKT_FIELD_INT) *(int *)p = (int)v;
+        else *(int64_t *)p = v;
+        return 0;
+    case QKT_FIELD_DOUBLE: return qkt_json_num(o, f->name, path, (double *)p, err);
+    case QKT_FIELD_BOOL: {
+        const cJSON *b = qkt_json_get(o, f->name, path, err);
+        if (!b) return -1;
+        if (!cJSON_IsBool(b)) return qkt_err_set(err, "%s: '%s' is not true or false", path, f->name);
+        *(bool *)p = cJSON_IsTrue(b);
+        return 0;
+    }
+    case QKT_FIELD_STRING:
+        if (!(s = qkt_json_str(o, f->name, path, err))) return -1;
+        if (strlen(s) >= sizeof r->data) return qkt_err_set(err, "%s: '%s' is too long", path, f->name);
+        snprintf((char *)p, sizeof r->data, "%s", s);
+        return 0;
+    case QKT_FIELD_ENUM:
+        if (!(s = qkt_json_str(o, f->name, path, err))) return -1;
+        if (f->en->parse(s, (int *)p, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
+        return 0;
+    case QKT_FIELD_U64: {
+        if (!(s = qkt_json_str(o, f->name, path, err))) return -1;
+        char *end;
+        *(uint64_t *)p = strtoull(s, &end, 10);
+        if (!*s || *end || *s == '-') return qkt_err_set(err, "%s: '%s' = '%.32s' is not an unsigned integer", path, f->name, s);
+        return 0;
+    }
+    }
+    return 0;
+}
+
 static int from_json(const cJSON *o, const char *path, qkt_train_run *r, qkt_err *err) {
-    qkt_train_config *c = &r->tc;
-    qkt_gpt_config *m = &c->model;
     if (!cJSON_IsObject(o)) return qkt_err_set(err, "%s: not a JSON object", path);
     const char *fmt = qkt_json_str(o, "format", path, err);
     if (!fmt) return -1;
     if (strcmp(fmt, "qkt-train-1")) return qkt_err_set(err, "%s: format '%.32s' is not qkt-train-1", path, fmt);
-    const char *s = qkt_json_str(o, "data", path, err);
-    if (!s) return -1;
-    if (strlen(s) >= sizeof r->data) return qkt_err_set(err, "%s: 'data' is too long", path);
-    snprintf(r->data, sizeof r->data, "%s", s);
-    /* Integers need only fit their fields here: qkt_train_run_validate has the bounds. */
-    int64_t v[10];
-    const char *ikeys[] = {"n_layer",    "n_head",       "n_embd",     "block_size", "batch_size",
-                           "eval_every", "eval_batches", "ckpt_every", "steps",      "warmup_steps"};
-    for (int i = 0; i < 10; i++)
-        if (qkt_json_int(o, ikeys[i], path, INT_MIN, INT_MAX, &v[i], err)) return -1;
-    m->n_layer = (int)v[0], m->n_head = (int)v[1], m->n_embd = (int)v[2], m->block_size = (int)v[3];
-    c->batch_size = (int)v[4], r->eval_every = (int)v[5], r->eval_batches = (int)v[6], r->ckpt_every = (int)v[7];
-    c->steps = v[8], c->warmup_steps = v[9];
-    c->replicas = 1; /* runs written before replicas existed had one */
-    if (cJSON_GetObjectItemCaseSensitive(o, "replicas")) {
-        int64_t rep;
-        if (qkt_json_int(o, "replicas", path, INT_MIN, INT_MAX, &rep, err)) return -1;
-        c->replicas = (int)rep;
+    for (int i = 0; i < qkt_train_field_count(); i++) {
+        const qkt_train_field *f = qkt_train_field_at(i);
+        if ((f->where & QKT_FIELD_JSON) && field_from_json(o, path, f, r, err)) return -1;
     }
-    struct { const char *k; double *d; } reals[] = {
-        {"dropout", &m->dropout}, {"attn_temp", &m->attn_temp}, {"qk_init_mult", &m->qk_init_mult}, {"ln_eps", &m->ln_eps},
-        {"lr", &c->lr}, {"min_lr", &c->min_lr}, {"weight_decay", &c->weight_decay}, {"beta1", &c->beta1},
-        {"beta2", &c->beta2}, {"grad_clip", &c->grad_clip}};
-    for (size_t i = 0; i < sizeof reals / sizeof *reals; i++)
-        if (qkt_json_num(o, reals[i].k, path, reals[i].d, err)) return -1;
-    const cJSON *b = qkt_json_get(o, "bias", path, err);
-    if (!b) return -1;
-    if (!cJSON_IsBool(b)) return qkt_err_set(err, "%s: 'bias' is not true or false", path);
-    m->bias = cJSON_IsTrue(b);
     qkt_err e2;
-    if (!(s = qkt_json_str(o, "attn_scale", path, err))) return -1;
-    if (qkt_attn_scale_parse(s, &m->attn_scale, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
-    /* norm, mlp, pos: absent in runs from before the options, which are layernorm, gelu, learned */
-    if (cJSON_GetObjectItemCaseSensitive(o, "norm") &&
-        (!(s = qkt_json_str(o, "norm", path, err)) || (qkt_norm_parse(s, &m->norm, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
-        return -1;
-    if (cJSON_GetObjectItemCaseSensitive(o, "mlp") &&
-        (!(s = qkt_json_str(o, "mlp", path, err)) || (qkt_mlp_parse(s, &m->mlp, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
-        return -1;
-    if (cJSON_GetObjectItemCaseSensitive(o, "pos") &&
-        (!(s = qkt_json_str(o, "pos", path, err)) || (qkt_pos_parse(s, &m->pos, &e2) && qkt_err_set(err, "%s: %s", path, e2.msg))))
-        return -1;
-    if (!(s = qkt_json_str(o, "schedule", path, err))) return -1;
-    if (qkt_sched_kind_parse(s, &c->schedule, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
-    if (!(s = qkt_json_str(o, "optim", path, err))) return -1;
-    if (qkt_optim_kind_parse(s, &c->optim, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
-    if (!(s = qkt_json_str(o, "seed", path, err))) return -1;
-    char *end;
-    c->seed = strtoull(s, &end, 10);
-    if (!*s || *end || *s == '-') return qkt_err_set(err, "%s: 'seed' = '%.32s' is not an unsigned integer", path, s);
     if (qkt_train_run_validate(r, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
     return 0;
 }

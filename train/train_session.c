@@ -14,6 +14,7 @@
 #include "qkt_dist.h"
 #include "qkt_io.h"
 #include "qkt_json.h"
+#include "qkt_train_fields.h"
 #include "qkt_train_run.h"
 #include "train_internal.h"
 
@@ -62,8 +63,26 @@ static int set_paths(qkt_session *s, const char *dir, qkt_err *err) {
     return 0;
 }
 
-/* The settings a resumed run may change (said in s->notes); any other is refused. */
-static const char *const changeable[] = {"steps", "eval_every", "eval_batches", "ckpt_every"};
+/* The settings a resumed run may change (QKT_FIELD_RESUME; said in s->notes); any other is refused. */
+static bool changeable(const char *key) {
+    const qkt_train_field *f = qkt_train_field_find(key);
+    return f && !strcmp(f->name, key) && (f->where & QKT_FIELD_RESUME);
+}
+
+/* "steps, eval_every, eval_batches and ckpt_every": the QKT_FIELD_RESUME fields. */
+static const char *changeable_list(char *buf, size_t n) {
+    int k = 0, total = 0;
+    for (int i = 0; i < qkt_train_field_count(); i++) total += (qkt_train_field_at(i)->where & QKT_FIELD_RESUME) != 0;
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < qkt_train_field_count() && o < n; i++) {
+        const qkt_train_field *f = qkt_train_field_at(i);
+        if (!(f->where & QKT_FIELD_RESUME)) continue;
+        o += (size_t)snprintf(buf + o, n - o, "%s%s", k == 0 ? "" : k == total - 1 ? " and " : ", ", f->name);
+        k++;
+    }
+    return buf;
+}
 
 /* The checkpoint's record of the run (metadata "run", train.json's JSON) against s->run. */
 static int check_run_record(qkt_session *s, const qkt_checkpoint *ck, qkt_err *err) {
@@ -85,14 +104,12 @@ static int check_run_record(qkt_session *s, const qkt_checkpoint *ck, qkt_err *e
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(now, a->string);
         if (b && cJSON_Compare(a, b, true)) continue;
         char *va = cJSON_PrintUnformatted(a), *vb = b ? cJSON_PrintUnformatted(b) : NULL;
-        bool ok = false;
-        for (size_t k = 0; k < sizeof changeable / sizeof *changeable; k++) ok |= b && !strcmp(a->string, changeable[k]);
-        if (ok)
+        char list[256];
+        if (b && changeable(a->string))
             qkt_buf_printf(&s->notes, "%s changed on resume: %s (checkpoint) -> %s\n", a->string, va, vb);
         else
-            rc = qkt_err_set(err, "%s: '%s' is %.200s but the checkpoint %s was trained with %.200s; only steps, eval_every, "
-                                  "eval_batches and ckpt_every may change on resume", s->p_json, a->string, vb ? vb : "missing",
-                             ck->path, va);
+            rc = qkt_err_set(err, "%s: '%s' is %.200s but the checkpoint %s was trained with %.200s; only %s may change on resume",
+                             s->p_json, a->string, vb ? vb : "missing", ck->path, va, changeable_list(list, sizeof list));
         cJSON_free(va);
         if (vb) cJSON_free(vb);
     }
@@ -132,7 +149,7 @@ static int restore(qkt_session *s, qkt_err *err) {
 qkt_session_status qkt__session_open_trainer(qkt_session *s, qkt_err *err) {
     qkt_train_config_resolve(&s->run.tc);
     if (qkt_train_run_validate(&s->run, err)) return QKT_SESSION_ERR_CONFIG;
-    if (qkt_trainer_init(&s->t, &s->run.tc, err)) return QKT_SESSION_ERR_DATA;
+    if (qkt__trainer_init_valid(&s->t, &s->run.tc, err)) return QKT_SESSION_ERR_DATA;
     absolute_text_spec(qkt_data_spec(s->t.data), s->run.data, sizeof s->run.data);
     s->run.tc.model.vocab_size = s->t.gpt.cfg.vocab_size;
     return QKT_SESSION_OK;

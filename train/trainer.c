@@ -9,11 +9,16 @@
 #include "qkt_trainer.h"
 
 int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
+    qkt_train_config r = *c;
+    qkt_train_config_resolve(&r);
+    if (qkt_train_config_validate(&r, err)) return memset(t, 0, sizeof *t), -1;
+    return qkt__trainer_init_valid(t, &r, err);
+}
+
+int qkt__trainer_init_valid(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
     memset(t, 0, sizeof *t);
     t->cfg = *c;
-    qkt_train_config_resolve(&t->cfg);
-    if (qkt_train_config_validate(&t->cfg, err)) return -1;
-    c = &t->cfg; /* from here on the resolved copy */
+    c = &t->cfg;
     t->T = c->model.block_size; /* without data: the caller's (B, T) batches */
     if (c->data) {
         qkt_data_opts dopts = {.seq_len = c->model.block_size, .seed = c->seed};

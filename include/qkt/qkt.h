@@ -16,6 +16,7 @@
 #include "qkt_plot.h"
 #include "qkt_metrics.h"
 #include "qkt_trainer.h"
+#include "qkt_train_fields.h"
 #include "qkt_train_run.h"
 #include "qkt_dist.h"
 #include "qkt_gpt_io.h"

@@ -11,6 +11,7 @@
 
 #include "qkt_autograd.h"
 #include "qkt_nn.h" /* qkt_attn_scale: the variants */
+#include "qkt_train_fields.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,33 +23,26 @@ extern "C" {
 #define QKT_IID_BATCH 64
 
 typedef struct qkt_ablate_cfg {
+    /* The model and training settings of every trained cell, as the field table
+     * (qkt_train_fields.h) describes them; config.json holds its fields with an `ab` key:
+     * run.data is the task ("task"), tc.model.block_size the sequence length T ("seq_len"),
+     * tc.warmup_steps the warmup ("warmup"), tc.seed the base seed; each cell sets n_embd =
+     * n_head x d_k, the variant, the steps and the lr. */
+    qkt_train_run run;
     char name[64];
     char preset[16];
-    char task[256];           /* data spec (synthetic task) */
     /* part 2c: a second task trained like part 2 (same variants, seeds, steps) at the d_k values
      * task2_dks, as experiment "train2"; "" = none. config.json "task2" and "task2_d_k", missing =
      * none (runs made before them). */
     char task2[256];
     int n_task2_dk;
     int task2_dks[QKT_AB_MAX_LIST];
-    int seq_len;              /* T */
-    int n_layer, n_head;      /* d_model = n_head * d_k */
-    int batch_size;
-    int steps, eval_every, eval_batches;
-    int warmup;
-    double lr, min_lr_frac, weight_decay, grad_clip, beta2;
-    double attn_temp, qk_init_mult, init_std;
-    qkt_norm_kind norm;       /* the model options of every trained cell (layernorm, gelu, learned); config.json */
-    qkt_mlp_kind mlp;         /* "norm", "mlp", "pos", missing = the defaults (runs made before the options) */
-    qkt_pos_kind pos;
-    qkt_qk_init qk_init;      /* W_q, W_k init: gpt2 (N(0, init_std^2)) or unit (1/sqrt(d_model)); config.json
-                               * "qk_init", missing = gpt2 (runs made before the option) */
+    double min_lr_frac;       /* the cosine floor as a fraction of the lr */
     int n_variants;
     qkt_attn_scale variants[QKT_AB_MAX_LIST]; /* config.json: their names */
     int n_dk;
     int dks[QKT_AB_MAX_LIST];
-    int seeds;                /* seeds 0 .. seeds-1 (offset by `seed`) */
-    uint64_t seed;
+    int seeds;                /* seeds 0 .. seeds-1 (offset by run.tc.seed) */
     /* part 3: learning-rate sensitivity */
     int n_lr;
     double lrs[QKT_AB_MAX_LIST];
@@ -69,8 +63,16 @@ typedef struct qkt_ablate_cfg {
     char command[1024];       /* the command line that made the run (for the report) */
 } qkt_ablate_cfg;
 
-/* Presets: "quick" (the default, minutes on 2 cores) and "full". -1 if unknown. */
+/* Presets: "quick" (the default, minutes on 2 cores) and "full" (settings as data,
+ * ablate_config.c). -1 if unknown. */
 int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err);
+/* One setting by its config.json key ("seq_len", "d_k", "variants", "task2", ...) from
+ * text ("64", "8,64", "sqrt_dk,none"): 0, or -1 with one line starting with the key. */
+int qkt_ablate_set(qkt_ablate_cfg *c, const char *key, const char *text, qkt_err *err);
+/* The field table's rows that config.json holds, in its order, as the study sees them:
+ * name = the config.json key, flag = `qkt ablate`'s spelling ("seq-len"), bounds = the
+ * study's limits. Returns the count (at most cap). */
+int qkt_ablate_fields(qkt_train_field *out, int cap);
 /* A variant's name -> enum; an unknown name is -1 with "<field>: unknown variant 'x'
  * (expected sqrt_dk, none, ...)" (field: a flag or a config.json key). */
 int qkt_ablate_parse_variant(const char *field, const char *name, qkt_attn_scale *out, qkt_err *err);

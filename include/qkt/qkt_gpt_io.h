@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define QKT_GPT_META_N 16 /* 15 config keys + one spare for the caller */
+#define QKT_GPT_META_N 24 /* the config keys (QKT_FIELD_META rows of train_fields.def, 15) + room for more */
 typedef struct qkt_gpt_meta {
     qkt_st_meta kv[QKT_GPT_META_N];
     int n;

@@ -109,6 +109,9 @@ typedef struct qkt_gpt_config {
     qkt_mlp_kind mlp;          /* QKT_MLP_GELU */
     qkt_pos_kind pos;          /* QKT_POS_LEARNED; rope needs an even d_k */
     double rope_base;          /* RoPE's theta (0 = 10000) */
+#ifdef QKT_TEST_EXTRA_FIELD
+    double test_extra;         /* a test build's dummy option (train/train_fields.def) */
+#endif
 } qkt_gpt_config;
 /* nanoGPT's GPT-2 small shape: V 50304, block 1024, 12 layers, 12 heads, C 768, no
  * dropout, biases on, sqrt_dk, temp 1, qk_init_mult 1, eps 1e-5. */

@@ -28,7 +28,7 @@ int main(void) {
     EXPECT(qkt_ablate_load_config(path, &c, &err) == 0, "%s", err.msg);
     const char *want[] = {"sqrt_dk", "power:0.75", "cosine", "sigma_reparam"};
     EXPECT(c.n_variants == 4, "%d variants in config.json", c.n_variants);
-    EXPECT(c.norm == QKT_NORM_RMSNORM && c.mlp == QKT_MLP_SWIGLU && c.pos == QKT_POS_ROPE, "model options in config.json");
+    EXPECT(c.run.tc.model.norm == QKT_NORM_RMSNORM && c.run.tc.model.mlp == QKT_MLP_SWIGLU && c.run.tc.model.pos == QKT_POS_ROPE, "model options in config.json");
     for (int i = 0; i < 4 && i < c.n_variants; i++)
         EXPECT(!strcmp(qkt_attn_scale_name(c.variants[i]), want[i]), "variant %d: %s", i, qkt_attn_scale_name(c.variants[i]));
 

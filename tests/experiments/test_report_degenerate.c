@@ -105,16 +105,16 @@ static void test_qk_init_config(void) {
     qkt_ablate_cfg c;
     qkt_err err;
     EXPECT(qkt_ablate_preset("quick", &c, &err) == 0, "%s", err.msg);
-    EXPECT(c.qk_init == QKT_QK_INIT_UNIT, "quick preset uses the unit W_q/W_k init");
+    EXPECT(c.run.tc.model.qk_init == QKT_QK_INIT_UNIT, "quick preset uses the unit W_q/W_k init");
     char *json = qkt_ablate_config_json(&c);
     EXPECT(strstr(json, "\"qk_init\":\t\"unit\"") != NULL, "config.json lacks qk_init: %s", json);
     qkt_ablate_cfg d;
-    EXPECT(qkt_ablate_parse_config(json, strlen(json), "cfg", &d, &err) == 0 && d.qk_init == QKT_QK_INIT_UNIT, "round trip: %s", err.msg);
+    EXPECT(qkt_ablate_parse_config(json, strlen(json), "cfg", &d, &err) == 0 && d.run.tc.model.qk_init == QKT_QK_INIT_UNIT, "round trip: %s", err.msg);
     /* a config.json from before the option: no key, loads as gpt2 (the old init) */
     char *p = strstr(json, "\"qk_init\"");
     char *e = p ? strchr(p, '\n') : NULL;
     if (e) memmove(p, e + 1, strlen(e + 1) + 1);
-    EXPECT(qkt_ablate_parse_config(json, strlen(json), "old", &d, &err) == 0 && d.qk_init == QKT_QK_INIT_GPT2, "old config: %s", err.msg);
+    EXPECT(qkt_ablate_parse_config(json, strlen(json), "old", &d, &err) == 0 && d.run.tc.model.qk_init == QKT_QK_INIT_GPT2, "old config: %s", err.msg);
     free(json);
     const char *bad = "{\"qk_init\": \"wide\"}";
     EXPECT(qkt_ablate_parse_config(bad, strlen(bad), "x.json", &d, &err) != 0, "bad qk_init accepted");

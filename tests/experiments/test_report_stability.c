@@ -131,7 +131,7 @@ static void test_config_keys(void) {
     drop_key(json, "\"task2_d_k\"");
     drop_key(json, "\"lr_eval_every\"");
     EXPECT(qkt_ablate_parse_config(json, strlen(json), "old", &d, &err) == 0, "old config: %s", err.msg);
-    EXPECT(!d.task2[0] && d.n_task2_dk == 0 && d.lr_eval_every == d.eval_every, "old config: task2 '%s', lr_eval_every %d", d.task2,
+    EXPECT(!d.task2[0] && d.n_task2_dk == 0 && d.lr_eval_every == d.run.eval_every, "old config: task2 '%s', lr_eval_every %d", d.task2,
            d.lr_eval_every);
     free(json);
     c.n_task2_dk = 0; /* a second task needs its d_k values */

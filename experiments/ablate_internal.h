@@ -1,0 +1,25 @@
+/* Private to experiments/: the study's own keys of config.json (ablate_config.c), read and
+ * written by ablate_json.c. */
+#ifndef QKT_ABLATE_INTERNAL_H
+#define QKT_ABLATE_INTERNAL_H
+#include <errno.h>
+#include <stddef.h>
+
+#include "qkt_ablate.h"
+
+typedef enum { QKT__K_STR, QKT__K_INT, QKT__K_DBL, QKT__K_INTS, QKT__K_DBLS, QKT__K_VARS } qkt__ab_type;
+typedef struct {
+    const char *key;   /* in config.json */
+    int order;         /* its position there (the field table's ab_order fills the gaps) */
+    qkt__ab_type type;
+    size_t off, n_off; /* the value (a list's first element) in qkt_ablate_cfg; a list's count */
+    size_t size;       /* a string's buffer */
+    double lo, hi;     /* bounds of a number or of each element of a list */
+    bool lo_open;      /* > lo rather than >= lo */
+    bool optional;     /* may be absent from config.json (runs made before it) */
+} qkt__ab_key;
+extern const qkt__ab_key qkt__ab_keys[];
+extern const int qkt__n_ab_keys;
+const qkt__ab_key *qkt__ab_key_find(const char *key);
+
+#endif
