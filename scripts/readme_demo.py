@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Regenerates README.md's "What `make demo` shows" section from a real quick-preset run.
 
-usage: scripts/readme_demo.py RUN_DIR WALL_SECONDS CPU_SECONDS CELLS
-  e.g. /usr/bin/time -v build/qkt ablate --preset quick  (then)  scripts/readme_demo.py runs/quick 122 229 166
+usage: scripts/readme_demo.py RUN_DIR
+  e.g. scripts/demo_timed.sh build runs  (then)  scripts/readme_demo.py runs/quick
 Copies the findings table, the report's summary bullets, the paired and training tables and four
-plots from RUN_DIR/report.md and RUN_DIR/*.png, so the README's numbers are the run's, not typed.
+plots from RUN_DIR/report.md and RUN_DIR/*.png; the time, load, build and kernel path from
+RUN_DIR/timing.txt (written by scripts/demo_timed.sh), the cell count from RUN_DIR/cells and the
+CPU from /proc/cpuinfo, so the README's numbers are the run's, not typed.
 """
+import glob
 import os
+import re
 import shutil
 import sys
 
@@ -19,10 +23,34 @@ def block(lines, start):
     return "\n".join(lines[i:j])
 
 
+def timing(run):
+    """(wall s, CPU s, load average before, qkt version line) from RUN_DIR/timing.txt."""
+    t = open(os.path.join(run, "timing.txt")).read()
+    clock = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([0-9:.]+)", t).group(1).split(":")
+    wall = 0.0
+    for part in clock:
+        wall = wall * 60 + float(part)
+    cpu = float(re.search(r"User time \(seconds\): ([0-9.]+)", t).group(1)) + float(re.search(r"System time \(seconds\): ([0-9.]+)", t).group(1))
+    load = re.search(r"load average before: (.*)", t).group(1).strip()
+    version = re.search(r"qkt version: (.*)", t).group(1).strip()
+    return round(wall), round(cpu), load, version
+
+
+def cpu_name():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[2])
-    run, wall, cpu, cells = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    run = sys.argv[1]
+    wall, cpu, load, version = timing(run)
+    cells = len([f for f in glob.glob(os.path.join(run, "cells", "*.csv")) if not f.endswith("init_iid.csv")])  # part 1 is not a cell
+    kernels = re.search(r"kernels (\w+)", version)
+    kernels = kernels.group(1) if kernels else "?"
     rep = open(os.path.join(run, "report.md")).read().split("\n")
     i = rep.index("## What the numbers say") + 2
     bullets = []
@@ -40,16 +68,17 @@ def main():
 seeds of 200 steps on `mqar` with T = 32, batch 16, W_q/W_k initialised `unit` so that unscaled logits at
 init have std sqrt(d_k) (8 at d_k = 64); the same on the smoothly learnt second task `recall`; a 5 x 6
 learning-rate sweep up to instability (with `sigma_reparam`); the logit-growth check), two side by side
-with one thread each. It took **{wall // 60} min {wall % 60} s** ({wall} s wall, {cpu} CPU-seconds) on this 2-core machine
-(AMD Zen 5) with nothing else running (default build, kernel path `avx512`, whose products run on qkt's
-own gemm). On a CPU that takes the `avx2` or `baseline` kernel path the numbers can differ in their
+with one thread each. It took **{wall // 60} min {wall % 60} s** ({wall} s wall, {cpu} CPU-seconds) on a 2-core
+machine ({cpu_name()}; load average {load} before the start), default build (`{version}`; kernel
+path `{kernels}`). On a CPU that takes another kernel path the numbers can differ in their
 last digits (each path is deterministic; [docs/performance.md](docs/performance.md) measures by how much). Everything below is copied from that run's
 `report.md` by `scripts/readme_demo.py` ([docs/ablate.md](docs/ablate.md) explains the study, the statistics and the files).
 
 The full preset (`qkt ablate --preset full`: d_k 8..128, all 6 variants, 500 steps, the smooth second
 task `recall`, 9 learning rates up to instability, `sigma_reparam` in the LR sweep) from a real run, 80 min
-on the shared 2-core Zen 4 machine of an earlier session, with the build before qkt's own gemm (its
-digits differ from today's build in the last places): [docs/study/full/report.md](docs/study/full/report.md).
+on a shared 2-core Zen 4 machine, made with an earlier version of qkt (before its own gemm and before
+the report's current rules for failed LR runs and intervals, so its digits and its claims 6-7 differ
+from what this version reports): [docs/study/full/report.md](docs/study/full/report.md).
 
 The findings table (verdicts computed by the report, not typed):
 
@@ -59,8 +88,9 @@ What the numbers say (the report's own summary):
 
 {chr(10).join(bullets)}
 
-Every variant against 1/sqrt(d_k) on `mqar`, paired by seed (mean difference [95 % bootstrap interval], exact
-sign-flip p; steps to 90 % censored; escaped/stuck counts with Fisher's exact test):
+Every variant against 1/sqrt(d_k) on `mqar`, paired by seed (mean difference [95 % percentile bootstrap
+interval] (t: the Student t interval), exact sign-flip p; steps to 90 % censored; escaped/stuck counts
+with Fisher's exact test):
 
 {block(rep, "| variant vs sqrt_dk")}
 

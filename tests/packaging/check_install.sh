@@ -19,9 +19,9 @@ run() { # name, then the command: its output is shown only on failure
 # pkg-config's paths carry the prefix: a space in it is the hard case, so quote per word.
 pc() { pkg-config "$@" | sed "s|$prefix|'$prefix'|g"; }
 for ex in mlp_adam tiny_gpt fixed_scale custom_scale; do
-    run "pkg-config build $ex" sh -c "$cc -Wall -Wextra -Werror '$src/examples/$ex.c' $(pc --cflags --libs qkt) -lm -o '$tmp/$ex'"
+    run "pkg-config build $ex" sh -c "$cc -Wall -Wextra -Werror '$src/examples/$ex.c' $(pc --cflags --libs qkt) -o '$tmp/$ex'"
 done
-run "pkg-config build custom_op_silu (qkt64)" sh -c "$cc -Wall -Wextra -Werror '$src/examples/custom_op_silu.c' $(pc --cflags --libs qkt64) -lm -o '$tmp/custom_op_silu'"
+run "pkg-config build custom_op_silu (qkt64)" sh -c "$cc -Wall -Wextra -Werror '$src/examples/custom_op_silu.c' $(pc --cflags --libs qkt64) -o '$tmp/custom_op_silu'"
 run "run mlp_adam" "$tmp/mlp_adam" 300
 run "run tiny_gpt" "$tmp/tiny_gpt" 20 1
 run "run fixed_scale" "$tmp/fixed_scale" 10
