@@ -2,9 +2,11 @@
 # The installed package as a user meets it: `cmake --install BUILD --prefix P`, then every
 # example of examples/ built and run for a few steps, once through pkg-config and once
 # through find_package(qkt); the float32/float64 guard; the headers from C++17.
-# Usage: check_install.sh BUILD_DIR SOURCE_DIR
+# Usage: check_install.sh BUILD_DIR SOURCE_DIR [float32|float64]
+#   float64: a -DQKT_DOUBLE=ON build, whose one library libqkt is float64 (qkt.pc and qkt64.pc
+#   both name it, with QKT_DOUBLE set).
 set -eu
-build=$1 src=$2
+build=$1 src=$2 mode=${3:-float32}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix="$tmp/prefix with space"
@@ -36,6 +38,16 @@ run "find_package run tiny_gpt" "$tmp/ex/tiny_gpt" 20 1
 run "find_package run fixed_scale" "$tmp/ex/fixed_scale" 10
 run "find_package run custom_op_silu" "$tmp/ex/custom_op_silu"
 
+if [ "$mode" = float64 ]; then
+    # libqkt is float64 here: a program compiled for float32 does not link against it.
+    if sh -c "$cc '$src/examples/tiny_gpt.c' -I'$prefix/include/qkt' $(pc --libs qkt) -o '$tmp/mixed'" >"$tmp/out" 2>&1; then
+        echo "FAIL: a float32 program linked against the float64 libqkt"; exit 1
+    fi
+    grep -q "qkt_abi_float32__link_with_libqkt" "$tmp/out" || { cat "$tmp/out"; echo "FAIL: the mismatch is not named"; exit 1; }
+    echo "ok: a float32 program is refused at link time by the float64 build's libqkt, naming it"
+    echo "installed package (float64 build): all checks passed"
+    exit 0
+fi
 # A program compiled for float64 does not link against the float32 library (and back).
 if sh -c "$cc '$src/examples/tiny_gpt.c' $(pc --cflags qkt) -DQKT_DOUBLE $(pc --libs qkt) -o '$tmp/mixed'" >"$tmp/out" 2>&1; then
     echo "FAIL: a float64 program linked against libqkt (float32)"; exit 1
