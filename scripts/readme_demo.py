@@ -84,6 +84,10 @@ The findings table (verdicts computed by the report, not typed):
 
 {block(rep, "| # | claim")}
 
+Sanity checks (true by construction; they check the measurement code):
+
+{block(rep, "| # | check")}
+
 What the numbers say (the report's own summary):
 
 {chr(10).join(bullets)}
