@@ -52,7 +52,7 @@ int qkt_trainer_save(qkt_trainer *t, const char *path, const qkt_st_meta *meta, 
         m[k++] = (qkt_st_meta){QKT_CKPT_META_DATA_BYTES, bytes};
         m[k++] = (qkt_st_meta){QKT_CKPT_META_DATA_CRC32C, crc};
     }
-    memcpy(m + k, meta, (size_t)n_meta * sizeof *m);
+    if (n_meta) memcpy(m + k, meta, (size_t)n_meta * sizeof *m); /* meta may be NULL when n_meta is 0 */
     return qkt_gpt_save(path, &t->gpt, m, n_meta + k, ex, n, err);
 }
 
