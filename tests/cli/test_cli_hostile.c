@@ -17,6 +17,7 @@
 #include "qkt_io.h"
 #include "qkt_safetensors.h"
 #include "qkt_test.h"
+#include "qkt_test_ckpt.h"
 
 static char out[1 << 16];
 static const char *tmp;
@@ -138,35 +139,30 @@ static void nohup_ablate(void) {
     nohup_case("qkt ablate", argv, cfg);
 }
 
-/* A copy of checkpoint `src` at `dst` with every value of `name` set to v, checksummed
- * like qkt's own (so the only thing wrong with it is the model). */
-/* Every value of tensor `name` := v, in the checkpoint's float type (F32 or F64). */
-static void set_tensor(const char *src, const char *dst, const char *name, double v) {
-    qkt_safetensors st;
-    qkt_err err;
-    if (qkt_safetensors_read(src, &st, &err)) {
-        EXPECT(0, "%s", err.msg);
-        return;
-    }
-    qkt_st_write *w = calloc((size_t)st.n, sizeof *w);
-    size_t total = 0;
-    for (int i = 0; i < st.n; i++) total += st.t[i].end - st.t[i].begin;
-    uint8_t *data = malloc(total + 1), *p = data;
-    for (int i = 0; i < st.n; i++) {
-        const qkt_st_tensor *t = &st.t[i];
-        memcpy(p, t->data, t->end - t->begin);
-        float vf = (float)v;
-        if (!strcmp(t->name, name) && t->dtype == QKT_ST_F32)
+/* What set_tensor plants: every value of tensor `name` := v, in the checkpoint's float type. */
+typedef struct {
+    const char *name;
+    double v;
+} fill;
+static void fill_tensor(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d, void *user) {
+    (void)m;
+    const fill *f = user;
+    for (int i = 0; i < st->n; i++) {
+        const qkt_st_tensor *t = &st->t[i];
+        if (strcmp(t->name, f->name)) continue;
+        uint8_t *p = qkt_test_ckpt_tensor(st, d, f->name);
+        float vf = (float)f->v;
+        if (t->dtype == QKT_ST_F32)
             for (size_t k = 0; k < (t->end - t->begin) / 4; k++) memcpy(p + 4 * k, &vf, 4);
-        if (!strcmp(t->name, name) && t->dtype == QKT_ST_F64)
-            for (size_t k = 0; k < (t->end - t->begin) / 8; k++) memcpy(p + 8 * k, &v, 8);
-        w[i] = (qkt_st_write){t->name, t->dtype, t->ndim, {0}, p};
-        memcpy(w[i].shape, t->shape, sizeof t->shape);
-        p += t->end - t->begin;
+        if (t->dtype == QKT_ST_F64)
+            for (size_t k = 0; k < (t->end - t->begin) / 8; k++) memcpy(p + 8 * k, &f->v, 8);
     }
-    EXPECT(qkt_safetensors_write_checked(dst, w, st.n, st.meta, st.n_meta, &err) == 0, "%s", err.msg);
-    free(w), free(data);
-    qkt_safetensors_free(&st);
+}
+/* A copy of checkpoint `src` at `dst` with every value of `name` set to v (F32 or F64, as
+ * the file holds it), checksummed like qkt's own (so the only thing wrong with it is the model). */
+static void set_tensor(const char *src, const char *dst, const char *name, double v) {
+    fill f = {name, v};
+    qkt_test_ckpt_rewrite(src, dst, true, fill_tensor, &f);
 }
 
 /* A batch for qkt step: idx and targets (1, 8) in [0, 4). */

@@ -22,6 +22,7 @@
 #include "qkt_io.h"
 #include "qkt_safetensors.h"
 #include "qkt_test.h"
+#include "qkt_test_ckpt.h"
 
 static char out[1 << 16];
 static const char *tmp;
@@ -120,62 +121,29 @@ static void write_file(const char *p, const char *s, size_t n) {
     if (f) fwrite(s, 1, n, f), fclose(f);
 }
 
-/* Rewrites a checkpoint without checksums (as another tool would), after `edit` changed
- * the tensors or metadata in memory. */
-typedef void (*edit_fn)(qkt_safetensors *st, qkt_st_meta *meta, uint8_t *data);
-static void rewrite(const char *ck, edit_fn edit) {
-    qkt_safetensors st;
-    qkt_err err;
-    if (qkt_safetensors_read(ck, &st, &err)) {
-        EXPECT(0, "%s", err.msg);
-        return;
-    }
-    qkt_st_write *w = calloc((size_t)st.n, sizeof *w);
-    qkt_st_meta *m = calloc((size_t)st.n_meta + 1, sizeof *m);
-    size_t total = 0;
-    for (int i = 0; i < st.n; i++) total += st.t[i].end - st.t[i].begin;
-    uint8_t *data = malloc(total + 1), *p = data;
-    for (int i = 0; i < st.n; i++) {
-        const qkt_st_tensor *t = &st.t[i];
-        memcpy(p, t->data, t->end - t->begin);
-        w[i] = (qkt_st_write){t->name, t->dtype, t->ndim, {0}, p};
-        memcpy(w[i].shape, t->shape, sizeof t->shape);
-        p += t->end - t->begin;
-    }
-    for (int i = 0; i < st.n_meta; i++) m[i] = st.meta[i];
-    edit(&st, m, data);
-    EXPECT(qkt_safetensors_write(ck, w, st.n, m, st.n_meta, &err) == 0, "%s", err.msg);
-    free(w), free(m), free(data);
-    qkt_safetensors_free(&st);
-}
+/* Rewrites a checkpoint in place without checksums (as another tool would), after `edit`
+ * changed the tensors or metadata in memory. */
+static void rewrite(const char *ck, qkt_test_ckpt_edit edit) { qkt_test_ckpt_rewrite(ck, ck, false, edit, NULL); }
 
 static void set_meta(qkt_safetensors *st, qkt_st_meta *m, const char *key, const char *value) {
     for (int i = 0; i < st->n_meta; i++)
         if (!strcmp(m[i].key, key)) m[i].value = value;
 }
-static void edit_step(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d) { (void)d, set_meta(st, m, "step", "28"); }
-static uint8_t *tensor_bytes(qkt_safetensors *st, uint8_t *d, const char *name) {
-    size_t off = 0;
-    for (int i = 0; i < st->n; i++) {
-        if (!strcmp(st->t[i].name, name)) return d + off;
-        off += st->t[i].end - st->t[i].begin;
-    }
-    return NULL;
+static void edit_step(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d, void *u) { (void)d, (void)u, set_meta(st, m, "step", "28"); }
+static void edit_rng(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d, void *u) {
+    (void)m, (void)u;
+    memset(qkt_test_ckpt_tensor(st, d, "rng.data_train"), 0, 32);
 }
-static void edit_rng(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d) {
-    (void)m;
-    memset(tensor_bytes(st, d, "rng.data_train"), 0, 32);
-}
-static void edit_none(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d) { (void)st, (void)m, (void)d; }
+static void edit_none(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d, void *u) { (void)st, (void)m, (void)d, (void)u; }
 /* element 1 of ln_f.weight := NaN, in the checkpoint's float type (F64 in a float64 build) */
-static void edit_nan(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d) {
-    (void)m;
+static void edit_nan(qkt_safetensors *st, qkt_st_meta *m, uint8_t *d, void *u) {
+    (void)m, (void)u;
     if (sizeof(qkt_real) == 8) {
         double nan = NAN;
-        memcpy(tensor_bytes(st, d, "transformer.ln_f.weight") + 8, &nan, 8);
+        memcpy(qkt_test_ckpt_tensor(st, d, "transformer.ln_f.weight") + 8, &nan, 8);
     } else {
         float nan = NAN;
-        memcpy(tensor_bytes(st, d, "transformer.ln_f.weight") + 4, &nan, 4);
+        memcpy(qkt_test_ckpt_tensor(st, d, "transformer.ln_f.weight") + 4, &nan, 4);
     }
 }
 
