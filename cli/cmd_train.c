@@ -200,8 +200,10 @@ static int open_run(const run_opts *o, qkt_session *s) {
     if (s->last_ckpt >= 0) {
         if (o->pause_at && o->pause_at <= step)
             return fprintf(stderr, CMD ": --pause-at %lld: the run is at step %lld already\n", o->pause_at, step), 2;
-        if (step >= steps && !s->pending)
+        if (step >= steps && !s->pending) {
+            if (qkt_train_log_check(s->p_log, step, NULL, &err)) return fprintf(stderr, CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
             return fprintf(stderr, CMD ": %s finished already (step %lld of %lld); nothing to do\n", o->out, step, steps), 0;
+        }
     }
     /* everything that can refuse the run comes before the first line about it */
     if (qkt_session_begin(s, &err)) return fprintf(stderr, CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;

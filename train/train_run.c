@@ -187,7 +187,8 @@ static const char *quote_line(const char *p, const char *nl, char *q, size_t qn)
     return q;
 }
 
-int qkt_train_log_truncate(const char *path, int64_t step, qkt_log_cut *cut, qkt_err *err) {
+/* qkt_train_log_truncate's walk; the file is rewritten only when `write`. */
+static int log_scan(const char *path, int64_t step, qkt_log_cut *cut, bool write, qkt_err *err) {
     const char *hdr = QKT_TRAIN_LOG_HEADER;
     size_t hl = strlen(hdr), n = 0;
     char *text = NULL;
@@ -226,8 +227,16 @@ int qkt_train_log_truncate(const char *path, int64_t step, qkt_log_cut *cut, qkt
         p = nl + 1;
     }
     free(text);
-    if (!rc) rc = qkt_write_atomic(path, b.s, b.n, err);
+    if (!rc && write) rc = qkt_write_atomic(path, b.s, b.n, err);
     qkt_buf_free(&b);
     if (cut) *cut = c;
     return rc;
+}
+
+int qkt_train_log_truncate(const char *path, int64_t step, qkt_log_cut *cut, qkt_err *err) {
+    return log_scan(path, step, cut, true, err);
+}
+
+int qkt_train_log_check(const char *path, int64_t step, qkt_log_cut *cut, qkt_err *err) {
+    return log_scan(path, step, cut, false, err);
 }

@@ -56,6 +56,8 @@ typedef struct qkt_log_cut {
  * without its newline is discarded as torn; nothing is dropped in silence: `cut` (may be
  * NULL) says what went. */
 int qkt_train_log_truncate(const char *path, int64_t step, qkt_log_cut *cut, qkt_err *err);
+/* The same checks with nothing written: for a run that is complete (its log is its record). */
+int qkt_train_log_check(const char *path, int64_t step, qkt_log_cut *cut, qkt_err *err);
 
 /* ---------------------------------------------------------------- a session
  * Training a run directory, as `qkt train` does (train_session.c):
