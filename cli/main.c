@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "qkt_autograd.h"
+#include "qkt_dist.h"
 #include "cli.h"
 
 static const qkt_command commands[] = {
@@ -76,6 +77,9 @@ int main(int argc, char **argv) {
     qkt_thread_env_reexec(argv); /* returns at once when the environment is set already */
     qkt_set_fatal_handler(on_fatal, NULL);
     qkt_set_log_handler(on_log, NULL, isatty(STDERR_FILENO));
+#ifdef QKT_WITH_MPI
+    qkt_dist_use_mpi(); /* libqkt_mpi: qkt train / qkt ablate under mpirun join the job */
+#endif
     qkt_err err;
     if (qkt_isa_select(&err)) { /* QKT_ISA names a kernel path this build or CPU lacks */
         fprintf(stderr, "qkt: %s\n", err.msg);

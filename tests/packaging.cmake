@@ -13,3 +13,11 @@ add_test(NAME packaging_subproject COMMAND sh -c
   "rm -rf sub && ${CMAKE_COMMAND} -S ${CMAKE_CURRENT_SOURCE_DIR}/packaging/subproject -B sub -DQKT_SOURCE_DIR=${PROJECT_SOURCE_DIR} >sub.log && ${CMAKE_COMMAND} --build sub -j 2 >>sub.log && sub/mlp_adam 300"
   WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
 set_tests_properties(packaging_subproject PROPERTIES LABELS slow TIMEOUT 600)
+# docs/library.md's table of defaults is what the default functions return
+# (tests/packaging/defaults_doc.c prints it; the doc's section between the markers must match).
+add_executable(qkt_defaults_doc ${CMAKE_CURRENT_SOURCE_DIR}/packaging/defaults_doc.c)
+target_link_libraries(qkt_defaults_doc PRIVATE qkt_train)
+add_test(NAME docs_defaults COMMAND sh -c
+  "$<TARGET_FILE:qkt_defaults_doc> >defaults_doc.md && sed -n '/<!-- defaults: begin/,/<!-- defaults: end/p' ${PROJECT_SOURCE_DIR}/docs/library.md | sed '1d;$d' >defaults_doc.in && test -s defaults_doc.in && diff -u defaults_doc.in defaults_doc.md"
+  WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
+set_tests_properties(docs_defaults PROPERTIES LABELS unit)

@@ -1,4 +1,5 @@
-/* qkt_dist.h over MPI: the one file of qkt that includes mpi.h. Everything travels as
+/* qkt_dist.h over MPI: the one file of qkt that includes mpi.h, and the whole of
+ * libqkt_mpi (qkt_dist_use_mpi installs it in libqkt's dispatch). Everything travels as
  * bytes (MPI_BYTE) in messages of at most CHUNK bytes (MPI counts are ints); the only
  * arithmetic, the gradient sum, is done here in rank order, never by MPI_Allreduce
  * (whose order of additions MPI picks, and which may differ between runs). */
@@ -9,7 +10,7 @@
 
 #include <mpi.h>
 
-#include "qkt_dist.h"
+#include "dist_backend.h"
 
 static bool g_on;          /* MPI_Init was called (by us) */
 static bool g_broken;      /* a rank is gone: finalizing would wait for it */
@@ -22,9 +23,7 @@ static char g_lib[MPI_MAX_LIBRARY_VERSION_STRING];
 #define SUM_CHUNK ((int64_t)1 << 16) /* values per pipelined piece of the ordered sum */
 #define TAG_SUM 0x5157              /* the sum's own tag, apart from the callers' */
 
-bool qkt_dist_compiled(void) { return true; }
-
-const char *qkt_dist_library(void) {
+static const char *mpi_library(void) {
     if (!g_lib[0]) {
         int n = 0;
         MPI_Get_library_version(g_lib, &n); /* callable before MPI_Init */
@@ -36,7 +35,7 @@ const char *qkt_dist_library(void) {
     return g_lib;
 }
 
-int qkt_dist_init(int *argc, char ***argv, qkt_err *err) {
+static int mpi_init(int *argc, char ***argv, qkt_err *err) {
     (void)err;
     if (g_on || qkt_dist_launcher_size() == 0) return 0; /* a plain start: one process, no MPI */
     int done = 0;
@@ -52,9 +51,9 @@ int qkt_dist_init(int *argc, char ***argv, qkt_err *err) {
     return 0;
 }
 
-void qkt_dist_set_broken(void) { g_broken = true; }
+static void mpi_set_broken(void) { g_broken = true; }
 
-void qkt_dist_finalize(void) {
+static void mpi_finalize(void) {
     if (!g_on) return;
     if (g_broken) {
         fflush(stdout), fflush(stderr);
@@ -66,19 +65,18 @@ void qkt_dist_finalize(void) {
     g_on = false;
 }
 
-void qkt_dist_abort(int code) {
+static void mpi_abort(int code) {
     if (g_on) { /* MPI's own way to end every rank of the job at once */
         qkt_logf(QKT_LOG_ERROR, "qkt: MPI rank %d ends the job (status %d)", g_rank, code);
         MPI_Abort(MPI_COMM_WORLD, code);
-    }
-    qkt_fatalf(QKT_FATAL_ABORT, "the job was ended (status %d)", code);
+    } /* outside a job: qkt_dist_abort goes on to the fatal hook */
 }
 
-int qkt_dist_rank(void) { return g_rank; }
-int qkt_dist_size(void) { return g_size; }
-int qkt_dist_local_size(void) { return g_local; }
+static int mpi_rank(void) { return g_rank; }
+static int mpi_size(void) { return g_size; }
+static int mpi_local_size(void) { return g_local; }
 
-const char *qkt_dist_host(void) {
+static const char *mpi_host(void) {
     static char host[MPI_MAX_PROCESSOR_NAME + 1];
     if (!host[0]) {
         int n = 0;
@@ -88,14 +86,14 @@ const char *qkt_dist_host(void) {
     return host;
 }
 
-void qkt_dist_barrier(void) {
+static void mpi_barrier(void) {
     if (g_size < 2) return;
     double t = qkt_now_s();
     MPI_Barrier(MPI_COMM_WORLD);
     g_st.wait_s += qkt_now_s() - t;
 }
 
-void qkt_dist_bcast(void *buf, size_t n, int root) {
+static void mpi_bcast(void *buf, size_t n, int root) {
     QKT_CHECK(root >= 0 && root < g_size, "qkt_dist_bcast: root %d of %d ranks", root, g_size);
     if (g_size < 2) return;
     double t = qkt_now_s();
@@ -108,7 +106,7 @@ void qkt_dist_bcast(void *buf, size_t n, int root) {
     g_st.comm_s += qkt_now_s() - t;
 }
 
-void qkt_dist_allgather(const void *mine, void *all, size_t n) {
+static void mpi_allgather(const void *mine, void *all, size_t n) {
     QKT_CHECK(n <= CHUNK, "qkt_dist_allgather: %zu bytes per rank (at most %zu)", n, CHUNK);
     if (g_size < 2) {
         if (n) memmove(all, mine, n);
@@ -121,7 +119,7 @@ void qkt_dist_allgather(const void *mine, void *all, size_t n) {
     g_st.comm_s += qkt_now_s() - t;
 }
 
-void qkt_dist_sum_ordered(qkt_real *x, int64_t n) {
+static void mpi_sum_ordered(qkt_real *x, int64_t n) {
     if (g_size < 2 || n == 0) return;
     const int me = g_rank, last = g_size - 1;
     double t = qkt_now_s();
@@ -150,30 +148,52 @@ void qkt_dist_sum_ordered(qkt_real *x, int64_t n) {
     free(req);
     free(in);
     g_st.comm_s += qkt_now_s() - t; /* the broadcast below counts itself */
-    qkt_dist_bcast(x, (size_t)n * sizeof(qkt_real), last);
+    mpi_bcast(x, (size_t)n * sizeof(qkt_real), last);
     g_st.sum_s += qkt_now_s() - t;
     g_st.sums++;
 }
 
-void qkt_dist_send(const void *buf, size_t n, int to, int tag) {
+static void mpi_send(const void *buf, size_t n, int to, int tag) {
     QKT_CHECK(to >= 0 && to < g_size && to != g_rank && tag >= 0 && n <= CHUNK, "qkt_dist_send: %zu bytes to rank %d of %d, tag %d",
               n, to, g_size, tag);
     MPI_Send(buf, (int)n, MPI_BYTE, to, tag, MPI_COMM_WORLD);
     g_st.bytes_sent += (int64_t)n;
 }
 
-void qkt_dist_recv(void *buf, size_t n, int from, int tag) {
+static void mpi_recv(void *buf, size_t n, int from, int tag) {
     QKT_CHECK(from >= 0 && from < g_size && from != g_rank && tag >= 0 && n <= CHUNK,
               "qkt_dist_recv: %zu bytes from rank %d of %d, tag %d", n, from, g_size, tag);
     MPI_Recv(buf, (int)n, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     g_st.bytes_recv += (int64_t)n;
 }
 
-bool qkt_dist_probe(int from, int tag) {
+static bool mpi_probe(int from, int tag) {
     if (g_size < 2) return false;
     int flag = 0;
     MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
     return flag != 0;
 }
 
-void qkt_dist_get_stats(qkt_dist_stats *st) { *st = g_st; }
+static void mpi_get_stats(qkt_dist_stats *st) { *st = g_st; }
+
+static const qkt__dist_backend mpi_backend = {
+    .library = mpi_library,
+    .init = mpi_init,
+    .finalize = mpi_finalize,
+    .set_broken = mpi_set_broken,
+    .abort = mpi_abort,
+    .rank = mpi_rank,
+    .size = mpi_size,
+    .local_size = mpi_local_size,
+    .host = mpi_host,
+    .barrier = mpi_barrier,
+    .bcast = mpi_bcast,
+    .allgather = mpi_allgather,
+    .sum_ordered = mpi_sum_ordered,
+    .send = mpi_send,
+    .recv = mpi_recv,
+    .probe = mpi_probe,
+    .get_stats = mpi_get_stats,
+};
+
+void qkt_dist_use_mpi(void) { qkt__dist_set_backend(&mpi_backend); }

@@ -15,6 +15,14 @@
 #ifndef QKT_AUTOGRAD_H
 #define QKT_AUTOGRAD_H
 
+/* float64 code has its own names, so it links into one program with float32 code (libqkt
+ * and libqkt64 both): qkt64_names.h, generated from libqkt64's symbols, renames every
+ * qkt_ function and variable qkt64_. Every public header includes this one first. (qkt's
+ * own sources and tests use the plain names: the build renames its objects afterwards.) */
+#if defined(QKT_DOUBLE) && !defined(QKT_NAMES_UNPREFIXED)
+#include "qkt64_names.h"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

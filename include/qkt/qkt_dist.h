@@ -1,7 +1,9 @@
-/* Several processes of one job: MPI (Open MPI, MPICH, ...) when qkt is built with it
- * (-DQKT_MPI=ON, or found by CMake), else one process. The only file that talks to MPI
- * is train/dist_mpi.c; the rest of qkt (the data-parallel trainer, the sweep) uses
- * these few calls, and a build without MPI has the same API with one rank.
+/* Several processes of one job: MPI (Open MPI, MPICH, ...) through libqkt_mpi, built when
+ * qkt is built with MPI (-DQKT_MPI=ON, or found by CMake), else one process. libqkt itself
+ * links no MPI: its calls below run one process until a program installs MPI with
+ * qkt_dist_use_mpi (link libqkt_mpi: pkg-config qkt_mpi, or qkt::qkt_mpi). The only file
+ * that talks to MPI is train/dist_mpi.c, the whole of libqkt_mpi; the rest of qkt (the
+ * data-parallel trainer, the sweep) uses these few calls, the same API with one rank.
  *
  * Who is distributed: a program opts in with qkt_dist_init. In a process started by an
  * MPI launcher (mpirun, mpiexec, srun) it joins the job; started plainly it stays one
@@ -20,13 +22,16 @@
 extern "C" {
 #endif
 
-/* Is MPI compiled in? (qkt version says so.) */
+/* In libqkt_mpi (not libqkt): the calls below go over MPI from now on. Call it first,
+ * before qkt_dist_init (the qkt program does when built with MPI). */
+void qkt_dist_use_mpi(void);
+/* Is MPI in use (qkt_dist_use_mpi was called)? (qkt version says so.) */
 bool qkt_dist_compiled(void);
 /* The MPI library's version line ("Open MPI v4.1.4, ..."), or "none". */
 const char *qkt_dist_library(void);
 /* Joins the job when started by an MPI launcher (MPI_Init), else nothing. Call once,
  * before any other qkt_dist_ call. -1 with err when the launcher started several ranks
- * but qkt was built without MPI (they would each run alone and race on one directory). */
+ * but MPI is not in use (they would each run alone and race on one directory). */
 int qkt_dist_init(int *argc, char ***argv, qkt_err *err);
 /* Leaves the job (MPI_Finalize); every rank calls it before exiting normally. */
 void qkt_dist_finalize(void);

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "qkt_autograd.h" /* first: the float64 names (qkt64_names.h) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
