@@ -5,7 +5,7 @@
  * a file compiled with QKT_DOUBLE), so the two objects link into one program:
  *   cc -c mixed_precision.c $(pkg-config --cflags qkt64) -o check64.o
  *   cc mixed_precision.c check64.o $(pkg-config --cflags --libs qkt) $(pkg-config --libs qkt64) -o mixed_precision
- * Each library keeps its own state (hooks, thread count, RNG streams are per flavour). */
+ * Each library keeps its own state: a fatal or log hook set in one flavour is not the other's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

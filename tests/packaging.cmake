@@ -21,3 +21,7 @@ add_test(NAME docs_defaults COMMAND sh -c
   "$<TARGET_FILE:qkt_defaults_doc> >defaults_doc.md && sed -n '/<!-- defaults: begin/,/<!-- defaults: end/p' ${PROJECT_SOURCE_DIR}/docs/library.md | sed '1d;$d' >defaults_doc.in && test -s defaults_doc.in && diff -u defaults_doc.in defaults_doc.md"
   WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
 set_tests_properties(docs_defaults PROPERTIES LABELS unit)
+# The float64 names (cmake/prefix_symbols.cmake) on a small archive, and a stray global refused.
+add_test(NAME prefix_symbols COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/packaging/check_prefix.sh ${PROJECT_SOURCE_DIR}
+  ${CMAKE_C_COMPILER} ${CMAKE_LINKER} ${CMAKE_NM} ${CMAKE_OBJCOPY})
+set_tests_properties(prefix_symbols PROPERTIES LABELS unit)

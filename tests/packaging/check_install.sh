@@ -90,7 +90,13 @@ if [ "$mpi" = yes ]; then
     run "run it: qkt_dist_use_mpi puts MPI in use" "$tmp/mpi_smoke"
     grep -q "MPI in use: " "$tmp/out" || { cat "$tmp/out"; fail "mpi_smoke does not report MPI"; }
     ldd "$tmp/mpi_smoke" | grep -q "libmpi" || fail "the MPI program does not load MPI"
-    grep -q "qkt::qkt_mpi" "$prefix/lib/cmake/qkt/qktMpiTargets.cmake" || fail "no qkt::qkt_mpi in the CMake package"
+    if command -v mpirun >/dev/null 2>&1; then
+        run "mpirun -np 2 of it: ranks 0 and 1, the ordered sum over MPI" mpirun --allow-run-as-root --oversubscribe -np 2 "$tmp/mpi_smoke"
+        grep -q "rank 0 of 2, sum 3" "$tmp/out" || { cat "$tmp/out"; fail "mpi_smoke under mpirun -np 2"; }
+    fi
+    run "find_package(qkt COMPONENTS mpi) configure" cmake -S "$src/tests/packaging/mpi_project" -B "$tmp/mpi_project" -DCMAKE_PREFIX_PATH="$prefix"
+    run "find_package(qkt COMPONENTS mpi) build" cmake --build "$tmp/mpi_project"
+    run "find_package(qkt COMPONENTS mpi) run" "$tmp/mpi_project/mpi_smoke"
 fi
 
 # 3. The float64 library's names: every qkt_ symbol is qkt64_ (but the flavour guard's).
