@@ -156,7 +156,7 @@ static qkt_tensor *attention(qkt_ctx *ctx, int B, int Tq, int Tk, const qkt_real
         memcpy(a->alibi, o->alibi, (size_t)H * sizeof(qkt_real));
         for (int h = 0; h < H; h++) QKT_CHECK(isfinite(a->alibi[h]), "attention: ALiBi slope %d is %g", h, (double)a->alibi[h]);
     }
-    qkt_tensor *y = qkt_op_output(ctx, 3, (int[]){B, Tq, C});
+    qkt_tensor *y = qkt__op_output(ctx, 3, (int[]){B, Tq, C});
     /* Tasks: (b, h, chunk of query tiles). One chunk per head when there are enough
      * heads to keep the threads busy (K, V copied once per head); otherwise each head
      * is cut into chunks of equal cost (chunk_bounds). */
@@ -183,7 +183,8 @@ static qkt_tensor *attention(qkt_ctx *ctx, int B, int Tq, int Tk, const qkt_real
 }
 
 qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head, const qkt_attn_opts *o) {
-    QKT_LIVE(ctx, "attention", q, k, v, o->log_scale, o->bias);
+    QKT_LIVE_OPT(ctx, "attention", 3, q, k, v, o ? o->log_scale : NULL, o ? o->bias : NULL);
+    QKT_CHECK(o, "attention: the options are NULL (a zeroed qkt_attn_opts plus .scale is causal self-attention)");
     QKT_CHECK_SHAPES(q->ndim == 3 && k->ndim == 3, "attention (q, k)", q, k);
     QKT_CHECK_SHAPES(q->shape[0] == k->shape[0] && q->shape[2] == k->shape[2], "attention (q, k)", q, k);
     QKT_CHECK_SHAPES(v->ndim == 3 && v->shape[0] == k->shape[0] && v->shape[1] == k->shape[1] && v->shape[2] == k->shape[2],
@@ -198,7 +199,8 @@ qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor
 }
 
 qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const qkt_attn_opts *o) {
-    QKT_LIVE(ctx, "attention", qkv, o->log_scale, o->bias);
+    QKT_LIVE_OPT(ctx, "attention", 1, qkv, o ? o->log_scale : NULL, o ? o->bias : NULL);
+    QKT_CHECK(o, "attention: the options are NULL (a zeroed qkt_attn_opts plus .scale is causal self-attention)");
     QKT_CHECK(qkv->ndim == 3 && qkv->shape[2] % 3 == 0, "attention_qkv: qkv must be (B, T, 3C), got %d dims, last %d",
               qkv->ndim, qkv->shape[qkv->ndim - 1]);
     int C = qkv->shape[2] / 3, B = qkv->shape[0], T = qkv->shape[1];

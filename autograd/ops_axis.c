@@ -11,7 +11,7 @@ static qkt_tensor *axis_out(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim)
         if (d != axis) shape[nd++] = x->shape[d];
         else if (keepdim) shape[nd++] = 1;
     }
-    return qkt_op_output(ctx, nd, shape);
+    return qkt__op_output(ctx, nd, shape);
 }
 
 static qkt_tensor *axis_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *x, qkt_tensor *y, int axis, void *saved) {

@@ -25,7 +25,7 @@ static qkt_tensor *binary(qkt_ctx *ctx, qkt_op op, const char *name, qkt_tensor 
     QKT_CHECK_SHAPES(qkt__bcast_init(&bc, 2, (qkt_tensor *[]){a, b}), name, a, b);
     int shape[QKT_MAX_DIMS];
     qkt__bcast_shape(&bc, shape);
-    qkt_tensor *y = qkt_op_output(ctx, bc.ndim, shape);
+    qkt_tensor *y = qkt__op_output(ctx, bc.ndim, shape);
     /* p.i[0]: 0 general, 1 fast, 2 fast with a and b swapped */
     int fast = op == QKT_OP_DIV ? 0 : fast_path(&bc, a, 1) ? 1 : op != QKT_OP_SUB && fast_path(&bc, b, 0) ? 2 : 0;
     if (fast == 1)
@@ -136,7 +136,7 @@ qkt_tensor *qkt_where(qkt_ctx *ctx, qkt_tensor *cond, qkt_tensor *a, qkt_tensor 
     }
     int shape[QKT_MAX_DIMS];
     qkt__bcast_shape(&bc, shape);
-    qkt_tensor *y = qkt_op_output(ctx, bc.ndim, shape);
+    qkt_tensor *y = qkt__op_output(ctx, bc.ndim, shape);
     qkt__bcast_forward(&bc, QKT_OP_WHERE, cond->data, a->data, b->data, y->data);
     qkt_op_record(ctx, QKT_OP_WHERE, y, 3, (qkt_tensor *[]){cond, a, b});
     qkt_op_done(ctx, QKT_OP_WHERE, y);
@@ -167,7 +167,7 @@ qkt_tensor *qkt_masked_fill(qkt_ctx *ctx, qkt_tensor *x, const uint8_t *mask, in
 /* ---------------------------------------------------------------- scale */
 qkt_tensor *qkt_scale(qkt_ctx *ctx, qkt_tensor *x, double c) {
     QKT_LIVE(ctx, "scale", x);
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     qkt_real cc = (qkt_real)c;
 #pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
     for (int64_t i = 0; i < x->size; i++) y->data[i] = cc * x->data[i];
@@ -187,7 +187,7 @@ void qkt__scale_backward(qkt_ctx *ctx, qkt_node *n) {
 /* ---------------------------------------------------------------- GELU (tanh form) */
 qkt_tensor *qkt_gelu(qkt_ctx *ctx, qkt_tensor *x) {
     QKT_LIVE(ctx, "gelu", x);
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     qkt__kern_get()->gelu_forward(x->data, y->data, x->size);
     qkt_op_record(ctx, QKT_OP_GELU, y, 1, &x);
     qkt_op_done(ctx, QKT_OP_GELU, y);
@@ -204,7 +204,7 @@ void qkt__gelu_backward(qkt_ctx *ctx, qkt_node *n) {
 /* ---------------------------------------------------------------- ReLU */
 qkt_tensor *qkt_relu(qkt_ctx *ctx, qkt_tensor *x) {
     QKT_LIVE(ctx, "relu", x);
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
 #pragma omp parallel for if (x->size > QKT_PAR_MIN)
     for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] > 0 || isnan(x->data[i]) ? x->data[i] : 0; /* NaN passes */
     qkt_op_record(ctx, QKT_OP_RELU, y, 1, &x);
@@ -225,8 +225,11 @@ void qkt__relu_backward(qkt_ctx *ctx, qkt_node *n) {
 qkt_tensor *qkt_dropout(qkt_ctx *ctx, qkt_tensor *x, double p) {
     QKT_LIVE(ctx, "dropout", x);
     QKT_CHECK(p >= 0 && p < 1, "dropout probability %g not in [0, 1)", p);
-    if (!ctx->training || p == 0) return x; /* identity: no node, no copy */
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
+    if (!ctx->training || p == 0) { /* identity: no node, no copy */
+        qkt__call_set(NULL, NULL, false);
+        return x;
+    }
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     /* The mask holds 0 or 1/(1-p); drawn serially so the result is independent of threads. */
     qkt_real *mask = qkt_arena_alloc(&ctx->arena, (size_t)x->size * sizeof(qkt_real));
     qkt_real keep = (qkt_real)(1.0 / (1.0 - p));

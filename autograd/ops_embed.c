@@ -18,7 +18,7 @@ qkt_tensor *qkt_embedding(qkt_ctx *ctx, qkt_tensor *w, const int32_t *idx, int n
         QKT_CHECK(idx[i] >= 0 && idx[i] < V, "embedding: index %d at position %lld is outside [0, %d)", idx[i], (long long)i, V);
         saved[i] = idx[i];
     }
-    qkt_tensor *y = qkt_op_output(ctx, ndim + 1, oshape);
+    qkt_tensor *y = qkt__op_output(ctx, ndim + 1, oshape);
 #pragma omp parallel for if (y->size > QKT_PAR_MIN)
     for (int64_t i = 0; i < n_idx; i++) memcpy(y->data + i * C, w->data + (int64_t)saved[i] * C, (size_t)C * sizeof(qkt_real));
     qkt_node *n = qkt_op_record(ctx, QKT_OP_EMBEDDING, y, 1, &w);

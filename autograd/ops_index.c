@@ -17,7 +17,7 @@ qkt_tensor *qkt_narrow(qkt_ctx *ctx, qkt_tensor *x, int axis, int start, int len
     int shape[QKT_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[axis] = len;
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
     int64_t outer, inner;
     int n;
     qkt__axis_view(x, axis, &outer, &n, &inner);
@@ -72,7 +72,7 @@ qkt_tensor *qkt_index_select(qkt_ctx *ctx, qkt_tensor *x, int axis, const int32_
     int shape[QKT_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[axis] = m;
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
 #pragma omp parallel for collapse(2) if (y->size > QKT_PAR_MIN)
     for (int64_t o = 0; o < outer; o++)
         for (int k = 0; k < m; k++)
@@ -127,7 +127,7 @@ qkt_tensor *qkt_gather(qkt_ctx *ctx, qkt_tensor *x, int axis, const int32_t *idx
     bool ok = ndim == x->ndim;
     for (int d = 0; ok && d < ndim; d++) ok = shape[d] >= 1 && (d == axis || shape[d] <= x->shape[d]);
     QKT_CHECK_SHAPES(ok, "gather (index dims must be <= x's but on the axis)", x, &it);
-    qkt_tensor *y = qkt_op_output(ctx, ndim, shape);
+    qkt_tensor *y = qkt__op_output(ctx, ndim, shape);
     int32_t *ix = copy_idx(ctx, "gather", idx, y->size, x->shape[axis], axis, x);
     gather_geom g;
     gather_geom_init(&g, x, shape, axis);
@@ -170,7 +170,7 @@ void qkt__gather_backward(qkt_ctx *ctx, qkt_node *nd) {
 /* ---------------------------------------------------------------- stack */
 qkt_tensor *qkt_stack(qkt_ctx *ctx, int n, qkt_tensor **xs, int axis) {
     QKT_CHECK(n >= 1, "stack of %d tensors (need at least 1)", n);
-    for (int k = 0; k < n; k++) qkt__check_live(ctx, "stack", xs[k], k);
+    qkt__check_inputs(ctx, "stack", n, (const qkt_tensor *const *)xs, n);
     int nd = xs[0]->ndim;
     char s[64];
     QKT_CHECK(nd + 1 <= QKT_MAX_DIMS, "stack: shape %s has %d dims; the result would have %d (at most %d)",

@@ -59,14 +59,26 @@ static inline int qkt__last(const qkt_tensor *t) { return t->ndim ? t->shape[t->
 /* Applies QKT_THREADS and OpenBLAS's single thread once per process (rt_threads.c). */
 void qkt__threads_init(void);
 
-/* Inputs must be of this step (or parameters): checked first, before an output is
- * allocated where a stale input's header may lie (rt_tape.c). */
-void qkt__check_live(const qkt_ctx *ctx, const char *op, const qkt_tensor *t, int k);
-#define QKT_LIVE(ctx, op, ...)                                                        \
-    do {                                                                              \
-        const qkt_tensor *live_[] = {__VA_ARGS__};                                    \
-        for (int k_ = 0; k_ < (int)(sizeof live_ / sizeof live_[0]); k_++)            \
-            qkt__check_live((ctx), (op), live_[k_], k_);                               \
+/* The input check every op runs first, before an output is allocated where a stale
+ * input's data may lie (rt_tape.c): the context is initialised; each input is non-NULL
+ * (but for optional ones), a finalised parameter or a tensor of this step, and not a
+ * custom op's unrecorded output. It also names the op (and ctx->scope) in a usage error
+ * until the op records its output. */
+void qkt__check_ctx(const qkt_ctx *ctx, const char *call);
+void qkt__check_live(const qkt_ctx *ctx, const char *op, const qkt_tensor *t, int k, bool optional);
+void qkt__check_inputs(const qkt_ctx *ctx, const char *op, int n, const qkt_tensor *const *t, int n_required);
+/* QKT_LIVE: every input required; QKT_LIVE_OPT: the first n_required, the rest may be NULL. */
+#define QKT_LIVE_OPT(ctx, op, n_required, ...)                                                 \
+    do {                                                                                       \
+        const qkt_tensor *const live_[] = {__VA_ARGS__};                                       \
+        qkt__check_inputs((ctx), (op), (int)(sizeof live_ / sizeof live_[0]), live_, (n_required)); \
     } while (0)
+#define QKT_LIVE(ctx, op, ...) QKT_LIVE_OPT(ctx, op, 99, __VA_ARGS__)
+/* The call a usage error names (rt_error.c): op NULL clears it; backward: in its backward. */
+void qkt__call_set(const char *op, const char *scope, bool backward);
+/* An op's output (not pending: built-in ops always record it). */
+qkt_tensor *qkt__op_output(qkt_ctx *ctx, int ndim, const int *shape);
+/* A zeroed tensor header of this step, apart from the arena's data (views use it). */
+qkt_tensor *qkt__tensor_header(qkt_ctx *ctx);
 
 #endif

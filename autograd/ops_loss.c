@@ -25,7 +25,7 @@ qkt_tensor *qkt_cross_entropy(qkt_ctx *ctx, qkt_tensor *logits, const int32_t *t
         s->n_counted += targets[r] != QKT_IGNORE;
     }
     double total = qkt__kern_get()->cross_entropy_forward(logits->data, s->targets, s->lse, rows, V);
-    qkt_tensor *y = qkt_op_output(ctx, 0, NULL);
+    qkt_tensor *y = qkt__op_output(ctx, 0, NULL);
     y->data[0] = s->n_counted ? (qkt_real)(total / s->n_counted) : 0;
     if (n_counted) *n_counted = s->n_counted;
     qkt_node *n = qkt_op_record(ctx, QKT_OP_CROSS_ENTROPY, y, 1, &logits);

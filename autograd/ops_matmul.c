@@ -44,7 +44,7 @@ qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool
     for (int i = 0; i < a->ndim - 2; i++) shape[i] = a->shape[i];
     shape[a->ndim - 2] = M;
     shape[a->ndim - 1] = N;
-    qkt_tensor *c = qkt_op_output(ctx, a->ndim, shape);
+    qkt_tensor *c = qkt__op_output(ctx, a->ndim, shape);
     mm_run(batch, M, N, K, ta, tb, b_shared, a->data, b->data, 0, c->data);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_MATMUL, c, 2, (qkt_tensor *[]){a, b});
     if (n) {
@@ -106,7 +106,7 @@ void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
  * in the registers on the own-gemm paths, written into y first for BLAS), so no
  * separate (rows, out) tensor exists for x W^T, and backward takes db from dy directly. */
 qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
-    QKT_LIVE(ctx, "affine", x, w, b);
+    QKT_LIVE_OPT(ctx, "affine", 2, x, w, b);
     QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "affine (x, W)", x, w);
     int in = w->shape[1], out = w->shape[0];
     if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, "affine (W, b)", w, b);
@@ -114,7 +114,7 @@ qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b
     int shape[QKT_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     shape[x->ndim - 1] = out;
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
     qkt__gemm_bias((int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, y->data, out);
     qkt_op_record(ctx, QKT_OP_AFFINE, y, 3, (qkt_tensor *[]){x, w, b});
     qkt_op_done(ctx, QKT_OP_AFFINE, y);

@@ -7,7 +7,7 @@ typedef struct {
 } ln_saved;
 
 qkt_tensor *qkt_layernorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b, double eps) {
-    QKT_LIVE(ctx, "layernorm", x, w, b);
+    QKT_LIVE_OPT(ctx, "layernorm", 1, x, w, b);
     QKT_CHECK(x->ndim >= 1, "layernorm of a scalar");
     int C = qkt__last(x);
     if (w) QKT_CHECK_SHAPES(w->size == C && w->ndim == 1, "layernorm weight", x, w);
@@ -16,7 +16,7 @@ qkt_tensor *qkt_layernorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor
     ln_saved *s = qkt_arena_alloc(&ctx->arena, sizeof *s);
     s->mean = qkt_arena_alloc(&ctx->arena, (size_t)rows * sizeof(qkt_real));
     s->rstd = qkt_arena_alloc(&ctx->arena, (size_t)rows * sizeof(qkt_real));
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     const qkt_real *W = w ? w->data : NULL, *Bb = b ? b->data : NULL;
     qkt__kern_get()->layernorm_forward(x->data, W, Bb, y->data, s->mean, s->rstd, rows, C, eps);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_LAYERNORM, y, 3, (qkt_tensor *[]){x, w, b});
@@ -52,7 +52,7 @@ typedef struct {
 } rms_saved;
 
 qkt_tensor *qkt_rmsnorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, double eps) {
-    QKT_LIVE(ctx, "rmsnorm", x, w);
+    QKT_LIVE_OPT(ctx, "rmsnorm", 1, x, w);
     QKT_CHECK(x->ndim >= 1, "rmsnorm of a scalar");
     QKT_CHECK(eps > 0, "rmsnorm eps %g <= 0", eps);
     int C = qkt__last(x);
@@ -60,7 +60,7 @@ qkt_tensor *qkt_rmsnorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, double eps) 
     int64_t rows = x->size / C;
     rms_saved *s = qkt_arena_alloc(&ctx->arena, sizeof *s);
     s->rstd = qkt_arena_alloc(&ctx->arena, (size_t)rows * sizeof(qkt_real));
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     const qkt_real *X = x->data, *W = w ? w->data : NULL;
     qkt_real *Y = y->data, *R = s->rstd;
 #pragma omp parallel for schedule(static) if (x->size > QKT_PAR_MIN)
@@ -111,7 +111,7 @@ qkt_tensor *qkt_l2norm(qkt_ctx *ctx, qkt_tensor *x, double eps) {
     int C = qkt__last(x);
     int64_t rows = x->size / C;
     qkt_real *inv = qkt_arena_alloc(&ctx->arena, (size_t)rows * sizeof(qkt_real)); /* 1/max(||x||, eps) */
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     const qkt_real *X = x->data;
     qkt_real *Y = y->data;
 #pragma omp parallel for schedule(static) if (x->size > QKT_PAR_MIN)

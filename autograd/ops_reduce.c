@@ -4,7 +4,7 @@
 
 static qkt_tensor *reduce(qkt_ctx *ctx, qkt_op op, qkt_tensor *x) {
     QKT_LIVE(ctx, qkt_op_name(op), x);
-    qkt_tensor *y = qkt_op_output(ctx, 0, NULL);
+    qkt_tensor *y = qkt__op_output(ctx, 0, NULL);
     /* in index order on one thread: a reduction over threads would make the bits depend on
      * their number (the sum is memory-bound; one pass over x is all it costs) */
     double acc = 0;

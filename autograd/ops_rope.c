@@ -50,7 +50,7 @@ qkt_tensor *qkt_rope(qkt_ctx *ctx, qkt_tensor *x, int n_head, double base) {
     int d = C / n_head;
     rope_saved *s = qkt_arena_alloc(&ctx->arena, sizeof *s);
     rope_table(ctx, T, d, base, &s->cs, &s->sn);
-    qkt_tensor *y = qkt_op_output(ctx, 3, x->shape);
+    qkt_tensor *y = qkt__op_output(ctx, 3, x->shape);
     rotate(x->data, y->data, (int64_t)x->shape[0] * T, T, n_head, d, s->cs, s->sn, 1, false);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_ROPE, y, 1, (qkt_tensor *[]){x});
     if (n) n->saved = s, n->p.i[0] = n_head;

@@ -8,9 +8,7 @@ qkt_tensor *qkt_reshape(qkt_ctx *ctx, qkt_tensor *x, int ndim, const int *shape)
     qkt_tensor tmp = {.ndim = ndim};
     for (int i = 0; i < ndim && i < QKT_MAX_DIMS; i++) tmp.shape[i] = shape[i];
     QKT_CHECK_SHAPES(n == x->size && ndim <= QKT_MAX_DIMS, "reshape", x, &tmp);
-    qkt_tensor *y = qkt_arena_alloc(&ctx->arena, sizeof *y);
-    memset(y, 0, sizeof *y);
-    y->gen = ctx->gen;
+    qkt_tensor *y = qkt__tensor_header(ctx);
     y->ndim = ndim;
     for (int i = 0; i < QKT_MAX_DIMS; i++) y->shape[i] = i < ndim ? shape[i] : 1;
     y->size = n;
@@ -64,7 +62,7 @@ qkt_tensor *qkt_permute(qkt_ctx *ctx, qkt_tensor *x, const int *perm) {
         seen |= 1 << perm[d];
         shape[d] = x->shape[perm[d]];
     }
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
     permute_copy(x, perm, x->data, y->data, false);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_PERMUTE, y, 1, &x);
     if (n)
@@ -98,7 +96,7 @@ void qkt_split(qkt_ctx *ctx, qkt_tensor *x, int n, const int *sizes, qkt_tensor 
         int shape[QKT_MAX_DIMS];
         memcpy(shape, x->shape, sizeof shape);
         shape[x->ndim - 1] = sizes[k];
-        qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
+        qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
         for (int64_t r = 0; r < rows; r++) memcpy(y->data + r * sizes[k], x->data + r * C + off, (size_t)sizes[k] * sizeof(qkt_real));
         qkt_node *nd = qkt_op_record(ctx, QKT_OP_SPLIT, y, 1, &x);
         if (nd) nd->p.i[0] = off, nd->p.i[1] = sizes[k];
@@ -126,7 +124,7 @@ void qkt__split_backward(qkt_ctx *ctx, qkt_node *n) {
  * p.i[0] = the axis. At most QKT_MAX_IN inputs per node: more are grouped. */
 qkt_tensor *qkt_concat_axis(qkt_ctx *ctx, int n, qkt_tensor **xs, int axis) {
     QKT_CHECK(n >= 1, "concat of %d tensors (need at least 1)", n);
-    for (int i = 0; i < n; i++) qkt__check_live(ctx, "concat", xs[i], i);
+    qkt__check_inputs(ctx, "concat", n, (const qkt_tensor *const *)xs, n);
     if (n > QKT_MAX_IN) { /* concat(concat(first QKT_MAX_IN), rest...) */
         qkt_tensor *head = qkt_concat_axis(ctx, QKT_MAX_IN, xs, axis);
         qkt_tensor *rest[QKT_MAX_IN];
@@ -151,7 +149,7 @@ qkt_tensor *qkt_concat_axis(qkt_ctx *ctx, int n, qkt_tensor **xs, int axis) {
     int shape[QKT_MAX_DIMS];
     memcpy(shape, xs[0]->shape, sizeof shape);
     shape[axis] = C;
-    qkt_tensor *y = qkt_op_output(ctx, xs[0]->ndim, shape);
+    qkt_tensor *y = qkt__op_output(ctx, xs[0]->ndim, shape);
     int64_t outer, inner;
     int Wn;
     qkt__axis_view(y, axis, &outer, &Wn, &inner);

@@ -52,7 +52,7 @@ static void softmax_rows(const sm_geom *g, qkt_real scale, const qkt_real *x, qk
 }
 
 qkt_tensor *qkt_softmax(qkt_ctx *ctx, qkt_tensor *x, double scale, qkt_mask_kind kind, qkt_tensor *mask) {
-    QKT_LIVE(ctx, "softmax", x, mask);
+    QKT_LIVE_OPT(ctx, "softmax", 1, x, mask);
     QKT_CHECK(x->ndim >= 1, "softmax of a scalar");
     sm_geom g = {.N = qkt__last(x), .Tq = 1, .kind = kind};
     if (kind == QKT_MASK_CAUSAL) {
@@ -67,7 +67,7 @@ qkt_tensor *qkt_softmax(qkt_ctx *ctx, qkt_tensor *x, double scale, qkt_mask_kind
         g.mask = mask->data;
         g.mperiod = mask->size;
     }
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     softmax_rows(&g, (qkt_real)scale, x->data, y->data, x->size / g.N);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_SOFTMAX, y, 1, &x); /* the mask gets no gradient */
     if (n) n->p.f[0] = scale;
@@ -98,7 +98,7 @@ qkt_tensor *qkt_log_softmax(qkt_ctx *ctx, qkt_tensor *x) {
     QKT_CHECK(x->ndim >= 1, "log_softmax of a scalar");
     int N = qkt__last(x);
     int64_t rows = x->size / N;
-    qkt_tensor *y = qkt_op_output(ctx, x->ndim, x->shape);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
 #pragma omp parallel for if (x->size > QKT_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const qkt_real *xr = x->data + r * N;

@@ -10,7 +10,7 @@
 /* The output, forward computed by the caller, then recorded with optional constants. */
 static qkt_tensor *unary_out(qkt_ctx *ctx, const char *name, qkt_tensor *x) {
     QKT_LIVE(ctx, name, x);
-    return qkt_op_output(ctx, x->ndim, x->shape);
+    return qkt__op_output(ctx, x->ndim, x->shape);
 }
 static qkt_tensor *unary_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *x, qkt_tensor *y, double c0, double c1) {
     qkt_node *n = qkt_op_record(ctx, op, y, 1, &x);

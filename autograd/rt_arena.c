@@ -42,6 +42,7 @@ void qkt_arena_init(qkt_arena *arena, size_t initial_bytes, size_t limit) {
 void *qkt_arena_alloc(qkt_arena *arena, size_t bytes) {
     QKT_CHECK(arena->s, "qkt_arena_alloc on an arena that is not initialised (qkt_arena_init) or was freed");
     qkt_arena_state *a = arena->s;
+    if (bytes > SIZE_MAX / 2) qkt_fatalf(QKT_FATAL_NOMEM, "out of memory: %zu bytes asked of the step arena", bytes);
     size_t need = (bytes + QKT_ALIGN - 1) & ~(size_t)(QKT_ALIGN - 1);
     if (need == 0) need = QKT_ALIGN;
     if (a->limit && a->used_total + need > a->limit) {
@@ -93,4 +94,68 @@ void qkt_arena_free(qkt_arena *arena) {
     }
     free(a);
     arena->s = NULL;
+}
+
+/* ---------------------------------------------------------------- tensor headers */
+struct qkt_hdr_block {
+    qkt_hdr_block *next;
+    int n;              /* slots per half */
+    qkt_tensor *slots;  /* 2 n: half 0, then half 1 */
+};
+
+static qkt_hdr_block *hdr_block_new(qkt_hdr_store *h, int n) {
+    qkt_hdr_block *b = qkt_malloc(sizeof *b);
+    b->next = NULL;
+    b->n = n;
+    b->slots = qkt_aligned_alloc(QKT_ALIGN, 2 * (size_t)n * sizeof *b->slots);
+    h->n_mallocs++;
+    return b;
+}
+
+void qkt__hdr_init(qkt_ctx *ctx) {
+    qkt_hdr_store *h = ctx->hdrs = qkt_calloc(1, sizeof *h);
+    h->first = h->cur = hdr_block_new(h, 256);
+}
+
+qkt_tensor *qkt__hdr_alloc(qkt_ctx *ctx) {
+    qkt_hdr_store *h = ctx->hdrs;
+    if (h->used == h->cur->n) { /* the next kept block, or a new one as large as all before it */
+        if (!h->cur->next) {
+            int total = 0;
+            for (qkt_hdr_block *b = h->first; b; b = b->next) total += b->n;
+            h->cur->next = hdr_block_new(h, total);
+        }
+        h->cur = h->cur->next;
+        h->used = 0;
+    }
+    qkt_tensor *t = &h->cur->slots[(size_t)h->parity * (size_t)h->cur->n + (size_t)h->used++];
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+void qkt__hdr_reset(qkt_ctx *ctx) {
+    qkt_hdr_store *h = ctx->hdrs;
+    if (ctx->debug_arena) return; /* keep going: no slot is reused */
+    h->cur = h->first;
+    h->used = 0;
+    h->parity ^= 1;
+}
+
+void qkt__hdr_free(qkt_ctx *ctx) {
+    qkt_hdr_store *h = ctx->hdrs;
+    if (!h) return;
+    for (qkt_hdr_block *b = h->first; b;) {
+        qkt_hdr_block *next = b->next;
+        free(b->slots);
+        free(b);
+        b = next;
+    }
+    free(h);
+    ctx->hdrs = NULL;
+}
+
+void qkt__arena_poison(qkt_arena *arena) {
+    qkt_arena_state *a = arena->s;
+    if (!a) return;
+    for (qkt_arena_block *b = a->first; b; b = b->next) memset(b->mem, 0xFF, b->used);
 }

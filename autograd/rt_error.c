@@ -3,7 +3,7 @@
  * hook with the size and the caller's file:line), qkt_err_set, and the float32/float64 link
  * guard. */
 #define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
-#include "qkt_autograd.h"
+#include "ops_internal.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -55,9 +55,22 @@ QKT_NORETURN void qkt_fatalf(qkt_fatal_kind kind, const char *fmt, ...) {
     fatal_v(kind, "", fmt, ap, "");
 }
 
+/* The op a thread is in (set by the input check every op runs, and by qkt_backward for
+ * each node), so that a usage error names the caller's call and the context's scope, not
+ * only qkt's file:line. */
+static __thread const char *call_op, *call_scope;
+static __thread bool call_backward;
+
+void qkt__call_set(const char *op, const char *scope, bool backward) {
+    call_op = op, call_scope = scope, call_backward = backward;
+}
+
 QKT_NORETURN void qkt_fatal(const char *file, int line, const char *cond, const char *fmt, ...) {
-    char prefix[512], suffix[512];
-    snprintf(prefix, sizeof prefix, "usage error at %s:%d: ", file, line);
+    char prefix[512], suffix[512], call[256] = "";
+    if (call_op)
+        snprintf(call, sizeof call, " (%sop %s%s%s)", call_backward ? "backward of " : "", call_op,
+                 call_scope ? ", scope " : "", call_scope ? call_scope : "");
+    snprintf(prefix, sizeof prefix, "usage error at %s:%d%s: ", file, line, call);
     snprintf(suffix, sizeof suffix, " (check failed: %s)", cond);
     va_list ap;
     va_start(ap, fmt);

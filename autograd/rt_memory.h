@@ -24,4 +24,24 @@ struct qkt_grad_pool {
     size_t n_mallocs;  /* buffers ever allocated */
 };
 
+/* Tensor headers live apart from the arena's data, in blocks of 2 x n slots: a step of
+ * parity p (ctx->gen / 2 % 2) fills half p of each block in turn, so a step never writes
+ * over the headers of the step before it and a tensor kept across one reset still reads its
+ * own stamp, whatever the next step's layout. With ctx->debug_arena no slot is ever reused:
+ * every stale tensor keeps its stamp (memory grows by one slot per tensor per step). */
+typedef struct qkt_hdr_block qkt_hdr_block;
+struct qkt_hdr_store {
+    qkt_hdr_block *first, *cur;
+    int used;         /* slots of cur's half taken this step */
+    int parity;       /* the half this step fills */
+    size_t n_mallocs; /* blocks ever allocated */
+};
+void qkt__hdr_init(qkt_ctx *ctx);
+qkt_tensor *qkt__hdr_alloc(qkt_ctx *ctx); /* a zeroed header of this step */
+void qkt__hdr_reset(qkt_ctx *ctx);
+void qkt__hdr_free(qkt_ctx *ctx);
+/* Fills every byte the arena handed out with 0xFF (a NaN in float32 and float64): with
+ * ctx->debug_arena, reading an earlier step's values gives NaN, not plausible numbers. */
+void qkt__arena_poison(qkt_arena *a);
+
 #endif

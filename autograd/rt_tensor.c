@@ -1,13 +1,26 @@
 /* Tensors (arena-backed activations) and the contiguous parameter store. */
-#include "qkt_autograd.h"
+#include "ops_internal.h"
+#include "rt_memory.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* At most 2^58 elements: the bytes of a float64 tensor then still fit an int64. */
+#define QKT_MAX_ELEMS ((int64_t)1 << 58)
+
 int64_t qkt_shape_size(int ndim, const int *shape) {
     int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
+    bool over = false;
+    for (int i = 0; i < ndim; i++) over |= __builtin_mul_overflow(n, (int64_t)shape[i], &n) || n > QKT_MAX_ELEMS || n < -QKT_MAX_ELEMS;
+    if (over) {
+        char buf[96];
+        size_t k = (size_t)snprintf(buf, sizeof buf, "(");
+        for (int i = 0; i < ndim && i < QKT_MAX_DIMS && k < sizeof buf; i++)
+            k += (size_t)snprintf(buf + k, sizeof buf - k, i ? ", %d" : "%d", shape[i]);
+        if (k < sizeof buf) snprintf(buf + k, sizeof buf - k, ")");
+        QKT_CHECK(!over, "shape %s has more elements than fit in memory (at most 2^58)", buf);
+    }
     return n;
 }
 
@@ -23,14 +36,21 @@ static void set_shape(qkt_tensor *t, int ndim, const int *shape) {
     QKT_CHECK(ndim >= 0 && ndim <= QKT_MAX_DIMS, "tensor with %d dims (at most %d)", ndim, QKT_MAX_DIMS);
     t->ndim = ndim;
     for (int i = 0; i < QKT_MAX_DIMS; i++) t->shape[i] = i < ndim ? shape[i] : 1;
+    QKT_CHECK(ndim == 0 || shape, "a tensor of %d dims with a NULL shape", ndim);
     for (int i = 0; i < ndim; i++) QKT_CHECK(shape[i] > 0, "tensor dim %d has size %d", i, shape[i]);
     t->size = qkt_shape_size(ndim, shape);
 }
 
-qkt_tensor *qkt_tensor_new(qkt_ctx *ctx, int ndim, const int *shape) {
-    qkt_tensor *t = qkt_arena_alloc(&ctx->arena, sizeof *t);
-    memset(t, 0, sizeof *t);
+/* A zeroed header of this step (rt_arena.c: slots apart from the data). */
+qkt_tensor *qkt__tensor_header(qkt_ctx *ctx) {
+    qkt__check_ctx(ctx, "qkt_tensor_new");
+    qkt_tensor *t = qkt__hdr_alloc(ctx);
     t->gen = ctx->gen;
+    return t;
+}
+
+qkt_tensor *qkt_tensor_new(qkt_ctx *ctx, int ndim, const int *shape) {
+    qkt_tensor *t = qkt__tensor_header(ctx);
     set_shape(t, ndim, shape);
     t->data = qkt_arena_alloc(&ctx->arena, (size_t)t->size * sizeof(qkt_real));
     return t;
@@ -107,7 +127,10 @@ void qkt_params_finalize(qkt_params *p) {
     p->finalized = true;
 }
 
-void qkt_params_zero_grad(qkt_params *p) { memset(p->grad, 0, (size_t)p->size * sizeof(qkt_real)); }
+void qkt_params_zero_grad(qkt_params *p) {
+    QKT_CHECK(p->finalized, "qkt_params_zero_grad before qkt_params_finalize (the store has no grads yet)");
+    memset(p->grad, 0, (size_t)p->size * sizeof(qkt_real));
+}
 
 qkt_tensor *qkt_params_find(const qkt_params *p, const char *name) {
     for (int i = 0; i < p->n; i++)

@@ -86,8 +86,11 @@ qkt_tensor *qkt_gpt_hidden(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, int B, 
         if (opts && opts->capture) {
             cap = &opts->capture[l];
             size_t bytes = (size_t)B * c->n_head * T * T * sizeof(qkt_real);
-            if (!cap->probs && opts->capture_probs) cap->probs = qkt_arena_alloc(&ctx->arena, bytes);
-            if (!cap->logits && opts->capture_logits) cap->logits = qkt_arena_alloc(&ctx->arena, bytes);
+            /* A buffer this function took from an earlier step's arena is dead: take a new one. */
+            if (cap->probs_gen && cap->probs_gen != ctx->gen) cap->probs = NULL, cap->probs_gen = 0;
+            if (cap->logits_gen && cap->logits_gen != ctx->gen) cap->logits = NULL, cap->logits_gen = 0;
+            if (!cap->probs && opts->capture_probs) cap->probs = qkt_arena_alloc(&ctx->arena, bytes), cap->probs_gen = ctx->gen;
+            if (!cap->logits && opts->capture_logits) cap->logits = qkt_arena_alloc(&ctx->arena, bytes), cap->logits_gen = ctx->gen;
             if (!cap->probs && !cap->logits) cap = NULL;
         }
         ctx->scope = g->h[l].scope;

@@ -103,6 +103,7 @@ static void swiglu_backward(qkt_ctx *ctx, qkt_node *n) {
 }
 
 qkt_tensor *qkt_swiglu(qkt_ctx *ctx, qkt_tensor *x) {
+    qkt_op_check_inputs(ctx, "swiglu", 1, &x);
     QKT_CHECK(x->ndim >= 1 && x->shape[x->ndim - 1] % 2 == 0, "swiglu: the last axis (%d) must be even",
               x->ndim ? x->shape[x->ndim - 1] : 0);
     int shape[QKT_MAX_DIMS];

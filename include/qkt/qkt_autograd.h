@@ -190,9 +190,9 @@ void qkt_rng_seed_stream(qkt_rng *r, uint64_t seed, qkt_rng_stream stream);
 /* Bump allocator for one step's activations, grads and saved state. When a block
  * runs out the next kept block is used, or a new one is chained (the only malloc);
  * reset rewinds to the first block, so a step no larger than an earlier one performs
- * no malloc. Blocks are freed only by qkt_arena_free: a tensor kept across a reset
- * still reads its own (stale) stamp, not freed memory. With a limit set, an allocation
- * past it aborts naming the size it needed. */
+ * no malloc. Blocks are freed only by qkt_arena_free. (A context's tensor headers are
+ * not in its arena: see qkt_ctx_reset.) With a limit set, an allocation past it aborts
+ * naming the size it needed. */
 typedef struct qkt_arena_state qkt_arena_state; /* blocks and counters: autograd's own */
 typedef struct qkt_arena {
     qkt_arena_state *s; /* set by qkt_arena_init, NULL after qkt_arena_free */
@@ -210,6 +210,9 @@ void qkt_arena_free(qkt_arena *a);
  * (about one layer) instead of one grad per activation. Buffers persist across
  * steps (reset returns them all), so from the second step on no grad mallocs. */
 typedef struct qkt_grad_pool qkt_grad_pool; /* autograd's own; a context has one */
+/* Tensor headers: slots apart from the arena's data that alternate between steps (see
+ * qkt_ctx_reset); autograd's own, a context has one. */
+typedef struct qkt_hdr_store qkt_hdr_store;
 
 /* ---------------------------------------------------------------- tensor */
 #define QKT_MAX_DIMS 4
@@ -220,7 +223,8 @@ typedef struct qkt_tensor {
     int ndim; /* 0 = scalar (size 1) */
     int shape[QKT_MAX_DIMS];
     bool requires_grad;
-    bool is_param;
+    bool is_param;    /* lives in a parameter store (the only tensors valid in every step) */
+    bool pending;     /* made by qkt_op_output and not yet recorded: no op takes it as an input */
     const char *name; /* params: checkpoint name; activations: NULL */
     uint32_t gen;     /* the step (ctx->gen) that made it; 0 for parameters. Ops and backward
                          refuse a tensor of another step: it died at qkt_ctx_reset. */
@@ -287,7 +291,9 @@ typedef struct qkt_node {
     const char *custom_name;
 } qkt_node;
 
+#define QKT_CTX_MAGIC 0x716b7443u /* "qktC": set by qkt_ctx_init, cleared by qkt_ctx_free */
 typedef struct qkt_ctx {
+    uint32_t magic;       /* QKT_CTX_MAGIC while initialised: a zeroed or freed context is refused */
     qkt_arena arena;      /* the step's activations and saved state: qkt_arena_alloc(&ctx->arena, n) */
     qkt_grad_pool *grads; /* activation grads (see qkt_grad_pool) */
     qkt_node *tape;
@@ -297,7 +303,10 @@ typedef struct qkt_ctx {
     bool training;       /* dropout active */
     bool detect_anomaly; /* check every op output, and every grad a backward wrote, for NaN/Inf */
     bool retain_graph;   /* allow a qkt_backward through nodes a backward already ran (grads add up again) */
+    bool debug_arena;    /* set from QKT_DEBUG_ARENA=1 by qkt_ctx_init: reset poisons the step's
+                            values (NaN) and no tensor header is reused (see qkt_ctx_reset) */
     uint32_t gen;        /* this step's stamp: unique per context, changed by every reset */
+    qkt_hdr_store *hdrs; /* tensor headers (see qkt_ctx_reset) */
     const char *scope;   /* set by layers, copied into nodes */
     qkt_rng rng;         /* dropout draws */
     /* Set by qkt_ctx_redirect_param_grads: parameters' grads go to pg_to, not pg_home. */
@@ -313,7 +322,15 @@ enum { QKT_MODE_EVAL = 0, QKT_MODE_GRAD = 1, QKT_MODE_DROPOUT = 2, QKT_MODE_TRAI
 /* Sets the mode and returns the previous one, to restore afterwards:
  *   int prev = qkt_ctx_set_mode(ctx, QKT_MODE_EVAL); ... qkt_ctx_set_mode(ctx, prev); */
 int qkt_ctx_set_mode(qkt_ctx *ctx, int mode);
-void qkt_ctx_reset(qkt_ctx *ctx); /* empty tape and arena; keeps memory */
+/* Empties the tape and the arena, keeping their memory: every tensor of the step dies.
+ * An op or backward given a dead tensor refuses it (QKT_FATAL_USAGE naming the op): a
+ * tensor kept across one reset always, whatever the next step's layout (tensor headers
+ * sit in slots that alternate between steps); one kept across several resets may share
+ * its header slot with a tensor of this step, unless ctx->debug_arena (QKT_DEBUG_ARENA=1
+ * in the environment at qkt_ctx_init), where no slot is ever reused and each reset also
+ * fills the step's values with NaN. A dead tensor's header stays readable memory (no
+ * crash), but its data is another step's: copy what you need (loss->data[0]) before. */
+void qkt_ctx_reset(qkt_ctx *ctx);
 void qkt_ctx_free(qkt_ctx *ctx);
 /* A context's memory, in bytes: the arena (handed out since the last reset, at most over
  * the context's life, held), the activation grads (live now, at most, held) and the
@@ -460,6 +477,10 @@ qkt_tensor *qkt_rope(qkt_ctx *ctx, qkt_tensor *x, int n_head, double base);
 typedef struct qkt_attn_capture {
     qkt_real *probs;  /* (B, H, Tq, Tk) probabilities, or NULL */
     qkt_real *logits; /* (B, H, Tq, Tk) logits s_h q.k + bias + ALiBi; blocked entries -inf; or NULL */
+    /* Set by qkt_gpt_forward when it points probs / logits at a buffer of its own in the
+     * step's arena: the step (ctx->gen) the buffer belongs to; 0 = the caller's buffer. A
+     * later forward replaces a dead one, so one zeroed capture serves every step. */
+    uint32_t probs_gen, logits_gen;
 } qkt_attn_capture;
 /* dropout > 0 (and ctx->training): each weight P[b,h,i,j] is zeroed with probability
  * `dropout` and the others scaled by 1/(1 - dropout) before P v (nanoGPT's attn_dropout).
@@ -586,8 +607,11 @@ qkt_tensor *qkt_stack(qkt_ctx *ctx, int n, qkt_tensor **xs, int axis);
 
 /* ---------------------------------------------------------------- helpers for op files */
 /* Internal, but public so that nn/ can define fused ops with the same machinery:
- * makes an output of the given shape whose requires_grad follows the inputs, and
- * returns the tape node to fill (NULL when nothing is recorded). */
+ * qkt_op_output makes an output of the given shape, pending until qkt_op_record (or
+ * qkt_op_record_custom) records it: an op given a pending tensor, or qkt_backward from
+ * one, is a usage error (a custom op that forgot to record would otherwise pass no
+ * gradient, silently). Recording sets its requires_grad from the inputs and returns the
+ * tape node to fill (NULL when nothing is recorded). */
 qkt_tensor *qkt_op_output(qkt_ctx *ctx, int ndim, const int *shape);
 qkt_node *qkt_op_record(qkt_ctx *ctx, qkt_op op, qkt_tensor *out, int n_in, qkt_tensor **in);
 /* Called by each op after computing its output: anomaly detection hook. */
@@ -595,6 +619,11 @@ void qkt_op_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *out);
 /* An op defined outside autograd: records a QKT_OP_CUSTOM node whose backward is
  * `backward` (it must accumulate into the inputs' grads, as every backward does). */
 typedef void (*qkt_backward_fn)(qkt_ctx *ctx, qkt_node *n);
+/* The input check every built-in op runs first, for a custom op to run before it reads its
+ * inputs: ctx initialised; each of in[0 .. n_in) non-NULL, a finalised parameter or a
+ * tensor of this step, not an unrecorded output. A failure is a usage error naming `name`,
+ * and until the op records its output, usage errors name it and ctx->scope. */
+void qkt_op_check_inputs(qkt_ctx *ctx, const char *name, int n_in, qkt_tensor *const *in);
 qkt_node *qkt_op_record_custom(qkt_ctx *ctx, const char *name, qkt_backward_fn backward, qkt_tensor *out,
                                int n_in, qkt_tensor **in);
 

@@ -305,8 +305,10 @@ void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng);
 typedef struct qkt_gpt_opts {
     const uint8_t *key_pad;     /* (B, T), nonzero = this key is padding; or NULL */
     /* Attention capture: NULL = none (no cost). Otherwise n_layer entries; each entry's
-     * probs / logits (B, H, T, T) is filled when non-NULL, and when NULL but the matching
-     * flag below is set, it is pointed at a fresh arena buffer (valid until ctx reset). */
+     * probs / logits (B, H, T, T) is filled when non-NULL (the caller's buffer), and when
+     * NULL but the matching flag below is set, it is pointed at a fresh arena buffer
+     * (valid until ctx reset; its *_gen stamp lets the next step's forward replace it, so
+     * the same capture array, zeroed once, serves every step). */
     qkt_attn_capture *capture;
     bool capture_probs, capture_logits;
     bool hold_state;            /* a training forward does not advance persistent state (qkt_dp) */
