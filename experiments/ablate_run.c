@@ -129,6 +129,7 @@ int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const vol
     int rc = 0;
     if (lead) { /* part 1 (in this process) is rank 0's in an MPI job; the others wait */
         rc = qkt_ablate_load_config(run_dir, &c, err) || qkt_mkdirs(cells, err) ? -1 : 0; /* what the cells will see */
+        if (!rc && qkt_ablate_measure_peak(run_dir, err) != 0) rc = -1; /* the study's efficiency's denominator */
         if (!rc && verbose) qkt_logf(QKT_LOG_INFO, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)", c.n_init_dk);
         if (!rc && qkt_ablate_init_iid(run_dir, &c, err) != 0) rc = -1;
     }
