@@ -75,6 +75,8 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
         qkt_remove_stale_temps(path, &gone, NULL);
         qkt_cell_maps_path(run_dir, plan[i].id, path, sizeof path);
         qkt_remove_stale_temps(path, &gone, NULL);
+        qkt_cell_cost_path(run_dir, plan[i].id, path, sizeof path);
+        qkt_remove_stale_temps(path, &gone, NULL);
     }
     if (gone.n && verbose) qkt_logf(QKT_LOG_INFO, "qkt ablate: removed temp files of stopped cells: %s", gone.s);
     qkt_buf_free(&gone);
