@@ -70,6 +70,27 @@ static inline qkt_real gelu_grad(qkt_real v) {
     qkt_real t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
     return (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
 }
+/* gelu_forward's and gelu_grad's expressions on one tanh per element, one thread (a
+ * product's epilogue: the block was just computed on this thread). */
+static void gelu_epilogue(qkt_real *C, qkt_real *G, int rows, int cols, int ldc) {
+    for (int r = 0; r < rows; r++) {
+        qkt_real *c = C + (size_t)r * ldc, *g = G ? G + (size_t)r * ldc : NULL;
+        if (!g) {
+#pragma omp simd
+            for (int j = 0; j < cols; j++) {
+                qkt_real v = c[j];
+                c[j] = (qkt_real)0.5 * v * (1 + qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)));
+            }
+            continue;
+        }
+#pragma omp simd
+        for (int j = 0; j < cols; j++) {
+            qkt_real v = c[j], t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
+            g[j] = (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
+            c[j] = (qkt_real)0.5 * v * (1 + t);
+        }
+    }
+}
 static void gelu_backward(bool fresh, const qkt_real *X, const qkt_real *dY, qkt_real *dX, int64_t n) {
     if (fresh) { /* an unzeroed buffer: store, never read */
 #pragma omp parallel for simd if (n > QKT_PAR_MIN)
