@@ -186,6 +186,36 @@ static void colsum(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real
     for (int64_t j = 0; j < cols; j++) out[j] += sign * (qkt_real)part[j];
 }
 
+/* dU = G dH (elementwise) and out[j] += sum_r dU[r, j] in one pass: colsum's chunks and
+ * order (Y NULL, sign 1), so the bits of binary_forward's product, then colsum of dU. */
+static void mul_colsum(int64_t rows, int64_t cols, const qkt_real *G, const qkt_real *dH, qkt_real *dU, qkt_real *out,
+                       double *part) {
+    int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
+#pragma omp parallel for if (rows * cols > QKT_PAR_MIN)
+    for (int64_t c = 0; c < nch; c++) {
+        double *p = part + c * cols;
+        for (int64_t j = 0; j < cols; j++) p[j] = 0;
+        int64_t r1 = (c + 1) * QKT_COLSUM_ROWS < rows ? (c + 1) * QKT_COLSUM_ROWS : rows;
+        for (int64_t r = c * QKT_COLSUM_ROWS; r < r1; r++) {
+            const qkt_real *gr = G + r * cols, *hr = dH + r * cols;
+            qkt_real *ur = dU + r * cols;
+#pragma omp simd
+            for (int64_t j = 0; j < cols; j++) {
+                qkt_real u = gr[j] * hr[j];
+                ur[j] = u;
+                p[j] += (double)u;
+            }
+        }
+    }
+    for (int64_t c = 1; c < nch; c++) {
+        const double *p = part + c * cols;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; j++) part[j] += p[j];
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < cols; j++) out[j] += (qkt_real)1 * (qkt_real)part[j];
+}
+
 /* ---------------------------------------------------------------- cross-entropy */
 /* The rows' log-sum-exps in parallel, then their sum in row order: a reduction over the
  * threads would add partial sums in an order that depends on the thread count (other

@@ -71,6 +71,9 @@ typedef struct qkt__kern {
     /* out[j] += sign sum_r X[r, j] f(r, j) (ops_internal.h's qkt__colsum); part: ceil(rows / 64) x cols doubles */
     void (*colsum)(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                    const qkt_real *mul, qkt_real sign, qkt_real *out, double *part);
+    /* du = g dh elementwise and out[j] += sum_r du[r, j]: colsum's bits of du (part as colsum's) */
+    void (*mul_colsum)(int64_t rows, int64_t cols, const qkt_real *g, const qkt_real *dh, qkt_real *du, qkt_real *out,
+                       double *part);
     /* lse[r] = log sum_j exp(x_rj); returns sum over counted rows of lse[r] - x_r[t_r] */
     double (*cross_entropy_forward)(const qkt_real *x, const int32_t *targets, qkt_real *lse, int64_t rows, int V);
     /* dx_rj += g (exp(x_rj - lse_r) - [j == t_r]) over counted rows */
@@ -118,7 +121,7 @@ extern const qkt__kern qkt__kern_single;
         .name = isa_name, .binary_forward = binary_forward, .binary_backward_a = binary_backward_a,                 \
         .gelu_forward = gelu_forward, .gelu_backward = gelu_backward, .gelu_epilogue = gelu_epilogue,               \
         .layernorm_forward = layernorm_forward,                                                                     \
-        .layernorm_backward = layernorm_backward, .colsum = colsum, .cross_entropy_forward = cross_entropy_forward, \
+        .layernorm_backward = layernorm_backward, .colsum = colsum, .mul_colsum = mul_colsum, .cross_entropy_forward = cross_entropy_forward, \
         .cross_entropy_backward = cross_entropy_backward, .attn_forward_tiles = attn_forward_tiles,                 \
         .attn_backward_head = attn_backward_head, .exp_tanh = exp_tanh, .tile_product = qkt__mk_gemm,               \
         .gemm = QKT__KERN_GEMM,                                                                                     \

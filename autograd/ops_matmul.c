@@ -123,7 +123,7 @@ qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b
 }
 
 /* dx += dy W;  dW += dy^T x;  db += sum_rows dy */
-static void affine_backward_dy(qkt_ctx *ctx, const qkt_node *n, const qkt_real *dY) {
+static void affine_backward_dy(qkt_ctx *ctx, const qkt_node *n, const qkt_real *dY, bool db_done) {
     qkt_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int in = w->shape[1], out = w->shape[0];
     int rows = (int)(x->size / in);
@@ -133,10 +133,10 @@ static void affine_backward_dy(qkt_ctx *ctx, const qkt_node *n, const qkt_real *
         qkt_gemm(false, false, rows, in, out, 1, dY, out, w->data, in, fresh ? 0 : 1, dX, in);
     }
     if (qkt__needs_grad(w)) qkt_gemm(true, false, out, in, rows, 1, dY, out, x->data, in, 1, qkt_grad(ctx, w), in);
-    if (qkt__needs_grad(b)) qkt__colsum(ctx, rows, out, dY, NULL, NULL, NULL, 1, qkt_grad(ctx, b));
+    if (qkt__needs_grad(b) && !db_done) qkt__colsum(ctx, rows, out, dY, NULL, NULL, NULL, 1, qkt_grad(ctx, b));
 }
 
-void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) { affine_backward_dy(ctx, n, n->out->grad); }
+void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) { affine_backward_dy(ctx, n, n->out->grad, false); }
 
 /* ---------------------------------------------------------------- affine + GELU (an MLP's c_fc) */
 /* h = gelu(x W^T + b) in one node: the product's epilogue turns each block of sums into
@@ -162,12 +162,20 @@ qkt_tensor *qkt_affine_gelu(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tens
     return y;
 }
 
-/* du = gelu'(u) dh (in dh's buffer, which no other backward reads, unless grads are kept);
- * then dx += du W;  dW += du^T x;  db += sum_rows du */
+/* du = gelu'(u) dh (in dh's buffer, which no other backward reads, unless grads are kept),
+ * with db += sum_rows du in the same pass; then dx += du W;  dW += du^T x */
 void qkt__affine_gelu_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_real *dH = n->out->grad, *dU = dH;
-    int64_t size = n->out->size;
+    qkt_tensor *b = n->in[2];
+    int64_t size = n->out->size, out = n->in[1]->shape[0], rows = size / out;
     if (ctx->keep_grads) dU = qkt_arena_alloc(&ctx->arena, (size_t)size * sizeof *dU);
-    qkt__kern_get()->binary_forward(QKT_OP_MUL, n->saved, dH, dU, size, size);
-    affine_backward_dy(ctx, n, dU);
+    const qkt__kern *kn = qkt__kern_get();
+    bool db = qkt__needs_grad(b) && rows > 0;
+    if (db) { /* colsum's partial sums (qkt__colsum) */
+        double *part = qkt_arena_alloc(&ctx->arena, (size_t)((rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS * out) * sizeof *part);
+        kn->mul_colsum(rows, out, n->saved, dH, dU, qkt_grad(ctx, b), part);
+    } else {
+        kn->binary_forward(QKT_OP_MUL, n->saved, dH, dU, size, size);
+    }
+    affine_backward_dy(ctx, n, dU, db);
 }
