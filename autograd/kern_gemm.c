@@ -41,14 +41,25 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 #endif
 
+static void gemm_blas(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda, const qkt_real *B,
+                      int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc);
+
 /* own: the kernel table whose gemm computes this product, or NULL for BLAS (gemm_run
- * decides). bias (with beta 0 only): every row of C starts as bias. */
+ * decides). bias (with beta 0 only): every row of C starts as bias. epi (may be NULL):
+ * the own gemm runs it per block as the block is done, BLAS on the whole C after. */
 static void gemm_serial(const qkt__kern *own, bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A,
-                        int lda, const qkt_real *B, int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc) {
+                        int lda, const qkt_real *B, int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc,
+                        const qkt__gemm_epi *epi) {
     if (own) {
-        own->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta == 1, bias, C, ldc);
+        own->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta == 1, bias, C, ldc, epi);
         return;
     }
+    gemm_blas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+    if (epi) epi->fn(C, epi->aux, M, N, ldc);
+}
+
+static void gemm_blas(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda, const qkt_real *B,
+                      int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc) {
     if (bias) {
         for (int i = 0; i < M; i++) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof *C);
         beta = 1;
@@ -76,7 +87,8 @@ static void gemm_serial(const qkt__kern *own, bool ta, bool tb, int M, int N, in
 }
 
 static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda,
-                     const qkt_real *B, int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc) {
+                     const qkt_real *B, int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc,
+                     const qkt__gemm_epi *epi) {
     if (M == 0 || N == 0) return;
     const qkt__kern *kn = qkt__kern_get();
 #ifndef QKT_NO_BLAS
@@ -97,7 +109,7 @@ static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, cons
     int len = by_rows ? M : N, nb = len / QKT_GEMM_MIN_BLOCK, cap = own ? nt : big ? QKT_GEMM_BLAS_BLOCKS : 1;
     if (nb > cap) nb = cap;
     if (nb < 2) {
-        gemm_serial(own, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
+        gemm_serial(own, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, epi);
         return;
     }
     if (nt > nb) nt = nb;
@@ -106,22 +118,30 @@ static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, cons
         /* Block b covers [lo, hi), boundaries on multiples of 16 (the kernels' widths). */
         int lo = (int)((int64_t)len * b / nb) / 16 * 16, hi = b == nb - 1 ? len : (int)((int64_t)len * (b + 1) / nb) / 16 * 16;
         if (hi <= lo) continue;
+        size_t off = by_rows ? (size_t)lo * ldc : (size_t)lo; /* of the block in C (and in epi's aux) */
+        qkt__gemm_epi e = {epi ? epi->fn : NULL, epi && epi->aux ? epi->aux + off : NULL}, *eb = epi ? &e : NULL;
         if (by_rows) {
             const qkt_real *Ab = ta ? A + lo : A + (size_t)lo * lda;
-            gemm_serial(own, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, bias, C + (size_t)lo * ldc, ldc);
+            gemm_serial(own, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, bias, C + off, ldc, eb);
         } else {
             const qkt_real *Bb = tb ? B + (size_t)lo * ldb : B + lo;
-            gemm_serial(own, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, bias ? bias + lo : NULL, C + lo, ldc);
+            gemm_serial(own, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, bias ? bias + lo : NULL, C + off, ldc, eb);
         }
     }
 }
 
 void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda, const qkt_real *B,
               int ldb, qkt_real beta, qkt_real *C, int ldc) {
-    gemm_run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc);
+    gemm_run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, NULL);
 }
 
 void qkt__gemm_bias(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
                     qkt_real *C, int ldc) {
-    gemm_run(false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc);
+    gemm_run(false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, NULL);
+}
+
+void qkt__gemm_bias_gelu(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
+                         qkt_real *C, qkt_real *G, int ldc) {
+    qkt__gemm_epi e = {qkt__kern_get()->gelu_epilogue, G};
+    gemm_run(false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, &e);
 }

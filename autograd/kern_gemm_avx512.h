@@ -104,7 +104,7 @@ static void gemm_block(int mc, int nc, int kc, const qkt_real *A, ptrdiff_t sam,
  * under 4 KiB apart is read in place except its last nc % 16 columns; B^T, and B with
  * longer rows, are packed block by block. */
 static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
-                     bool accumulate, const qkt_real *bias, qkt_real *C, int ldc) {
+                     bool accumulate, const qkt_real *bias, qkt_real *C, int ldc, const qkt__gemm_epi *epi) {
     if (accumulate) bias = NULL;
     if (K == 0) {
         if (!accumulate)
@@ -112,6 +112,7 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
                 if (bias) memcpy(C + (size_t)i * ldc, bias, (size_t)N * sizeof *C);
                 else memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
             }
+        if (epi) epi->fn(C, epi->aux, M, N, ldc);
         return;
     }
     int kmax = K < GEMM_KC ? K : GEMM_KC, nmax = N < GEMM_NC ? qkt__round_up(N, 16) : GEMM_NC;
@@ -139,6 +140,8 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
                 const qkt_real *Am = A + m0 * sam + k0 * sak;
                 qkt_real *Cm = C + (size_t)m0 * ldc + n0;
                 gemm_block(mc, nc, kc, Am, sam, sak, Bk, ldbk, T, ldt, acc, bias && !acc ? bias + n0 : NULL, Cm, ldc);
+                if (epi && k0 + kc == K) /* the block's sums are complete and in L1/L2 */
+                    epi->fn(Cm, epi->aux ? epi->aux + (size_t)m0 * ldc + n0 : NULL, mc, nc, ldc);
             }
         }
     }

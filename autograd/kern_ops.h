@@ -70,6 +70,27 @@ static inline qkt_real gelu_grad(qkt_real v) {
     qkt_real t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
     return (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
 }
+/* gelu_forward's and gelu_grad's expressions on one tanh per element, one thread (a
+ * product's epilogue: the block was just computed on this thread). */
+static void gelu_epilogue(qkt_real *C, qkt_real *G, int rows, int cols, int ldc) {
+    for (int r = 0; r < rows; r++) {
+        qkt_real *c = C + (size_t)r * ldc, *g = G ? G + (size_t)r * ldc : NULL;
+        if (!g) {
+#pragma omp simd
+            for (int j = 0; j < cols; j++) {
+                qkt_real v = c[j];
+                c[j] = (qkt_real)0.5 * v * (1 + qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)));
+            }
+            continue;
+        }
+#pragma omp simd
+        for (int j = 0; j < cols; j++) {
+            qkt_real v = c[j], t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
+            g[j] = (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
+            c[j] = (qkt_real)0.5 * v * (1 + t);
+        }
+    }
+}
 static void gelu_backward(bool fresh, const qkt_real *X, const qkt_real *dY, qkt_real *dX, int64_t n) {
     if (fresh) { /* an unzeroed buffer: store, never read */
 #pragma omp parallel for simd if (n > QKT_PAR_MIN)
@@ -163,6 +184,36 @@ static void colsum(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real
     }
 #pragma omp simd
     for (int64_t j = 0; j < cols; j++) out[j] += sign * (qkt_real)part[j];
+}
+
+/* dU = G dH (elementwise) and out[j] += sum_r dU[r, j] in one pass: colsum's chunks and
+ * order (Y NULL, sign 1), so the bits of binary_forward's product, then colsum of dU. */
+static void mul_colsum(int64_t rows, int64_t cols, const qkt_real *G, const qkt_real *dH, qkt_real *dU, qkt_real *out,
+                       double *part) {
+    int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
+#pragma omp parallel for if (rows * cols > QKT_PAR_MIN)
+    for (int64_t c = 0; c < nch; c++) {
+        double *p = part + c * cols;
+        for (int64_t j = 0; j < cols; j++) p[j] = 0;
+        int64_t r1 = (c + 1) * QKT_COLSUM_ROWS < rows ? (c + 1) * QKT_COLSUM_ROWS : rows;
+        for (int64_t r = c * QKT_COLSUM_ROWS; r < r1; r++) {
+            const qkt_real *gr = G + r * cols, *hr = dH + r * cols;
+            qkt_real *ur = dU + r * cols;
+#pragma omp simd
+            for (int64_t j = 0; j < cols; j++) {
+                qkt_real u = gr[j] * hr[j];
+                ur[j] = u;
+                p[j] += (double)u;
+            }
+        }
+    }
+    for (int64_t c = 1; c < nch; c++) {
+        const double *p = part + c * cols;
+#pragma omp simd
+        for (int64_t j = 0; j < cols; j++) part[j] += p[j];
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < cols; j++) out[j] += (qkt_real)1 * (qkt_real)part[j];
 }
 
 /* ---------------------------------------------------------------- cross-entropy */

@@ -40,6 +40,14 @@
 
 typedef struct qkt__attn qkt__attn; /* ops_attention.h */
 
+/* A product's epilogue: fn(block of C, aux at the block's offset in an array laid out like
+ * C, rows, cols, ldc) runs once on every block of C after its last k term, on the thread
+ * that computed the block (kern_gemm.c), while the block is still in cache. */
+typedef struct qkt__gemm_epi {
+    void (*fn)(qkt_real *c, qkt_real *aux, int rows, int cols, int ldc);
+    qkt_real *aux;
+} qkt__gemm_epi;
+
 typedef struct qkt__kern {
     const char *name; /* "baseline", "avx2", "avx512" or "native" */
     /* y = a op b, op one of QKT_OP_ADD/SUB/MUL, b (nb values) repeated over a's na / nb rows */
@@ -51,6 +59,9 @@ typedef struct qkt__kern {
     void (*gelu_forward)(const qkt_real *x, qkt_real *y, int64_t n);
     /* dx (=|+=) gelu'(x) dy */
     void (*gelu_backward)(bool store, const qkt_real *x, const qkt_real *dy, qkt_real *dx, int64_t n);
+    /* A product's epilogue (qkt__gemm_epi.fn), one thread: u = c; c = gelu(u); g = gelu'(u)
+     * unless g is NULL, each the bits of gelu_forward and gelu_backward's factor */
+    void (*gelu_epilogue)(qkt_real *c, qkt_real *g, int rows, int cols, int ldc);
     /* per row of C: mean, rstd = 1/sqrt(var + eps), y = (x - mean) rstd w + b (w, b may be NULL) */
     void (*layernorm_forward)(const qkt_real *x, const qkt_real *w, const qkt_real *b, qkt_real *y, qkt_real *mean,
                               qkt_real *rstd, int64_t rows, int C, double eps);
@@ -60,6 +71,9 @@ typedef struct qkt__kern {
     /* out[j] += sign sum_r X[r, j] f(r, j) (ops_internal.h's qkt__colsum); part: ceil(rows / 64) x cols doubles */
     void (*colsum)(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                    const qkt_real *mul, qkt_real sign, qkt_real *out, double *part);
+    /* du = g dh elementwise and out[j] += sum_r du[r, j]: colsum's bits of du (part as colsum's) */
+    void (*mul_colsum)(int64_t rows, int64_t cols, const qkt_real *g, const qkt_real *dh, qkt_real *du, qkt_real *out,
+                       double *part);
     /* lse[r] = log sum_j exp(x_rj); returns sum over counted rows of lse[r] - x_r[t_r] */
     double (*cross_entropy_forward)(const qkt_real *x, const int32_t *targets, qkt_real *lse, int64_t rows, int V);
     /* dx_rj += g (exp(x_rj - lse_r) - [j == t_r]) over counted rows */
@@ -82,7 +96,7 @@ typedef struct qkt__kern {
      * row of C = bias + op(A) op(B) with the sums starting at bias, on the calling thread
      * (kern_gemm_avx512.h); NULL on the paths whose products BLAS computes (kern_gemm.c) */
     void (*gemm)(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
-                 bool accumulate, const qkt_real *bias, qkt_real *C, int ldc);
+                 bool accumulate, const qkt_real *bias, qkt_real *C, int ldc, const qkt__gemm_epi *epi);
 } qkt__kern;
 
 /* The process's table: chosen on the first call, the same ever after. An unknown or
@@ -105,8 +119,9 @@ extern const qkt__kern qkt__kern_single;
 #define QKT__KERN_TABLE(isa_name)                                                                                   \
     {                                                                                                               \
         .name = isa_name, .binary_forward = binary_forward, .binary_backward_a = binary_backward_a,                 \
-        .gelu_forward = gelu_forward, .gelu_backward = gelu_backward, .layernorm_forward = layernorm_forward,       \
-        .layernorm_backward = layernorm_backward, .colsum = colsum, .cross_entropy_forward = cross_entropy_forward, \
+        .gelu_forward = gelu_forward, .gelu_backward = gelu_backward, .gelu_epilogue = gelu_epilogue,               \
+        .layernorm_forward = layernorm_forward,                                                                     \
+        .layernorm_backward = layernorm_backward, .colsum = colsum, .mul_colsum = mul_colsum, .cross_entropy_forward = cross_entropy_forward, \
         .cross_entropy_backward = cross_entropy_backward, .attn_forward_tiles = attn_forward_tiles,                 \
         .attn_backward_head = attn_backward_head, .exp_tanh = exp_tanh, .tile_product = qkt__mk_gemm,               \
         .gemm = QKT__KERN_GEMM,                                                                                     \

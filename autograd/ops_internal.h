@@ -34,6 +34,11 @@
  * starting at the bias (NULL: at 0); the affine op's forward. */
 void qkt__gemm_bias(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
                     qkt_real *C, int ldc);
+/* The same, then C = gelu(C) and (G not NULL) G = gelu'(C's sums), laid out like C: each
+ * block of C as its sums are complete (kern_table.h's gelu_epilogue); the bits of
+ * qkt__gemm_bias, then gelu_forward and gelu_backward's factor. */
+void qkt__gemm_bias_gelu(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
+                         qkt_real *C, qkt_real *G, int ldc);
 void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                  const qkt_real *mul, qkt_real sign, qkt_real *out);
 

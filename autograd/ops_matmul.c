@@ -1,4 +1,5 @@
 /* matmul: C = op(A) op(B), 2-D or batched, with transpose flags. */
+#include "kern_table.h"
 #include "ops_internal.h"
 
 /* Geometry of one matmul, saved in node->p.i. */
@@ -122,16 +123,59 @@ qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b
 }
 
 /* dx += dy W;  dW += dy^T x;  db += sum_rows dy */
-void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) {
+static void affine_backward_dy(qkt_ctx *ctx, const qkt_node *n, const qkt_real *dY, bool db_done) {
     qkt_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     int in = w->shape[1], out = w->shape[0];
     int rows = (int)(x->size / in);
-    const qkt_real *dY = n->out->grad;
     if (qkt__needs_grad(x)) {
         bool fresh;
         qkt_real *dX = qkt__grad_out(ctx, x, &fresh);
         qkt_gemm(false, false, rows, in, out, 1, dY, out, w->data, in, fresh ? 0 : 1, dX, in);
     }
     if (qkt__needs_grad(w)) qkt_gemm(true, false, out, in, rows, 1, dY, out, x->data, in, 1, qkt_grad(ctx, w), in);
-    if (qkt__needs_grad(b)) qkt__colsum(ctx, rows, out, dY, NULL, NULL, NULL, 1, qkt_grad(ctx, b));
+    if (qkt__needs_grad(b) && !db_done) qkt__colsum(ctx, rows, out, dY, NULL, NULL, NULL, 1, qkt_grad(ctx, b));
+}
+
+void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) { affine_backward_dy(ctx, n, n->out->grad, false); }
+
+/* ---------------------------------------------------------------- affine + GELU (an MLP's c_fc) */
+/* h = gelu(x W^T + b) in one node: the product's epilogue turns each block of sums into
+ * GELU while it is in cache and saves gelu' there (kern_gemm.c), so neither x W^T + b nor
+ * a pass over it exists, and backward needs no tanh: du = gelu'(u) dh, then the affine's
+ * products. The bits of qkt_gelu(qkt_affine(x, W, b)) on every path and thread count. */
+qkt_tensor *qkt_affine_gelu(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
+    QKT_LIVE(ctx, "affine_gelu", x, w, b);
+    QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "affine_gelu (x, W)", x, w);
+    int in = w->shape[1], out = w->shape[0];
+    if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, "affine_gelu (W, b)", w, b);
+    int64_t rows = x->size / in;
+    int shape[QKT_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = out;
+    qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
+    /* gelu'(u), (rows, out): only when backward may run */
+    qkt_real *g = ctx->no_grad ? NULL : qkt_arena_alloc(&ctx->arena, (size_t)y->size * sizeof *g);
+    qkt__gemm_bias_gelu((int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, y->data, g, out);
+    qkt_node *n = qkt_op_record(ctx, QKT_OP_AFFINE_GELU, y, 3, (qkt_tensor *[]){x, w, b});
+    if (n) n->saved = g;
+    qkt_op_done(ctx, QKT_OP_AFFINE_GELU, y);
+    return y;
+}
+
+/* du = gelu'(u) dh (in dh's buffer, which no other backward reads, unless grads are kept),
+ * with db += sum_rows du in the same pass; then dx += du W;  dW += du^T x */
+void qkt__affine_gelu_backward(qkt_ctx *ctx, qkt_node *n) {
+    qkt_real *dH = n->out->grad, *dU = dH;
+    qkt_tensor *b = n->in[2];
+    int64_t size = n->out->size, out = n->in[1]->shape[0], rows = size / out;
+    if (ctx->keep_grads) dU = qkt_arena_alloc(&ctx->arena, (size_t)size * sizeof *dU);
+    const qkt__kern *kn = qkt__kern_get();
+    bool db = qkt__needs_grad(b) && rows > 0;
+    if (db) { /* colsum's partial sums (qkt__colsum) */
+        double *part = qkt_arena_alloc(&ctx->arena, (size_t)((rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS * out) * sizeof *part);
+        kn->mul_colsum(rows, out, n->saved, dH, dU, qkt_grad(ctx, b), part);
+    } else {
+        kn->binary_forward(QKT_OP_MUL, n->saved, dH, dU, size, size);
+    }
+    affine_backward_dy(ctx, n, dU, db);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "qkt_ablate.h"
 #include "qkt_io.h"
@@ -14,6 +15,19 @@
 #include "qkt_trainer.h"
 
 #define INIT_BATCH 4 /* rows for the at-init model measurements: B x T queries per head */
+
+/* What a cell computed (cells/<id>.cost): training steps' and forward-only passes' FLOPs. */
+typedef struct {
+    double train, eval;
+} cell_flops;
+/* A step at the trainer's batch (forward and backward); a forward of `batch` sequences, a
+ * third of a step's count (2 of its 6 flops per weight and token, 2 of 6 C T^2 of attention). */
+static void count_step(cell_flops *f, const qkt_trainer *t) { f->train += qkt_train_step_flops(&t->cfg); }
+static void count_forward(cell_flops *f, const qkt_trainer *t, int batch) {
+    qkt_train_config c = t->cfg;
+    c.batch_size = batch;
+    f->eval += qkt_train_step_flops(&c) / 3;
+}
 
 const char *qkt_cell_kind_name(qkt_cell_kind k) {
     static const char *const n[] = {"init", "train", "lr", "growth", "iid", "train2"};
@@ -173,7 +187,7 @@ static void progress(const char *run_dir, const qkt_cell *cell, long step, long 
 
 /* The scaled logits of every layer on the first validation batch, in eval mode:
  * out is (L, B, H, T, T). The growth cell compares two such captures. */
-static void logit_capture(qkt_trainer *t, qkt_real *out) {
+static void logit_capture(qkt_trainer *t, qkt_real *out, cell_flops *fl) {
     const qkt_gpt_config *mc = &t->gpt.cfg;
     int B = t->cfg.batch_size, T = t->T, H = mc->n_head, L = mc->n_layer;
     qkt_data_reset(t->data, QKT_SPLIT_VAL);
@@ -184,19 +198,22 @@ static void logit_capture(qkt_trainer *t, qkt_real *out) {
     for (int l = 0; l < L; l++) cap[l].logits = out + (size_t)l * B * H * T * T;
     qkt_gpt_opts o = {.capture = cap};
     qkt_gpt_forward(&t->ctx, &t->gpt, t->idx, NULL, B, T, NULL, &o);
+    count_forward(fl, t, B);
     qkt_ctx_set_mode(&t->ctx, mode);
 }
 
 /* At init: validation loss and attention stats, then the gradients of one step (the
  * update itself is not used). */
-static void run_init(qkt_trainer *t, const qkt_cell *cell, qkt_attn_stats *st, qkt_buf *b) {
+static void run_init(qkt_trainer *t, const qkt_cell *cell, qkt_attn_stats *st, qkt_buf *b, cell_flops *fl) {
     const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head;
     qkt_eval ev = {.heads = st};
     qkt_step_stats ss;
     qkt_trainer_eval(t, 2, INIT_BATCH, &ev);
+    count_forward(fl, t, 2 * INIT_BATCH);
     row(b, cell, 0, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
     stats_rows(b, cell, 0, st, L, H);
     qkt_trainer_step(t, &ss);
+    count_step(fl, t);
     row(b, cell, 0, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
     row(b, cell, 0, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);
     row(b, cell, 0, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
@@ -204,14 +221,14 @@ static void run_init(qkt_trainer *t, const qkt_cell *cell, qkt_attn_stats *st, q
 
 /* The muP coordinate check: per layer, rms(z1 - z0) and rms(z0) over the visible
  * scaled logits of a fixed batch, before (z0) and after (z1) cell->steps Adam steps. */
-static void run_growth(qkt_trainer *t, const qkt_cell *cell, qkt_buf *b) {
+static void run_growth(qkt_trainer *t, const qkt_cell *cell, qkt_buf *b, cell_flops *fl) {
     const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head, T = t->T;
     const size_t per = (size_t)t->cfg.batch_size * H * T * T, n = (size_t)L * per;
     qkt_real *z0 = qkt_malloc(n * sizeof *z0), *z1 = qkt_malloc(n * sizeof *z1);
     qkt_step_stats ss;
-    logit_capture(t, z0);
-    for (int s = 0; s < cell->steps; s++) qkt_trainer_step(t, &ss);
-    logit_capture(t, z1);
+    logit_capture(t, z0, fl);
+    for (int s = 0; s < cell->steps; s++) qkt_trainer_step(t, &ss), count_step(fl, t);
+    logit_capture(t, z1, fl);
     for (int l = 0; l < L; l++) {
         double d2 = 0, z2 = 0;
         int64_t cnt = 0;
@@ -230,7 +247,7 @@ static void run_growth(qkt_trainer *t, const qkt_cell *cell, qkt_buf *b) {
 /* Training (train and lr cells): evaluations every eval_every steps and after the last,
  * per-step loss, lr and gradient norms; a non-finite step ends the run as a result. */
 static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer *t, const qkt_cell *cell,
-                      qkt_attn_stats *st, qkt_buf *b) {
+                      qkt_attn_stats *st, qkt_buf *b, cell_flops *fl) {
     const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head;
     qkt_eval ev = {.heads = st};
     qkt_step_stats ss;
@@ -239,12 +256,14 @@ static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer 
         int every = cell->kind == QKT_CELL_LR ? c->lr_eval_every : c->run.eval_every;
         if (s % every == 0 || s == cell->steps) {
             qkt_trainer_eval(t, c->run.eval_batches, c->run.tc.batch_size, &ev);
+            count_forward(fl, t, c->run.eval_batches * c->run.tc.batch_size);
             row(b, cell, s, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
             row(b, cell, s, QKT_METRIC_VAL_ACC, -1, -1, ev.acc);
             stats_rows(b, cell, s, st, L, H);
         }
         if (s == cell->steps) break;
         qkt_trainer_step(t, &ss);
+        count_step(fl, t);
         row(b, cell, s, QKT_METRIC_TRAIN_LOSS, -1, -1, ss.loss);
         row(b, cell, s, QKT_METRIC_LR, -1, -1, ss.lr);
         row(b, cell, s, QKT_METRIC_GRAD_NORM, -1, -1, ss.grad_norm);
@@ -259,7 +278,24 @@ static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer 
     row(b, cell, diverged >= 0 ? diverged : cell->steps, QKT_METRIC_DIVERGED_STEP, -1, -1, (double)diverged);
 }
 
+/* The process's CPU seconds (all threads). */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* cells/<id>.cost (qkt_ablate.h), before the csv whose existence marks the cell done. */
+static int write_cost(const char *run_dir, const qkt_cell *cell, const cell_flops *fl, double cpu_s, qkt_err *err) {
+    char path[1024], line[160];
+    qkt_cell_cost_path(run_dir, cell->id, path, sizeof path);
+    int k = snprintf(line, sizeof line, "train_flops=%.17g eval_flops=%.17g cpu_s=%.9g\n", fl->train, fl->eval, cpu_s);
+    return qkt_write_atomic(path, line, (size_t)k, err);
+}
+
 int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err) {
+    const double cpu0 = cpu_now();
+    cell_flops fl = {0, 0};
     qkt_trainer t;
     if (cell_trainer(c, cell, &t, err) != 0) return -1;
     const int L = t.gpt.cfg.n_layer, H = t.gpt.cfg.n_head, T = t.T;
@@ -267,17 +303,19 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
     qkt_attn_stats *st = qkt_calloc((size_t)L * H, sizeof *st);
     int rc = 0;
     if (cell->kind == QKT_CELL_INIT) {
-        run_init(&t, cell, st, &b);
+        run_init(&t, cell, st, &b, &fl);
     } else if (cell->kind == QKT_CELL_GROWTH) {
-        run_growth(&t, cell, &b);
+        run_growth(&t, cell, &b, &fl);
     } else if (!cell->maps) {
-        run_train(run_dir, c, &t, cell, st, &b);
+        run_train(run_dir, c, &t, cell, st, &b, &fl);
     } else { /* the same, with the attention maps before and after */
         size_t nm = (size_t)L * H * T * T;
         qkt_real *map0 = qkt_malloc(nm * sizeof *map0), *map1 = qkt_malloc(nm * sizeof *map1);
         qkt_trainer_attention_map(&t, map0);
-        run_train(run_dir, c, &t, cell, st, &b);
+        count_forward(&fl, &t, 1);
+        run_train(run_dir, c, &t, cell, st, &b, &fl);
         qkt_trainer_attention_map(&t, map1);
+        count_forward(&fl, &t, 1);
         rc = write_maps(run_dir, cell, map0, map1, L, H, T, err);
         free(map0);
         free(map1);
@@ -286,7 +324,8 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
         char path[1024];
         qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
         qkt_cell_seal(&b);
-        rc = qkt_write_atomic(path, b.s, b.n, err);
+        rc = write_cost(run_dir, cell, &fl, cpu_now() - cpu0, err);
+        if (!rc) rc = qkt_write_atomic(path, b.s, b.n, err);
     }
     free(st);
     qkt_buf_free(&b);

@@ -75,6 +75,8 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
         qkt_remove_stale_temps(path, &gone, NULL);
         qkt_cell_maps_path(run_dir, plan[i].id, path, sizeof path);
         qkt_remove_stale_temps(path, &gone, NULL);
+        qkt_cell_cost_path(run_dir, plan[i].id, path, sizeof path);
+        qkt_remove_stale_temps(path, &gone, NULL);
     }
     if (gone.n && verbose) qkt_logf(QKT_LOG_INFO, "qkt ablate: removed temp files of stopped cells: %s", gone.s);
     qkt_buf_free(&gone);
@@ -129,6 +131,7 @@ int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const vol
     int rc = 0;
     if (lead) { /* part 1 (in this process) is rank 0's in an MPI job; the others wait */
         rc = qkt_ablate_load_config(run_dir, &c, err) || qkt_mkdirs(cells, err) ? -1 : 0; /* what the cells will see */
+        if (!rc && qkt_ablate_measure_peak(run_dir, err) != 0) rc = -1; /* the study's efficiency's denominator */
         if (!rc && verbose) qkt_logf(QKT_LOG_INFO, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)", c.n_init_dk);
         if (!rc && qkt_ablate_init_iid(run_dir, &c, err) != 0) rc = -1;
     }

@@ -155,6 +155,7 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     qkt__report_part_maps(&r);
     qkt__report_part_lr(&r);
     qkt__report_part_growth(&r, &s1, &s2);
+    qkt__report_part_efficiency(&r);
     qkt_buf body = r.md;
     r.md = md_head;
     qkt__report_reading(&r, s1, s2);

@@ -152,6 +152,8 @@ void qkt__report_part_task2(qkt__report *r);  /* 2c. the second task's loss curv
 void qkt__report_part_lr(qkt__report *r);     /* 3. learning-rate sensitivity */
 /* 4. logit growth; the log-log slopes for the two variants go to the reading. */
 void qkt__report_part_growth(qkt__report *r, double *slope_sqrt, double *slope_dk);
+/* 5. the study's own efficiency (qkt_ablate_efficiency_read), report_efficiency.c */
+void qkt__report_part_efficiency(qkt__report *r);
 /* The findings table (claims of the literature, measurement, verdict, source): first in report.md. */
 void qkt__report_findings(qkt__report *r);
 /* The paired comparisons of part 2 (effect sizes, intervals, counts, power). */

@@ -76,9 +76,10 @@ void qkt_mlp_add(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias
     qkt_mlp_add_kind(m, p, prefix, C, bias, QKT_MLP_GELU);
 }
 
+/* GELU: c_fc and the GELU as one op (qkt_affine_gelu: the same bits, one pass fewer). */
 qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x) {
-    qkt_tensor *h = qkt_linear_forward(ctx, &m->c_fc, x);
-    return qkt_linear_forward(ctx, &m->c_proj, m->swiglu ? qkt_swiglu(ctx, h) : qkt_gelu(ctx, h));
+    if (!m->swiglu) return qkt_linear_forward(ctx, &m->c_proj, qkt_affine_gelu(ctx, x, m->c_fc.weight, m->c_fc.bias));
+    return qkt_linear_forward(ctx, &m->c_proj, qkt_swiglu(ctx, qkt_linear_forward(ctx, &m->c_fc, x)));
 }
 
 /* ---------------------------------------------------------------- SwiGLU */

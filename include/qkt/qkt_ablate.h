@@ -157,6 +157,33 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err);
  * cells missing says so at its top and states the seeds it used. */
 int qkt_ablate_missing(const char *run_dir, const qkt_ablate_cfg *c, char *ids, size_t ids_n, int *seeds_min);
 
+/* ---------------------------------------------------------------- the study's own efficiency
+ * Each cell records what it computed and what that cost in cells/<id>.cost, written just
+ * before its csv (so every finished cell of a run made since has one), one line:
+ *     train_flops=F eval_flops=E cpu_s=S
+ * F: its training steps' forward and backward FLOPs, qkt_train_step_flops each; E: its
+ * forward-only passes (evaluations, attention captures), a third of a step's count at their
+ * batch; S: the CPU seconds of qkt_ablate_run_cell (its process's thread team). The study's
+ * start measures the single-core sgemm peak into sgemm_peak.txt (qkt_ablate_measure_peak). */
+#define QKT_ABLATE_PEAK_N 1024 /* the peak's n x n product, best of 5 by CPU time */
+typedef struct qkt_ablate_efficiency {
+    double train_flops, eval_flops, cpu_s; /* summed over the finished planned cells with a record */
+    double peak_gflops;                    /* sgemm_peak.txt's single-core GFLOP/s, 0 if absent */
+    int cells, unrecorded;                 /* finished planned cells with / without a readable record */
+    double efficiency;                     /* (train_flops + eval_flops) / cpu_s / (peak_gflops 1e9), NaN if unknown */
+} qkt_ablate_efficiency;
+void qkt_cell_cost_path(const char *run_dir, const char *id, char *path, size_t n);
+/* One thread's sgemm rate per CPU second (qkt_bench_gemm_rate_cpu, QKT_ABLATE_PEAK_N),
+ * written to run_dir/sgemm_peak.txt as "gflops=G n=N isa=I"; the thread setting is restored. */
+int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err);
+/* The sums over c's planned cells in run_dir (finished: a sealed cells/<id>.csv) and the
+ * peak; -1 with one line only if sgemm_peak.txt exists but cannot be read. */
+int qkt_ablate_efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, qkt_ablate_efficiency *e, qkt_err *err);
+/* One line without a newline, what qkt ablate prints and report.md states: "efficiency E
+ * (F FLOPs of N cells in S CPU-s: G GFLOP per CPU-second; single-core sgemm peak P GFLOP/s)",
+ * E to 3 decimals, and what is missing when a number is unknown. */
+void qkt_ablate_efficiency_text(const qkt_ablate_efficiency *e, char *buf, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -384,6 +384,9 @@ qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool
 /* y = x W^T + b, PyTorch's Linear: W (out, in), b (out) or NULL, x (..., in) -> (..., out).
  * One node (the bias is added inside the gemm), so x W^T is never a separate tensor. */
 qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b);
+/* y = gelu(x W^T + b), qkt_gelu(qkt_affine(x, W, b)) bit for bit in one node: GELU is
+ * applied to each block of the product as it is done, gelu' kept for backward (an MLP's c_fc). */
+qkt_tensor *qkt_affine_gelu(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b);
 
 /* y = a + b, a - b, a * b, with NumPy broadcasting (see qkt_div below): e.g. a bias (C)
  * on (B, T, C), (B, T, 1) * (B, T, C), (2, 1) + (1, 3), a scalar. Grads sum over the

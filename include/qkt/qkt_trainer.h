@@ -199,6 +199,10 @@ void qkt_bench_step_products(const qkt_train_config *c, qkt_bench_product out[QK
  * best of `timings` timings, each of one call, or (batch_s > 0) of enough calls for about
  * batch_s seconds. An n x n product with beta 0 is the sgemm peak MFU is measured against. */
 double qkt_bench_gemm_rate(bool ta, bool tb, int M, int N, int K, qkt_real beta, int timings, double batch_s);
+/* The same per CPU second of the process (all its threads) instead of per wall second: on
+ * one thread, the core's rate while it ran, however loaded the machine (the study's peak,
+ * qkt_ablate_efficiency). */
+double qkt_bench_gemm_rate_cpu(bool ta, bool tb, int M, int N, int K, qkt_real beta, int timings, double batch_s);
 
 #ifdef __cplusplus
 }

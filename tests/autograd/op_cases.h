@@ -17,6 +17,9 @@ static qkt_tensor *f_matmul(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) 
 static qkt_tensor *f_affine(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     return qkt_affine(ctx, x[0], x[1], c->flags ? NULL : x[2]);
 }
+static qkt_tensor *f_affine_gelu(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    return qkt_affine_gelu(ctx, x[0], x[1], c->flags ? NULL : x[2]);
+}
 /* A chain whose intermediate grads are all new when first written (the ops store
  * instead of accumulating into unzeroed buffers): affine, GELU, LayerNorm, mul, add,
  * attention on a packed qkv, each on a computed input. x0 (2, 5, 6), W (18, 6), b (18). */
@@ -215,6 +218,8 @@ static const qkt_gc_case op_cases[] = {
     CASE("matmul shared B, ta", f_matmul, TOL, 1, 2, .ndim = {3, 2}, .shape = {{2, 3, 4}, {3, 5}}),
     CASE("affine x W^T + b", f_affine, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 3, 7}, {5, 7}, {5}}),
     CASE("affine no bias, 2d", f_affine, TOL, 1, 2, .ndim = {2, 2}, .shape = {{33, 4}, {3, 4}}),
+    CASE("affine_gelu x W^T + b", f_affine_gelu, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 3, 7}, {33, 7}, {33}}),
+    CASE("affine_gelu no bias, 2d", f_affine_gelu, TOL, 1, 2, .ndim = {2, 2}, .shape = {{33, 4}, {17, 4}}),
     CASE("add same", f_add, TOL, 0, 2, .ndim = {3, 3}, .shape = {{2, 3, 7}, {2, 3, 7}}),
     CASE("add bias (C)", f_add, TOL, 0, 2, .ndim = {3, 1}, .shape = {{2, 3, 7}, {7}}),
     CASE("add (T, C) over B", f_add, TOL, 0, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {3, 7}}),

@@ -152,10 +152,10 @@ static void test_bits(const qkt__kern *kp) {
                     const qkt_real *A1 = g.ta ? g.A + m1 : g.A + (size_t)m1 * g.lda;
                     const qkt_real *Ak = g.ta ? g.A + (size_t)k1 * g.lda : g.A + k1, *Bk = g.tb ? g.B + k1 : g.B + (size_t)k1 * g.ldb;
                     const qkt_real *Bn = g.tb ? g.B + (size_t)n1 * g.ldb : g.B + n1;
-                    kp->gemm(g.ta, g.tb, m1, N, k1, g.A, g.lda, g.B, g.ldb, true, NULL, cut, g.ldc);
-                    kp->gemm(g.ta, g.tb, m1, N, K - k1, Ak, g.lda, Bk, g.ldb, true, NULL, cut, g.ldc);
-                    kp->gemm(g.ta, g.tb, M - m1, n1, K, A1, g.lda, g.B, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc, g.ldc);
-                    kp->gemm(g.ta, g.tb, M - m1, N - n1, K, A1, g.lda, Bn, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc + n1, g.ldc);
+                    kp->gemm(g.ta, g.tb, m1, N, k1, g.A, g.lda, g.B, g.ldb, true, NULL, cut, g.ldc, NULL);
+                    kp->gemm(g.ta, g.tb, m1, N, K - k1, Ak, g.lda, Bk, g.ldb, true, NULL, cut, g.ldc, NULL);
+                    kp->gemm(g.ta, g.tb, M - m1, n1, K, A1, g.lda, g.B, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc, g.ldc, NULL);
+                    kp->gemm(g.ta, g.tb, M - m1, N - n1, K, A1, g.lda, Bn, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc + n1, g.ldc, NULL);
                     EXPECT(!memcmp(one, cut, bytes), "gemm %dx%dx%d ta=%d tb=%d: cut into blocks, the bits change", M, N, K, g.ta, g.tb);
                     n_cut++;
                     free(cut);
@@ -206,7 +206,7 @@ static void test_planted(const qkt__kern *kp) {
     case_make(&g, &r, 65, 129, 257, false, true);
     qkt_real *C = fresh_c(&g);
     if (kp->gemm)
-        kp->gemm(false, true, g.M, g.N, g.K - 1, g.A, g.lda, g.B, g.ldb, false, NULL, C, g.ldc);
+        kp->gemm(false, true, g.M, g.N, g.K - 1, g.A, g.lda, g.B, g.ldb, false, NULL, C, g.ldc, NULL);
     else
         qkt_gemm(false, true, g.M, g.N, g.K - 1, 1, g.A, g.lda, g.B, g.ldb, 0, C, g.ldc);
     double e = case_error(&g, 1, 0, C);

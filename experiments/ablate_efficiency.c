@@ -1,0 +1,88 @@
+/* The study's own efficiency: FLOPs of its cells over their CPU seconds and the
+ * single-core sgemm peak (qkt_ablate.h; the FLOPs as docs/performance.md counts them). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_ablate.h"
+#include "qkt_io.h"
+#include "qkt_sweep.h"
+#include "qkt_trainer.h"
+
+void qkt_cell_cost_path(const char *run_dir, const char *id, char *path, size_t n) {
+    snprintf(path, n, "%s/cells/%s.cost", run_dir, id);
+}
+
+static void peak_path(const char *run_dir, char *path, size_t n) { snprintf(path, n, "%s/sgemm_peak.txt", run_dir); }
+
+int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err) {
+    int threads = qkt_get_threads();
+    qkt_set_threads(1); /* the cells run on one thread each */
+    const int n = QKT_ABLATE_PEAK_N;
+    double g = qkt_bench_gemm_rate_cpu(false, false, n, n, n, 0, 5, 0); /* C = A B */
+    qkt_set_threads(threads);
+    char path[1100], line[128];
+    peak_path(run_dir, path, sizeof path);
+    int k = snprintf(line, sizeof line, "gflops=%.9g n=%d isa=%s\n", g, n, qkt_isa_name());
+    return qkt_write_atomic(path, line, (size_t)k, err);
+}
+
+/* One cost file into *f, *e, *s; false if absent or not the expected line. */
+static bool read_cost(const char *path, double *f, double *e, double *s) {
+    if (!qkt_file_exists(path)) return false;
+    size_t n;
+    qkt_err err;
+    char *text = qkt_read_file(path, &n, &err), end = 0;
+    bool ok = text && sscanf(text, "train_flops=%lf eval_flops=%lf cpu_s=%lf%c", f, e, s, &end) == 4 && end == '\n' &&
+              isfinite(*f) && isfinite(*e) && isfinite(*s) && *f >= 0 && *e >= 0 && *s >= 0;
+    free(text);
+    return ok;
+}
+
+int qkt_ablate_efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, qkt_ablate_efficiency *e, qkt_err *err) {
+    memset(e, 0, sizeof *e);
+    e->efficiency = NAN;
+    char path[1100];
+    peak_path(run_dir, path, sizeof path);
+    if (qkt_file_exists(path)) {
+        size_t n;
+        char *text = qkt_read_file(path, &n, err);
+        if (!text) return -1;
+        bool ok = sscanf(text, "gflops=%lf", &e->peak_gflops) == 1 && isfinite(e->peak_gflops) && e->peak_gflops > 0;
+        free(text);
+        if (!ok) return qkt_err_set(err, "%s: expected 'gflops=G n=N isa=I' with G > 0 (rerun the study to measure it again)", path);
+    }
+    qkt_cell *plan;
+    int n = qkt_ablate_plan(c, &plan);
+    for (int i = 0; i < n; i++) {
+        qkt_cell_paths(run_dir, plan[i].id, path, NULL, NULL, sizeof path);
+        if (!qkt_cell_done(path, NULL, 0)) continue;
+        double f, ev, s;
+        qkt_cell_cost_path(run_dir, plan[i].id, path, sizeof path);
+        if (!read_cost(path, &f, &ev, &s)) {
+            e->unrecorded++;
+            continue;
+        }
+        e->train_flops += f, e->eval_flops += ev, e->cpu_s += s, e->cells++;
+    }
+    free(plan);
+    if (e->cpu_s > 0 && e->peak_gflops > 0) e->efficiency = (e->train_flops + e->eval_flops) / e->cpu_s / (e->peak_gflops * 1e9);
+    return 0;
+}
+
+void qkt_ablate_efficiency_text(const qkt_ablate_efficiency *e, char *buf, size_t n) {
+    int k = isfinite(e->efficiency) ? snprintf(buf, n, "efficiency %.3f", e->efficiency) : snprintf(buf, n, "efficiency unknown");
+    if (k < 0 || (size_t)k >= n) return;
+    double f = e->train_flops + e->eval_flops;
+    k += snprintf(buf + k, n - (size_t)k, " (%.4g FLOPs of %d cells, %.4g training and %.4g forward-only, in %.1f CPU-s: %.1f GFLOP per CPU-second; ",
+                  f, e->cells, e->train_flops, e->eval_flops, e->cpu_s, e->cpu_s > 0 ? f / e->cpu_s * 1e-9 : 0.0);
+    if (k < 0 || (size_t)k >= n) return;
+    if (e->peak_gflops > 0) k += snprintf(buf + k, n - (size_t)k, "single-core sgemm peak %.1f GFLOP/s", e->peak_gflops);
+    else k += snprintf(buf + k, n - (size_t)k, "no sgemm_peak.txt: the study's start did not measure the peak");
+    if (k < 0 || (size_t)k >= n) return;
+    if (e->unrecorded)
+        snprintf(buf + k, n - (size_t)k, "; %d finished cells have no cells/<id>.cost and are not counted)", e->unrecorded);
+    else
+        snprintf(buf + k, n - (size_t)k, ")");
+}

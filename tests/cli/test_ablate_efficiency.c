@@ -1,0 +1,103 @@
+/* qkt ablate's efficiency line and report.md's part 5: the number printed equals the
+ * cells' FLOPs over their CPU seconds and the peak, as this test computes them from the
+ * run's files (cells/<id>.cost, sgemm_peak.txt); a resumed study sums the cells of both
+ * runs; a cell without a record is named, not counted; a damaged peak file is reported. */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qkt_test.h"
+
+static char out[1 << 16];
+
+typedef struct {
+    double flops, cpu, peak;
+    int cells;
+} sums;
+
+/* The sums over every cells/<id>.cost whose cells/<id>.csv exists, and the peak. */
+static sums read_run(const char *run) {
+    sums s = {0, 0, 0, 0};
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/cells", run);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".cost")) continue;
+        char path[1300], csv[1300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(csv, sizeof csv, "%s/%.*s.csv", dir, (int)(n - 5), e->d_name);
+        char *c = qkt_test_read_file(csv, NULL), *t = qkt_test_read_file(path, NULL);
+        double f, ev, cpu;
+        if (c && t && sscanf(t, "train_flops=%lf eval_flops=%lf cpu_s=%lf", &f, &ev, &cpu) == 3)
+            s.flops += f + ev, s.cpu += cpu, s.cells++;
+        EXPECT(!c || (t && f > 0 && cpu > 0), "%s: '%s'", path, t ? t : "(unreadable)");
+        free(c), free(t);
+    }
+    if (d) closedir(d);
+    char *p = qkt_test_read_file(qkt_test_path(run, "sgemm_peak.txt"), NULL);
+    EXPECT(p && sscanf(p, "gflops=%lf", &s.peak) == 1 && s.peak > 0, "sgemm_peak.txt: '%s'", p ? p : "(missing)");
+    free(p);
+    return s;
+}
+
+/* The printed line and report.md both say "efficiency E" with E = flops / cpu / peak. */
+static void check(const char *what, const char *run, const char *printed) {
+    sums s = read_run(run);
+    char want[128];
+    snprintf(want, sizeof want, "efficiency %.3f (", s.flops / s.cpu / (s.peak * 1e9));
+    EXPECT(strstr(printed, want) != NULL, "%s: the output lacks '%s' (%d cells, %g FLOPs, %g CPU-s, peak %g):\n%s", what, want,
+           s.cells, s.flops, s.cpu, s.peak, printed);
+    char cells[64];
+    snprintf(cells, sizeof cells, "of %d cells", s.cells);
+    EXPECT(strstr(printed, cells) != NULL, "%s: the output lacks '%s'", what, cells);
+    char *md = qkt_test_read_file(qkt_test_path(run, "report.md"), NULL);
+    EXPECT(md && strstr(md, "## 5. The study's own efficiency") && strstr(md, want), "%s: report.md lacks '%s'", what, want);
+    free(md);
+}
+
+int main(void) {
+    const char *tmp = qkt_test_tmpdir("efficiency");
+    const char *study = "--name t --variants sqrt_dk,none --d-k 8 --seeds 1 --steps 6 --eval-every 3 --lr-grid 0.001 "
+                        "--lr-variants sqrt_dk --lr-steps 2 --lr-d-k 8 --init-d-k 4 --growth-d-k 8 --workers 2";
+    char run[1024], cmd[4096];
+    snprintf(run, sizeof run, "%s/t", tmp);
+    int rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s", study, tmp);
+    EXPECT(rc == 0, "the study: exit %d: %s", rc, out);
+    check("a straight run", run, out);
+
+    /* The same command again after one cell's files went: it reruns that cell, and the
+     * sum covers the cells of both runs. */
+    remove(qkt_test_path(run, "cells/train_none_dk8_s0.csv"));
+    remove(qkt_test_path(run, "cells/train_none_dk8_s0.cost"));
+    rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s", study, tmp);
+    EXPECT(rc == 0, "the resumed study: exit %d: %s", rc, out);
+    char *cost = qkt_test_read_file(qkt_test_path(run, "cells/train_none_dk8_s0.cost"), NULL);
+    EXPECT(cost != NULL, "the rerun cell wrote no cells/train_none_dk8_s0.cost");
+    free(cost);
+    check("a resumed run", run, out);
+
+    /* A finished cell without its record (a run of an older qkt): named, not counted. */
+    remove(qkt_test_path(run, "cells/lr_sqrt_dk_dk8_lr0.001.cost"));
+    rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
+    EXPECT(rc == 0, "--report-only: exit %d: %s", rc, out);
+    check("a cell without a record", run, out);
+    EXPECT(strstr(out, "1 finished cells have no cells/<id>.cost and are not counted") != NULL, "the uncounted cell is not named:\n%s", out);
+
+    /* A damaged peak file: the report is still written and says why there is no number. */
+    FILE *f = fopen(qkt_test_path(run, "sgemm_peak.txt"), "w");
+    if (f) fputs("gflops=x\n", f), fclose(f);
+    rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
+    EXPECT(rc == 0, "--report-only with a damaged sgemm_peak.txt: exit %d: %s", rc, out);
+    EXPECT(strstr(out, "efficiency unknown: ") && strstr(out, "sgemm_peak.txt: expected 'gflops=G n=N isa=I'"),
+           "a damaged sgemm_peak.txt is not reported:\n%s", out);
+    char *md = qkt_test_read_file(qkt_test_path(run, "report.md"), NULL);
+    EXPECT(md && strstr(md, "Not computed: ") && strstr(md, "sgemm_peak.txt"), "report.md does not say why part 5 has no number");
+    free(md);
+
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    return qkt_test_finish();
+}
