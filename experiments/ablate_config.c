@@ -34,6 +34,8 @@ const qkt__ab_key qkt__ab_keys[] = {
     {"init_d_k", 38, QKT__K_INTS, AB(init_dks), AB(n_init_dk), 0, 1, 4096, false, false},
     {"growth_d_k", 39, QKT__K_INTS, AB(growth_dks), AB(n_growth_dk), 0, 1, 1024, false, false},
     {"lr_grid", 40, QKT__K_DBLS, AB(lrs), AB(n_lr), 0, 0, 1e300, true, false},
+    {"start_d_k", 41, QKT__K_INT, AB(start_dk), 0, 0, 0, 1024, false, true}, /* missing: 0, no 2x2 cells */
+    {"lr_seeds", 42, QKT__K_INT, AB(lr_seeds), 0, 0, 1, QKT_AB_MAX_LR_SEEDS, false, true}, /* missing: 1 */
 };
 const int qkt__n_ab_keys = (int)(sizeof qkt__ab_keys / sizeof *qkt__ab_keys);
 
@@ -246,6 +248,7 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     apply(c, preset_base);
     apply(c, presets[p].settings);
     if (!c->lr_eval_every) c->lr_eval_every = c->run.eval_every;
+    if (!c->lr_seeds) c->lr_seeds = 1;
     return 0;
 }
 
@@ -306,6 +309,11 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
             int r = qkt_ablate_list_repeat(NULL, (const double *)p, NULL, n);
             if (r >= 0) return qkt_err_set(err, "%s: %.17g is listed twice", k->key, ((const double *)p)[r]);
         }
+    }
+    if (c->start_dk) {
+        int in = 0;
+        for (int i = 0; i < c->n_dk; i++) in |= c->dks[i] == c->start_dk;
+        if (!in) return qkt_err_set(err, "start_d_k %d: expected 0 (none) or one of the d_k values (the 2x2 pairs with their train cells)", c->start_dk);
     }
     if (c->run.tc.model.pos == QKT_POS_ROPE)
         for (int i = 0; i < c->n_dk; i++)

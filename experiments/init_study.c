@@ -50,7 +50,7 @@ int qkt_init_study_iid(const qkt_init_opts *o, qkt_init_row *out) {
             qkt_ctx_init(&ctx, 1 << 22, o->seed);
             size_t tt = (size_t)B * T * T;
             qkt_real *probs = qkt_malloc(tt * sizeof *probs), *logits = qkt_malloc(tt * sizeof *logits);
-            qkt_attn_capture cap = {probs, logits};
+            qkt_attn_capture cap = {.probs = probs, .logits = logits};
             qkt_attn_opts ao = {.scale = s, .capture = &cap};
             qkt_tensor *y = qkt_attention(&ctx, q, k, v, 1, &ao);
             /* Gradient reaching q for a random upstream gradient of unit variance. */

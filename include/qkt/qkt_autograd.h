@@ -452,6 +452,9 @@ qkt_tensor *qkt_rope(qkt_ctx *ctx, qkt_tensor *x, int n_head, double base);
 typedef struct qkt_attn_capture {
     qkt_real *probs;  /* (B, H, Tq, Tk) probabilities, or NULL */
     qkt_real *logits; /* (B, H, Tq, Tk) logits s_h q.k + bias + ALiBi; blocked entries -inf; or NULL */
+    /* In, for qkt_attn_forward (the layer): a zero (B, H, Tq, Tk) tensor with a gradient, used as
+     * the bias, so backward leaves dL/dz (z = the logits) in its grad; or NULL. */
+    qkt_tensor *dz;
 } qkt_attn_capture;
 /* dropout > 0 (and ctx->training): each weight P[b,h,i,j] is zeroed with probability
  * `dropout` and the others scaled by 1/(1 - dropout) before P v (nanoGPT's attn_dropout).

@@ -148,7 +148,7 @@ static void check_config(cfg g) {
         qkt_set_threads(threads);
         qkt_ctx ctx;
         qkt_ctx_init(&ctx, 1 << 20, 1);
-        qkt_attn_capture cap = {probs, logits};
+        qkt_attn_capture cap = {.probs = probs, .logits = logits};
         qkt_attn_opts o = {.scale = ri.scale, .log_scale = ls, .key_pad = ri.pad, .capture = &cap, .full = g.full,
                            .bias = bias, .alibi = ri.slopes};
         qkt_tensor *out = qkt_attention(&ctx, q, k, v, H, &o);

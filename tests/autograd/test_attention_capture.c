@@ -26,7 +26,7 @@ int main(void) {
     uint8_t pad[B * T] = {0};
     pad[T] = 1; /* row b = 1, key 0 blocked: query 0 of that row sees no key */
     for (int full = 0; full < 2; full++) {
-        qkt_attn_capture cap = {probs, logits};
+        qkt_attn_capture cap = {.probs = probs, .logits = logits};
         qkt_attn_opts o = {.scale = 1, .full = full, .key_pad = pad, .capture = &cap};
         qkt_attention(&ctx, q, k, v, H, &o);
         double worst_sum = 0, max_logit = 0;
