@@ -70,15 +70,16 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
     int forms = 0; /* bit 0: sqrt_dk is trained, bit 1: none */
     for (int i = 0; i < c->n_variants; i++) forms |= c->variants[i] == QKT_ATTN_SQRT_DK ? 1 : c->variants[i] == QKT_ATTN_NONE ? 2 : 0;
     const bool both = forms == 3;
-    bool start2 = false;
-    for (int i = 0; i < c->n_task2_dk && c->task2[0]; i++) start2 |= c->task2_dks[i] == c->start_dk;
-    for (int t2 = 0; t2 < 1 + start2 && c->start_dk && both; t2++)
-        for (int s = 0; s < c->seeds; s++)
+    bool at[2] = {false, false}; /* the d_k of each task's 2x2 is one it trains */
+    for (int i = 0; i < c->n_dk; i++) at[0] |= c->start_dk && c->dks[i] == c->start_dk;
+    for (int i = 0; i < c->n_task2_dk && c->task2[0]; i++) at[1] |= c->task2_start_dk && c->task2_dks[i] == c->task2_start_dk;
+    for (int t2 = 0; t2 < 2 && both; t2++)
+        for (int s = 0; s < c->seeds && at[t2]; s++)
             for (int vi = 0; vi < 2; vi++) {
                 qkt_cell *x = add(&v, &n, &cap);
                 x->kind = t2 ? QKT_CELL_START2 : QKT_CELL_START;
                 x->variant = vi ? QKT_ATTN_NONE : QKT_ATTN_SQRT_DK;
-                x->d_k = c->start_dk, x->seed = s, x->lr = c->run.tc.lr, x->steps = (int)c->run.tc.steps;
+                x->d_k = t2 ? c->task2_start_dk : c->start_dk, x->seed = s, x->lr = c->run.tc.lr, x->steps = (int)c->run.tc.steps;
                 qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
             }
     for (int s = 0; s < c->lr_seeds; s++)

@@ -24,9 +24,9 @@ typedef struct {
     bool ok; /* every cell has a run */
 } quad;
 
-static void gather(const qkt__report *r, const char *train, const char *start, quad *q) {
+static void gather(const qkt__report *r, const char *train, const char *start, int d, quad *q) {
     const qkt_ablate_cfg *c = r->c;
-    const int d = c->start_dk, steps = (int)c->run.tc.steps, C = c->run.tc.model.n_head * d;
+    const int steps = (int)c->run.tc.steps, C = c->run.tc.model.n_head * d;
     const char *s = qkt_attn_scale_name(QKT_ATTN_SQRT_DK), *n = qkt_attn_scale_name(QKT_ATTN_NONE);
     q->d_k = d;
     qkt__report_seeds(r->t, train, s, d, c->seeds, 0, steps, &q->su);
@@ -53,8 +53,9 @@ static qkt_paired diff(const qkt__report *r, const double *a, const double *b, i
 static bool has_cells(qkt__report *r, const quad *q, const char *id, const char *claim, const char *src) {
     char m[300];
     if (q->ok) return true;
-    if (!r->c->start_dk) snprintf(m, sizeof m, "no 2x2 cells in this run (start_d_k = 0; add them with --start-d-k)");
-    else snprintf(m, sizeof m, "d_k = %d: a cell of the 2x2 (sqrt_dk and none, each from both starts) has no run", r->c->start_dk);
+    if (!q->d_k) snprintf(m, sizeof m, "no 2x2 cells in this run (start_d_k = 0; add them with --start-d-k)");
+    else if (!q->su.n_present && !q->ns.n_present) snprintf(m, sizeof m, "d_k = %d is not trained in this run (d_k): no 2x2 cells", q->d_k);
+    else snprintf(m, sizeof m, "d_k = %d: a cell of the 2x2 (sqrt_dk and none, each from both starts) has no run", q->d_k);
     qkt__finding(r, id, claim, src, m, NULL, qkt__test(QKT_V_UNTESTABLE, NAN));
     return false;
 }
@@ -63,7 +64,7 @@ void qkt__report_claim_grad(qkt__report *r) {
     static quad q;
     const char *ca = "A saturated softmax (large logits) shrinks the gradient at its input, dL/dz (the 'vanishing gradient' explanation of the scale)";
     const char *cb = "... and so the gradient of W_q and W_k";
-    gather(r, QKT_KIND(TRAIN), qkt_cell_kind_name(QKT_CELL_START), &q);
+    gather(r, QKT_KIND(TRAIN), qkt_cell_kind_name(QKT_CELL_START), r->c->start_dk, &q);
     if (!has_cells(r, &q, "4a", ca, SRC_GRAD) || !has_cells(r, &q, "4b", cb, SRC_GRAD)) return;
     const int n = q.su.n, d = q.d_k;
     char m[900], a[160], b[160], x[160];
@@ -91,23 +92,25 @@ void qkt__report_claim_grad(qkt__report *r) {
 }
 
 /* 9a-9b (main task) or 9c-9d (the second task). */
-static void origin(qkt__report *r, const char *train, const char *start, const char *task, const char *ida, const char *idb) {
+static void origin(qkt__report *r, const char *train, const char *start, int d_k, const char *task, const char *ida, const char *idb) {
     static quad q;
     const char *ca = "Part of the harm of unscaled logits comes from the saturated start: the scaled form trained from it ends worse";
     const char *cb = "Part of the harm comes from the form itself: unscaled logits from an unsaturated start end worse than scaled ones";
-    gather(r, train, start, &q);
+    gather(r, train, start, d_k, &q);
     if (!has_cells(r, &q, ida, ca, SRC_2X2) || !has_cells(r, &q, idb, cb, SRC_2X2)) return;
     const int n = q.su.n, d = q.d_k;
     char m[900], a[160], b[160], x[160];
-    qkt_paired ps = diff(r, q.ss.final_loss, q.su.final_loss, n, 51), pn = diff(r, q.ns.final_loss, q.nu.final_loss, n, 52);
-    qkt_paired pa = diff(r, q.ss.auc, q.su.auc, n, 53);
+    /* a second task's rows use their own salts */
+    const uint64_t o = strcmp(train, QKT_KIND(TRAIN)) ? 100 : 0;
+    qkt_paired ps = diff(r, q.ss.final_loss, q.su.final_loss, n, 51), pn = diff(r, q.ns.final_loss, q.nu.final_loss, n, o + 52);
+    qkt_paired pa = diff(r, q.ss.auc, q.su.auc, n, o + 53);
     qkt__report_fmt_paired(a, sizeof a, &ps, "%+.3f"), qkt__report_fmt_paired(b, sizeof b, &pn, "%+.3f"), qkt__report_fmt_paired(x, sizeof x, &pa, "%+.3f");
     snprintf(m, sizeof m, "`%s`, d_k = %d, final val loss, saturated start - unsaturated start: scaled form %s; unscaled form %s; mean val loss "
              "over the run, scaled form %s (%d of %d saturated-start runs diverged)", task, d, a, b, x, q.ss.n_diverged, q.ss.n_present);
     qkt__verdict v = qkt__report_verdict(&ps, 1);
     qkt__finding(r, ida, ca, SRC_2X2, m, NULL, qkt__test(v, v == QKT_V_UNTESTABLE ? NAN : ps.p_exact));
-    qkt_paired pf = diff(r, q.nu.final_loss, q.su.final_loss, n, 54), pf2 = diff(r, q.ns.final_loss, q.ss.final_loss, n, 55);
-    qkt_paired pb = diff(r, q.ns.final_loss, q.su.final_loss, n, 56);
+    qkt_paired pf = diff(r, q.nu.final_loss, q.su.final_loss, n, 54), pf2 = diff(r, q.ns.final_loss, q.ss.final_loss, n, o + 55);
+    qkt_paired pb = diff(r, q.ns.final_loss, q.su.final_loss, n, o + 56);
     qkt__report_fmt_paired(a, sizeof a, &pf, "%+.3f"), qkt__report_fmt_paired(b, sizeof b, &pf2, "%+.3f"), qkt__report_fmt_paired(x, sizeof x, &pb, "%+.3f");
     snprintf(m, sizeof m, "`%s`, d_k = %d, final val loss, unscaled - scaled form: from the unsaturated start %s; from the saturated start %s; "
              "both changed (plain none - sqrt_dk, as 5a/5c) %s", task, d, a, b, x);
@@ -117,8 +120,7 @@ static void origin(qkt__report *r, const char *train, const char *start, const c
 
 void qkt__report_claim_origin(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
-    origin(r, QKT_KIND(TRAIN), qkt_cell_kind_name(QKT_CELL_START), c->run.data, "9a", "9b");
-    bool t2 = false;
-    for (int i = 0; i < c->n_task2_dk && c->task2[0]; i++) t2 |= c->task2_dks[i] == c->start_dk;
-    if (t2) origin(r, QKT_KIND(TRAIN2), qkt_cell_kind_name(QKT_CELL_START2), c->task2, "9c", "9d");
+    origin(r, QKT_KIND(TRAIN), qkt_cell_kind_name(QKT_CELL_START), c->start_dk, c->run.data, "9a", "9b");
+    if (c->task2[0] && c->task2_start_dk)
+        origin(r, QKT_KIND(TRAIN2), qkt_cell_kind_name(QKT_CELL_START2), c->task2_start_dk, c->task2, "9c", "9d");
 }

@@ -44,12 +44,13 @@ typedef struct qkt_ablate_cfg {
     int n_dk;
     int dks[QKT_AB_MAX_LIST];
     int seeds;                /* seeds 0 .. seeds-1 (offset by run.tc.seed) */
-    /* The 2x2 of scale form x logit scale at the start (claims 4 and 9): at this d_k (one of
+    /* The 2x2 of scale form x logit scale at the start (claims 4 and 9): at start_dk (one of
      * d_k, 0 = none), sqrt_dk and none are also trained from each other's starting logit
-     * scale (qk_init_mult x qkt_ablate_start_mult) as experiment "start" (and "start2" on the
-     * second task when start_d_k is one of its d_k), same seeds and steps as part 2.
-     * config.json "start_d_k", missing = 0. */
-    int start_dk;
+     * scale (qk_init_mult x qkt_ablate_start_mult) as experiment "start", same seeds and steps
+     * as part 2; at task2_start_dk (one of task2_d_k, 0 = none) on the second task as "start2".
+     * A value that is not one of the task's d_k plans no cells (the report says so).
+     * config.json "start_d_k", "task2_start_d_k", missing = 0. */
+    int start_dk, task2_start_dk;
     /* part 3: learning-rate sensitivity */
     int n_lr;
     double lrs[QKT_AB_MAX_LIST];
