@@ -30,14 +30,20 @@ static void count_forward(cell_flops *f, const qkt_trainer *t, int batch) {
 }
 
 const char *qkt_cell_kind_name(qkt_cell_kind k) {
-    static const char *const n[] = {"init", "train", "lr", "growth", "iid", "train2"};
-    return k >= 0 && k <= QKT_CELL_TRAIN2 ? n[k] : "?";
+    static const char *const n[] = {"init", "train", "lr", "growth", "iid", "train2", "start", "start2"};
+    return k >= 0 && k <= QKT_CELL_START2 ? n[k] : "?";
+}
+
+double qkt_ablate_start_mult(qkt_attn_scale variant, int d_k) {
+    return variant == QKT_ATTN_SQRT_DK ? pow(d_k, 0.25) : variant == QKT_ATTN_NONE ? pow(d_k, -0.25) : 1.0;
 }
 
 void qkt_cell_id(char *id, size_t n, qkt_cell_kind kind, qkt_attn_scale variant, int d_k, int seed, double lr) {
     int k = snprintf(id, n, "%s_%s_dk%d", qkt_cell_kind_name(kind), qkt_attn_scale_name(variant), d_k);
     if (k < 0 || (size_t)k >= n) return;
-    if (kind == QKT_CELL_TRAIN || kind == QKT_CELL_TRAIN2) snprintf(id + k, n - (size_t)k, "_s%d", seed);
+    if (kind == QKT_CELL_TRAIN || kind == QKT_CELL_TRAIN2 || kind == QKT_CELL_START || kind == QKT_CELL_START2)
+        snprintf(id + k, n - (size_t)k, "_s%d", seed);
+    else if (kind == QKT_CELL_LR && seed > 0) snprintf(id + k, n - (size_t)k, "_lr%g_s%d", lr, seed); /* seed 0 keeps the id of one-seed sweeps */
     else if (kind == QKT_CELL_LR) snprintf(id + k, n - (size_t)k, "_lr%g", lr);
 }
 
@@ -74,14 +80,31 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
                 x->d_k = c->task2_dks[di], x->seed = s, x->lr = c->run.tc.lr, x->steps = (int)c->run.tc.steps;
                 qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
             }
-    for (int li = 0; li < c->n_lr; li++)
-        for (int vi = 0; vi < c->n_lr_variants; vi++) {
-            qkt_cell *x = add(&v, &n, &cap);
-            x->kind = QKT_CELL_LR;
-            x->variant = c->lr_variants[vi];
-            x->d_k = c->lr_dk, x->seed = 0, x->lr = c->lrs[li], x->steps = c->lr_steps;
-            qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
-        }
+    /* the 2x2 (form x start): sqrt_dk and none from each other's start, beside their train cells */
+    int forms = 0; /* bit 0: sqrt_dk is trained, bit 1: none */
+    for (int i = 0; i < c->n_variants; i++) forms |= c->variants[i] == QKT_ATTN_SQRT_DK ? 1 : c->variants[i] == QKT_ATTN_NONE ? 2 : 0;
+    const bool both = forms == 3;
+    bool at[2] = {false, false}; /* the d_k of each task's 2x2 is one it trains */
+    for (int i = 0; i < c->n_dk; i++) at[0] |= c->start_dk && c->dks[i] == c->start_dk;
+    for (int i = 0; i < c->n_task2_dk && c->task2[0]; i++) at[1] |= c->task2_start_dk && c->task2_dks[i] == c->task2_start_dk;
+    for (int t2 = 0; t2 < 2 && both; t2++)
+        for (int s = 0; s < c->seeds && at[t2]; s++)
+            for (int vi = 0; vi < 2; vi++) {
+                qkt_cell *x = add(&v, &n, &cap);
+                x->kind = t2 ? QKT_CELL_START2 : QKT_CELL_START;
+                x->variant = vi ? QKT_ATTN_NONE : QKT_ATTN_SQRT_DK;
+                x->d_k = t2 ? c->task2_start_dk : c->start_dk, x->seed = s, x->lr = c->run.tc.lr, x->steps = (int)c->run.tc.steps;
+                qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
+            }
+    for (int s = 0; s < c->lr_seeds; s++)
+        for (int li = 0; li < c->n_lr; li++)
+            for (int vi = 0; vi < c->n_lr_variants; vi++) {
+                qkt_cell *x = add(&v, &n, &cap);
+                x->kind = QKT_CELL_LR;
+                x->variant = c->lr_variants[vi];
+                x->d_k = c->lr_dk, x->seed = s, x->lr = c->lrs[li], x->steps = c->lr_steps;
+                qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
+            }
     for (int di = c->n_init_dk - 1; di >= 0; di--)
         for (int vi = 0; vi < QKT_STUDY_N_FIXED; vi++) {
             qkt_cell *x = add(&v, &n, &cap);
@@ -131,7 +154,8 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     qkt_train_config tc = c->run.tc;
     tc.model.n_embd = tc.model.n_head * cell->d_k;
     tc.model.attn_scale = cell->variant;
-    tc.data = cell->kind == QKT_CELL_TRAIN2 ? c->task2 : c->run.data;
+    tc.data = cell->kind == QKT_CELL_TRAIN2 || cell->kind == QKT_CELL_START2 ? c->task2 : c->run.data;
+    if (cell->kind == QKT_CELL_START || cell->kind == QKT_CELL_START2) tc.model.qk_init_mult *= qkt_ablate_start_mult(cell->variant, cell->d_k);
     if (cell->kind == QKT_CELL_INIT) tc.batch_size = INIT_BATCH;
     tc.steps = cell->steps > 0 ? cell->steps : 1;
     tc.lr = cell->lr > 0 ? cell->lr : c->run.tc.lr;
@@ -202,6 +226,41 @@ static void logit_capture(qkt_trainer *t, qkt_real *out, cell_flops *fl) {
     qkt_ctx_set_mode(&t->ctx, mode);
 }
 
+/* dL/dz at the softmax input (z = the scaled logits), on the first validation batch in grad
+ * mode (no dropout, no state advanced): a zero (B, H, T, T) probe per layer is added to the
+ * logits as the attention bias, so backward leaves dL/dz in its grad. Returns the norm over
+ * every layer's entries (blocked entries get 0); the model's grads are zeroed again after. */
+static double logit_grad_norm(qkt_trainer *t) {
+    const qkt_gpt_config *mc = &t->gpt.cfg;
+    int B = t->cfg.batch_size, T = t->T, H = mc->n_head, L = mc->n_layer;
+    qkt_params probe;
+    qkt_params_init(&probe);
+    qkt_tensor **dz = qkt_malloc((size_t)L * sizeof *dz);
+    for (int l = 0; l < L; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "dz.%d", l);
+        dz[l] = qkt_params_add(&probe, name, 4, (int[]){B, H, T, T}, 0);
+    }
+    qkt_params_finalize(&probe);
+    qkt_data_reset(t->data, QKT_SPLIT_VAL);
+    qkt_data_batch(t->data, QKT_SPLIT_VAL, B, t->idx, t->tgt, NULL);
+    qkt_ctx_reset(&t->ctx);
+    int mode = qkt_ctx_set_mode(&t->ctx, QKT_MODE_GRAD);
+    qkt_attn_capture *cap = qkt_arena_calloc(&t->ctx.arena, (size_t)L * sizeof *cap);
+    for (int l = 0; l < L; l++) cap[l].dz = dz[l];
+    qkt_gpt_opts o = {.capture = cap, .hold_state = true};
+    qkt_tensor *loss = qkt_gpt_forward(&t->ctx, &t->gpt, t->idx, t->tgt, B, T, NULL, &o);
+    qkt_backward(&t->ctx, loss, NULL);
+    double s = 0;
+    for (int64_t i = 0; i < probe.size; i++) s += (double)probe.grad[i] * probe.grad[i];
+    qkt_ctx_set_mode(&t->ctx, mode);
+    qkt_ctx_reset(&t->ctx);
+    qkt_params_zero_grad(&t->gpt.params);
+    free(dz);
+    qkt_params_free(&probe);
+    return sqrt(s);
+}
+
 /* At init: validation loss and attention stats, then the gradients of one step (the
  * update itself is not used). */
 static void run_init(qkt_trainer *t, const qkt_cell *cell, qkt_attn_stats *st, qkt_buf *b, cell_flops *fl) {
@@ -260,6 +319,7 @@ static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer 
             row(b, cell, s, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
             row(b, cell, s, QKT_METRIC_VAL_ACC, -1, -1, ev.acc);
             stats_rows(b, cell, s, st, L, H);
+            if (s == 0 && cell->kind != QKT_CELL_LR) row(b, cell, 0, QKT_METRIC_GRAD_LOGITS, -1, -1, logit_grad_norm(t));
         }
         if (s == cell->steps) break;
         qkt_trainer_step(t, &ss);

@@ -34,6 +34,9 @@ const qkt__ab_key qkt__ab_keys[] = {
     {"init_d_k", 38, QKT__K_INTS, AB(init_dks), AB(n_init_dk), 0, 1, 4096, false, false},
     {"growth_d_k", 39, QKT__K_INTS, AB(growth_dks), AB(n_growth_dk), 0, 1, 1024, false, false},
     {"lr_grid", 40, QKT__K_DBLS, AB(lrs), AB(n_lr), 0, 0, 1e300, true, false},
+    {"start_d_k", 41, QKT__K_INT, AB(start_dk), 0, 0, 0, 1024, false, true}, /* missing: 0, no 2x2 cells */
+    {"task2_start_d_k", 43, QKT__K_INT, AB(task2_start_dk), 0, 0, 0, 1024, false, true}, /* missing: 0 */
+    {"lr_seeds", 42, QKT__K_INT, AB(lr_seeds), 0, 0, 1, QKT_AB_MAX_LR_SEEDS, false, true}, /* missing: 1 */
 };
 const int qkt__n_ab_keys = (int)(sizeof qkt__ab_keys / sizeof *qkt__ab_keys);
 
@@ -210,14 +213,14 @@ static const struct {
     {"quick", "variants=sqrt_dk,none,dk,qk_layernorm lr_variants=sqrt_dk,none,dk,qk_layernorm,sigma_reparam qk_init=unit "
               "batch_size=16 steps=200 eval_every=20 eval_batches=4 d_k=8,64 seeds=6 task2=recall task2_d_k=8,64 "
               "lr_grid=3e-3,3e-2,0.3,0.6,1,3 lr_steps=150 lr_dk=16 lr_eval_every=5 init_d_k=4,8,16,32,64,128,256,512 "
-              "growth_d_k=8,16,32,64"},
+              "growth_d_k=8,16,32,64 start_d_k=64 task2_start_d_k=0 lr_seeds=1"},
     /* Every variant at d_k 8..128 x 6 seeds on mqar, the second task at d_k 16 and 64, 9 learning
      * rates at d_k 32; its cost: docs/performance.md, "The study's presets" (estimated), and
      * docs/ablate.md (measured). */
     {"full", "qk_init=unit steps=500 eval_every=25 eval_batches=8 d_k=8,16,32,64,128 seeds=6 task2=recall task2_d_k=16,64 "
              "lr_grid=1e-3,3e-3,1e-2,3e-2,0.1,0.3,0.6,1,3 lr_steps=300 lr_dk=32 lr_eval_every=5 "
              "lr_variants=sqrt_dk,none,dk,sqrt_dmodel,learned,qk_layernorm,sigma_reparam init_d_k=4,8,16,32,64,128,256,512 "
-             "growth_d_k=8,16,32,64,128,256"},
+             "growth_d_k=8,16,32,64,128,256 start_d_k=64 task2_start_d_k=64 lr_seeds=3"},
 };
 
 /* "key=value key=value ..." into c; a bad setting is a bug of the preset table. */
@@ -246,6 +249,7 @@ int qkt_ablate_preset(const char *name, qkt_ablate_cfg *c, qkt_err *err) {
     apply(c, preset_base);
     apply(c, presets[p].settings);
     if (!c->lr_eval_every) c->lr_eval_every = c->run.eval_every;
+    if (!c->lr_seeds) c->lr_seeds = 1;
     return 0;
 }
 

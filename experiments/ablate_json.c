@@ -197,6 +197,7 @@ int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ab
     for (int i = 0; i < qkt__n_ab_keys && !rc; i++) rc = get_key(path, j, &qkt__ab_keys[i], c, err);
     if (!rc && !cJSON_GetObjectItemCaseSensitive(j, "lr_eval_every"))
         c->lr_eval_every = c->run.eval_every; /* runs made before it evaluated the LR runs like the others */
+    if (!rc && !cJSON_GetObjectItemCaseSensitive(j, "lr_seeds")) c->lr_seeds = 1; /* runs made before it: one seed per LR */
     cJSON_Delete(j);
     if (rc) return -1;
     if (qkt_ablate_validate(c, err) != 0) {

@@ -82,12 +82,13 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
     qkt_buf_free(&gone);
     const char **ids = qkt_malloc((size_t)n * sizeof *ids);
     double *w = qkt_malloc((size_t)n * sizeof *w);
-    for (int i = 0; i < n; i++) ids[i] = plan[i].id, w[i] = qkt_ablate_cell_cost(c, &plan[i]);
+    int n_start = 0;
+    for (int i = 0; i < n; i++) ids[i] = plan[i].id, w[i] = qkt_ablate_cell_cost(c, &plan[i]), n_start += plan[i].kind == QKT_CELL_START || plan[i].kind == QKT_CELL_START2;
     if (verbose)
         qkt_logf(QKT_LOG_INFO, "qkt ablate: parts 1-4, %d cells (init %d d_k x %d variants, train %d variants x %d d_k x %d seeds, "
-                               "second task %d d_k, lr %d x %d, growth %d x %d), %d side by side with one thread each",
-                 n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->task2[0] ? c->n_task2_dk : 0, c->n_lr_variants,
-                 c->n_lr, c->n_growth_dk, QKT_STUDY_N_GROWTH, c->workers);
+                               "second task %d d_k, form x start %d, lr %d x %d x %d seeds, growth %d x %d), %d side by side with one thread each",
+                 n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->task2[0] ? c->n_task2_dk : 0, n_start, c->n_lr_variants,
+                 c->n_lr, c->lr_seeds, c->n_growth_dk, QKT_STUDY_N_GROWTH, c->workers);
     qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose, stop, qkt_dist_size() > 1};
     qkt_sweep_result res;
     int rc = qkt_sweep_run(&s, &res, err);

@@ -44,6 +44,7 @@ void qkt__report_seeds(const qkt_table *t, const char *exp, const char *variant,
         o->init_std[s] = qkt_table_value(t, run, QKT_M(LOGIT_STD), 0, -1);
         o->init_ent[s] = qkt_table_value(t, run, QKT_M(NORM_ENTROPY), 0, -1);
         o->grad0[s] = run < 0 ? NAN : grad_qk(t, run, 0, 1);
+        o->dz0[s] = qkt_table_value(t, run, QKT_M(GRAD_LOGITS), 0, -1);
         o->grad_early[s] = run < 0 ? NAN : grad_qk(t, run, 1, steps / 2);
         o->grad_late[s] = run < 0 ? NAN : grad_qk(t, run, steps / 2, steps);
     }

@@ -32,6 +32,8 @@ typedef struct {
     int n_plots_failed;
     double chance; /* the main task's chance validation loss (NaN if its data cannot be opened) */
     int seeds_used; /* the fewest seeds present in a training cell (c->seeds when none is missing) */
+    struct qkt__finding *rows; /* the findings table's rows, printed together (report_table.c) */
+    int n_rows;
 } qkt__report;
 
 /* ---------------------------------------------------------------- report_common.c */
@@ -73,6 +75,7 @@ typedef struct {
     int t90[QKT_REPORT_MAX_SEEDS];           /* first eval step with val accuracy >= 0.9; -1 = never (censored) */
     double init_std[QKT_REPORT_MAX_SEEDS], init_ent[QKT_REPORT_MAX_SEEDS]; /* scaled logit std, norm. entropy at step 0 */
     double grad0[QKT_REPORT_MAX_SEEDS], grad_early[QKT_REPORT_MAX_SEEDS], grad_late[QKT_REPORT_MAX_SEEDS]; /* |grad W_q, W_k|: step 0, mean over the first half, the second */
+    double dz0[QKT_REPORT_MAX_SEEDS]; /* |dL/dz| at the softmax input at init (every layer; NaN in runs made before it) */
 } qkt__seeds;
 void qkt__report_seeds(const qkt_table *t, const char *exp, const char *variant, int d_k, int seeds, double lr, int steps, qkt__seeds *o);
 /* Variant a against b at one d_k, paired by seed (same data and, for the fixed-scale
@@ -96,6 +99,27 @@ typedef enum { QKT_V_REPRODUCED, QKT_V_CONTRADICTED, QKT_V_NOT_DETECTABLE, QKT_V
  * an interval (fewer than 2 pairs). */
 qkt__verdict qkt__report_verdict(const qkt_paired *p, int sign);
 const char *qkt__verdict_name(qkt__verdict v);
+/* ---------------------------------------------------------------- report_table.c: the findings rows
+ * A row's verdict comes from at most two tests (n = 2: combined, as qkt__verdict_combine), each a
+ * verdict at the unadjusted level and its p-value. The table is printed once every row is in:
+ * Holm's adjustment runs over the p-values of every test of the table, and a test stays
+ * *reproduced* / *contradicted* only if its adjusted p is <= 1 - QKT_REPORT_LEVEL too. */
+typedef struct {
+    int n;             /* tests: 0 = no p-value (the verdict is v[0] as given; -1: print `pre` alone), 1 or 2 */
+    int v[2];          /* qkt__verdict of each test before the adjustment */
+    double p[2];
+} qkt__tests;
+/* One test, or none when p is NaN (the verdict v stands as it is). */
+qkt__tests qkt__test(qkt__verdict v, double p);
+/* Adds a row (the strings are copied); pre: text printed before the verdict, or NULL. */
+void qkt__finding(qkt__report *r, const char *id, const char *claim, const char *src, const char *meas, const char *pre, qkt__tests t);
+/* Holm over the rows' tests, then the table (header included); the rows are freed. */
+void qkt__findings_print(qkt__report *r);
+/* A test's verdict after the adjustment: reproduced / contradicted need adj <= 1 - level too. */
+qkt__verdict qkt__verdict_holm(qkt__verdict v, double adj);
+/* Two tests of one claim: reproduced if one is and none contradicts, and the reverse. */
+qkt__verdict qkt__verdict_combine(qkt__verdict a, qkt__verdict b);
+
 /* "mean [lo, hi], p = .. (n = ..)" with fmt for the numbers; degenerate cases in words. */
 void qkt__report_fmt_paired(char *buf, size_t n, const qkt_paired *p, const char *fmt);
 
@@ -129,8 +153,10 @@ typedef struct {
  * peak_rise, init_loss and final_loss (nonfinite_step >= 0: the loss went non-finite there).
  * Exposed for the tests of the rule. */
 void qkt__report_classify(const double *st, const double *lv, int n, int nonfinite_step, double chance, qkt__lr_run *o);
-/* The LR run of `variant` at the grid's li-th learning rate (seed 0, lr_d_k). */
-void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, qkt__lr_run *o);
+/* The LR run of `variant` at the grid's li-th learning rate and seed `seed` (lr_d_k). */
+void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, int seed, qkt__lr_run *o);
+/* The grid's indices in increasing LR order (it may be given in any order). */
+void qkt__report_lr_order(const qkt_ablate_cfg *c, int *idx);
 /* A variant's good LR range: trained (not failed) from the smallest LR up to max_trained_lr
  * (NaN if the smallest failed); min_failed_lr = the first that failed (NaN if none);
  * stable_above: a good LR above a failed one (the range is not one interval). */
@@ -139,10 +165,26 @@ typedef struct {
     double max_trained_lr, min_failed_lr;
     bool stable_above;
 } qkt__lr_range;
-qkt__lr_range qkt__report_lr_range(const qkt__report *r, const char *variant);
+qkt__lr_range qkt__report_lr_range(const qkt__report *r, const char *variant, int seed);
+/* Claims 6b and 7b over seeds: does `wide` train at more learning rates than `base`?
+ * out_w, out_b: (n_seeds, n_lr) outcomes, LRs in increasing order: 0 trained, 1 failed, -1
+ * missing (a seed counts only with both sweeps complete). Per seed, the largest good LR is
+ * the grid index of the last LR of the run of trained LRs from the smallest (-1: the
+ * smallest failed; n_lr: none failed). The test: over the (LR, seed) pairs where exactly
+ * one variant trained, the exact sign test of w_only against b_only. Reproduced: p <= 1 -
+ * level, w_only > b_only and the median edge of wide above base's; contradicted: the
+ * reverse; not testable with fewer than 2 seeds (each edge would be one run). */
+typedef struct {
+    int n_seeds;           /* seeds used */
+    int edge_w[3], edge_b[3]; /* largest good LR index: lower median, min, max over the seeds */
+    int w_only, b_only;    /* (LR, seed) pairs where only wide / only base trained */
+    double p;              /* sign test; NaN when not testable */
+    qkt__verdict v;
+} qkt__range_cmp;
+void qkt__report_range_rule(const int *out_w, const int *out_b, int n_lr, int n_seeds, qkt__range_cmp *o);
 /* The largest attention logit and the lowest normalised entropy (clamped to [0, 1]) of an LR run
  * over the evaluations at steps <= upto: claims 6a and 7a compare runs over the same window. */
-void qkt__report_lr_window(const qkt__report *r, const char *variant, int li, int upto, double *logit_max, double *min_entropy);
+void qkt__report_lr_window(const qkt__report *r, const char *variant, int li, int seed, int upto, double *logit_max, double *min_entropy);
 
 /* ---------------------------------------------------------------- the sections, in report order */
 void qkt__report_part_init(qkt__report *r);   /* 1. at initialisation (iid q, k; a fresh GPT) */
@@ -154,6 +196,10 @@ void qkt__report_part_lr(qkt__report *r);     /* 3. learning-rate sensitivity */
 void qkt__report_part_growth(qkt__report *r, double *slope_sqrt, double *slope_dk);
 /* 5. the study's own efficiency (qkt_ablate_efficiency_read), report_efficiency.c */
 void qkt__report_part_efficiency(qkt__report *r);
+/* From the 2x2 of scale form x start (report_start.c): claim 4, the gradient at a fixed form
+ * (4a, 4b), and claim 9, where the harm of the unscaled form comes from (9a-9d). */
+void qkt__report_claim_grad(qkt__report *r);
+void qkt__report_claim_origin(qkt__report *r);
 /* The findings table (claims of the literature, measurement, verdict, source): first in report.md. */
 void qkt__report_findings(qkt__report *r);
 /* The paired comparisons of part 2 (effect sizes, intervals, counts, power). */

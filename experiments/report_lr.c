@@ -10,11 +10,11 @@ void qkt__report_part_lr(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     const qkt_table *t = r->t;
     qkt_buf *md = &r->md;
-    qkt_buf_printf(md, "## 3. Learning-rate sensitivity\n\nd_k = %d, %d steps per run, seed 0, otherwise as above. Final validation loss "
+    qkt_buf_printf(md, "## 3. Learning-rate sensitivity\n\nd_k = %d, %d steps per run, seed 0 (of %d), otherwise as above. Final validation loss "
                        "per learning rate (`div` = diverged), and the LR sensitivity of Wortsman et al. (2023): "
                        "E_lr[min(loss, loss at init) - best loss], the best loss being the lowest final loss of any variant at any LR of the sweep "
                        "(lower = less sensitive).\n\n| variant |",
-                   c->lr_dk, c->lr_steps);
+                   c->lr_dk, c->lr_steps, c->lr_seeds);
     for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
     qkt_buf_printf(md, " best lr | LR sensitivity |\n|---|");
     for (int i = 0; i < c->n_lr + 2; i++) qkt_buf_printf(md, "---:|");
@@ -64,7 +64,7 @@ void qkt__report_part_lr(qkt__report *r) {
         qkt_buf_printf(md, "| %s |", name);
         for (int i = 0; i < c->n_lr; i++) {
             qkt__lr_run u;
-            qkt__report_lr_run(r, name, i, &u);
+            qkt__report_lr_run(r, name, i, 0, &u);
             X[v][i] = c->lrs[i], Y[v][i] = u.logit_max > 0 ? u.logit_max : NAN;
             if (u.run < 0) qkt_buf_printf(md, " - |");
             else {
@@ -76,7 +76,7 @@ void qkt__report_part_lr(qkt__report *r) {
                 qkt_buf_printf(md, " %s / %s / %.3g / %.2f |", f, g2, u.logit_max, u.min_entropy);
             }
         }
-        qkt__lr_range g = qkt__report_lr_range(r, name);
+        qkt__lr_range g = qkt__report_lr_range(r, name, 0);
         if (isnan(g.max_trained_lr)) qkt_buf_printf(md, " none |\n");
         else if (isnan(g.min_failed_lr)) qkt_buf_printf(md, " whole grid |\n");
         else qkt_buf_printf(md, " %g%s |\n", g.max_trained_lr, g.stable_above ? " (trained again above)" : "");
@@ -88,4 +88,34 @@ void qkt__report_part_lr(qkt__report *r) {
                         .series = s, .n_series = c->n_lr_variants};
     qkt__report_plot_done(r, qkt_plot_lines(path, &g, NULL, r->err), path);
     qkt_buf_printf(md, "\n![logit max vs lr](lr_logit_max.png)\n\n");
+    if (c->lr_seeds < 2) return;
+    /* over seeds: what claims 6b and 7b decide on */
+    qkt_buf_printf(md, "**Failure rate over %d seeds** per learning rate (runs that failed / runs), and the largest good LR (the last LR of the run "
+                       "of trained LRs from the smallest) per seed.\n\n| variant |", c->lr_seeds);
+    for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
+    qkt_buf_printf(md, " largest good LR per seed |\n|---|");
+    for (int i = 0; i < c->n_lr + 1; i++) qkt_buf_printf(md, "---|");
+    qkt_buf_printf(md, "\n");
+    for (int v = 0; v < c->n_lr_variants; v++) {
+        const char *name = qkt_attn_scale_name(c->lr_variants[v]);
+        qkt_buf_printf(md, "| %s |", name);
+        for (int i = 0; i < c->n_lr; i++) {
+            int k = 0, n = 0;
+            for (int s = 0; s < c->lr_seeds; s++) {
+                qkt__lr_run u;
+                qkt__report_lr_run(r, name, i, s, &u);
+                if (u.run >= 0) n++, k += u.failed;
+            }
+            qkt_buf_printf(md, " %d/%d |", k, n);
+        }
+        for (int s = 0; s < c->lr_seeds; s++) {
+            qkt__lr_range g = qkt__report_lr_range(r, name, s);
+            if (!g.n) qkt_buf_printf(md, "%s-", s ? ", " : " ");
+            else if (isnan(g.max_trained_lr)) qkt_buf_printf(md, "%snone", s ? ", " : " ");
+            else if (isnan(g.min_failed_lr)) qkt_buf_printf(md, "%swhole grid", s ? ", " : " ");
+            else qkt_buf_printf(md, "%s%g", s ? ", " : " ", g.max_trained_lr);
+        }
+        qkt_buf_printf(md, " |\n");
+    }
+    qkt_buf_printf(md, "\n");
 }

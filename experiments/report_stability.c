@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "qkt_stats.h"
 #include "report_internal.h"
 
 void qkt__report_classify(const double *st, const double *lv, int n, int nonfinite_step, double chance, qkt__lr_run *o) {
@@ -31,13 +32,13 @@ void qkt__report_classify(const double *st, const double *lv, int n, int nonfini
     o->failed = o->no_train || o->rise_step >= 0;
 }
 
-void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, qkt__lr_run *o) {
+void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, int seed, qkt__lr_run *o) {
     static double st[QKT_REPORT_MAXS], lv[QKT_REPORT_MAXS], gs[QKT_REPORT_MAXS], gv[QKT_REPORT_MAXS], es[QKT_REPORT_MAXS],
         ev[QKT_REPORT_MAXS];
     const qkt_table *t = r->t;
     *o = (qkt__lr_run){.run = -1, .lr = r->c->lrs[li], .init_loss = NAN, .peak_rise = NAN, .rise_step = -1, .logit_max = NAN,
                        .logit_before = NAN, .logit_init = NAN, .min_entropy = NAN, .final_loss = NAN};
-    o->run = qkt_table_find_run(t, QKT_KIND(LR), variant, r->c->lr_dk, 0, o->lr);
+    o->run = qkt_table_find_run(t, QKT_KIND(LR), variant, r->c->lr_dk, seed, o->lr);
     if (o->run < 0) return;
     int div = -1;
     bool nonfinite = qkt__report_diverged(t, o->run, &div);
@@ -64,20 +65,23 @@ void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, qkt__
     }
 }
 
-qkt__lr_range qkt__report_lr_range(const qkt__report *r, const char *variant) {
-    qkt__lr_range g = {.max_trained_lr = NAN, .min_failed_lr = NAN};
-    const qkt_ablate_cfg *c = r->c;
-    /* the grid in increasing order (it may be given in any order) */
-    int idx[QKT_AB_MAX_LIST];
+void qkt__report_lr_order(const qkt_ablate_cfg *c, int *idx) {
     for (int i = 0; i < c->n_lr; i++) idx[i] = i;
     for (int i = 1; i < c->n_lr; i++)
         for (int j = i; j > 0 && c->lrs[idx[j]] < c->lrs[idx[j - 1]]; j--) {
             int x = idx[j];
             idx[j] = idx[j - 1], idx[j - 1] = x;
         }
+}
+
+qkt__lr_range qkt__report_lr_range(const qkt__report *r, const char *variant, int seed) {
+    qkt__lr_range g = {.max_trained_lr = NAN, .min_failed_lr = NAN};
+    const qkt_ablate_cfg *c = r->c;
+    int idx[QKT_AB_MAX_LIST]; /* the grid in increasing order (it may be given in any order) */
+    qkt__report_lr_order(c, idx);
     for (int k = 0; k < c->n_lr; k++) {
         qkt__lr_run u;
-        qkt__report_lr_run(r, variant, idx[k], &u);
+        qkt__report_lr_run(r, variant, idx[k], seed, &u);
         if (u.run < 0) continue;
         g.n++;
         if (u.failed) {
@@ -91,10 +95,10 @@ qkt__lr_range qkt__report_lr_range(const qkt__report *r, const char *variant) {
     return g;
 }
 
-void qkt__report_lr_window(const qkt__report *r, const char *variant, int li, int upto, double *logit_max, double *min_entropy) {
+void qkt__report_lr_window(const qkt__report *r, const char *variant, int li, int seed, int upto, double *logit_max, double *min_entropy) {
     static double st[QKT_REPORT_MAXS], v[QKT_REPORT_MAXS];
     *logit_max = *min_entropy = NAN;
-    int run = qkt_table_find_run(r->t, QKT_KIND(LR), variant, r->c->lr_dk, 0, r->c->lrs[li]);
+    int run = qkt_table_find_run(r->t, QKT_KIND(LR), variant, r->c->lr_dk, seed, r->c->lrs[li]);
     if (run < 0) return;
     int n = qkt_table_series(r->t, run, QKT_M(LOGIT_MAX), -1, st, v, QKT_REPORT_MAXS);
     for (int i = 0; i < n && st[i] <= upto; i++)
@@ -105,4 +109,47 @@ void qkt__report_lr_window(const qkt__report *r, const char *variant, int li, in
             double e = fmin(1, fmax(0, v[i]));
             *min_entropy = isnan(*min_entropy) ? e : fmin(*min_entropy, e);
         }
+}
+
+/* The largest good LR of one seed as a grid index: -1 if the smallest LR failed, n if none
+ * did; -2 if a run is missing. out: that seed's outcomes in increasing LR order. */
+static int edge_of(const int *out, int n) {
+    int e = n;
+    for (int i = 0; i < n; i++) {
+        if (out[i] < 0) return -2;
+        if (out[i] == 1 && e == n) e = i - 1;
+    }
+    return e;
+}
+
+/* The lower median of k grid indices, and their min and max. */
+static void edge_stats(int *e, int k, int *o) {
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && e[j] < e[j - 1]; j--) {
+            int x = e[j];
+            e[j] = e[j - 1], e[j - 1] = x;
+        }
+    o[0] = e[(k - 1) / 2], o[1] = e[0], o[2] = e[k - 1];
+}
+
+void qkt__report_range_rule(const int *out_w, const int *out_b, int n_lr, int n_seeds, qkt__range_cmp *o) {
+    int ew[QKT_AB_MAX_LR_SEEDS], eb[QKT_AB_MAX_LR_SEEDS];
+    *o = (qkt__range_cmp){.p = NAN, .v = QKT_V_UNTESTABLE};
+    for (int s = 0; s < n_seeds && s < QKT_AB_MAX_LR_SEEDS; s++) {
+        int a = edge_of(out_w + (size_t)s * n_lr, n_lr), b = edge_of(out_b + (size_t)s * n_lr, n_lr);
+        if (a == -2 || b == -2) continue; /* a seed counts with both sweeps complete */
+        ew[o->n_seeds] = a, eb[o->n_seeds] = b, o->n_seeds++;
+        for (int i = 0; i < n_lr; i++) {
+            o->w_only += out_w[(size_t)s * n_lr + i] == 0 && out_b[(size_t)s * n_lr + i] == 1;
+            o->b_only += out_w[(size_t)s * n_lr + i] == 1 && out_b[(size_t)s * n_lr + i] == 0;
+        }
+    }
+    if (o->n_seeds == 0) return;
+    edge_stats(ew, o->n_seeds, o->edge_w), edge_stats(eb, o->n_seeds, o->edge_b);
+    if (o->n_seeds < 2) return; /* each edge is one run: no replicate to test against */
+    o->p = qkt_stats_sign_test(o->w_only, o->w_only + o->b_only);
+    bool sig = o->p <= 1 - QKT_REPORT_LEVEL + 1e-12;
+    o->v = sig && o->w_only > o->b_only && o->edge_w[0] > o->edge_b[0]   ? QKT_V_REPRODUCED
+           : sig && o->b_only > o->w_only && o->edge_w[0] < o->edge_b[0] ? QKT_V_CONTRADICTED
+                                                                         : QKT_V_NOT_DETECTABLE;
 }

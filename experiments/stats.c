@@ -91,6 +91,31 @@ qkt_paired qkt_stats_paired(const double *a, const double *b, int n, double leve
 }
 
 /* Two-sided exact binomial (sign) test of k successes in n at p = 1/2. */
+static double sign_test(int k, int n);
+double qkt_stats_sign_test(int k, int n) { return sign_test(k, n); }
+
+void qkt_stats_holm(const double *p, int n, double *adj) {
+    int *idx = qkt_malloc((size_t)(n > 0 ? n : 1) * sizeof *idx), m = 0;
+    double *v = qkt_malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    for (int i = 0; i < n; i++)
+        if (isfinite(p[i])) idx[m++] = i;
+    for (int i = 1; i < m; i++) /* insertion sort by p, ties in index order: the order is fixed */
+        for (int j = i; j > 0 && p[idx[j]] < p[idx[j - 1]]; j--) {
+            int x = idx[j];
+            idx[j] = idx[j - 1], idx[j - 1] = x;
+        }
+    double run = 0;
+    for (int k = 0; k < m; k++) {
+        double a = fmin(1, (double)(m - k) * p[idx[k]]);
+        run = fmax(run, a); /* monotone: an adjusted p is never below a smaller p's */
+        v[k] = run;
+    }
+    for (int i = 0; i < n; i++)
+        if (!isfinite(p[i])) adj[i] = NAN;
+    for (int k = 0; k < m; k++) adj[idx[k]] = v[k];
+    free(idx), free(v);
+}
+
 static double sign_test(int k, int n) {
     if (n == 0) return 1;
     int m = k < n - k ? k : n - k;

@@ -63,7 +63,8 @@ qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, con
               x->shape[x->ndim - 1]);
     qkt_attn_call none = {0};
     if (!call) call = &none;
-    qkt_attn_opts o = {.scale = a->scale, .dropout = a->dropout, .key_pad = call->key_pad, .capture = call->capture};
+    qkt_attn_opts o = {.scale = a->scale, .dropout = a->dropout, .key_pad = call->key_pad, .capture = call->capture,
+                       .bias = call->capture ? call->capture->dz : NULL}; /* a dL/dz probe */
     qkt_attn_qk io = {.x = x};
     qkt_tensor *y;
     if (a->variant->advance && ctx->training && !ctx->no_grad && !call->hold_state) a->variant->advance(a);

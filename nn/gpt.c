@@ -91,7 +91,7 @@ qkt_tensor *qkt_gpt_hidden(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, int B, 
             if (cap->logits_gen && cap->logits_gen != ctx->gen) cap->logits = NULL, cap->logits_gen = 0;
             if (!cap->probs && opts->capture_probs) cap->probs = qkt_arena_alloc(&ctx->arena, bytes), cap->probs_gen = ctx->gen;
             if (!cap->logits && opts->capture_logits) cap->logits = qkt_arena_alloc(&ctx->arena, bytes), cap->logits_gen = ctx->gen;
-            if (!cap->probs && !cap->logits) cap = NULL;
+            if (!cap->probs && !cap->logits && !cap->dz) cap = NULL;
         }
         ctx->scope = g->h[l].scope;
         qkt_attn_call call = {.key_pad = opts ? opts->key_pad : NULL, .capture = cap, .hold_state = opts && opts->hold_state};

@@ -18,6 +18,7 @@ extern "C" {
 #endif
 
 #define QKT_AB_MAX_LIST 16
+#define QKT_AB_MAX_LR_SEEDS 20 /* lr_seeds' limit */
 #define QKT_AB_NAME 64 /* longest variant name in config.json, with its NUL */
 /* Sequences of iid q, k per d_k in part 1: 64 x T queries, enough for the std to within ~1 %. */
 #define QKT_IID_BATCH 64
@@ -43,10 +44,18 @@ typedef struct qkt_ablate_cfg {
     int n_dk;
     int dks[QKT_AB_MAX_LIST];
     int seeds;                /* seeds 0 .. seeds-1 (offset by run.tc.seed) */
+    /* The 2x2 of scale form x logit scale at the start (claims 4 and 9): at start_dk (one of
+     * d_k, 0 = none), sqrt_dk and none are also trained from each other's starting logit
+     * scale (qk_init_mult x qkt_ablate_start_mult) as experiment "start", same seeds and steps
+     * as part 2; at task2_start_dk (one of task2_d_k, 0 = none) on the second task as "start2".
+     * A value that is not one of the task's d_k plans no cells (the report says so).
+     * config.json "start_d_k", "task2_start_d_k", missing = 0. */
+    int start_dk, task2_start_dk;
     /* part 3: learning-rate sensitivity */
     int n_lr;
     double lrs[QKT_AB_MAX_LIST];
     int lr_steps, lr_dk;
+    int lr_seeds;             /* seeds per (variant, LR): 0 .. lr_seeds-1; config.json "lr_seeds", missing = 1 */
     int lr_eval_every;        /* evaluations of the LR runs (claims 6-7 time the logit growth against the loss
                                * rising); config.json "lr_eval_every", missing = eval_every */
     int n_lr_variants;
@@ -95,7 +104,11 @@ int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err)
 int qkt_ablate_parse_config(const char *text, size_t n, const char *label, qkt_ablate_cfg *c, qkt_err *err);
 
 /* ---------------------------------------------------------------- cells */
-typedef enum { QKT_CELL_INIT = 0, QKT_CELL_TRAIN, QKT_CELL_LR, QKT_CELL_GROWTH, QKT_CELL_IID, QKT_CELL_TRAIN2 } qkt_cell_kind;
+typedef enum { QKT_CELL_INIT = 0, QKT_CELL_TRAIN, QKT_CELL_LR, QKT_CELL_GROWTH, QKT_CELL_IID, QKT_CELL_TRAIN2, QKT_CELL_START, QKT_CELL_START2 } qkt_cell_kind;
+/* The factor on qk_init_mult of a "start" cell: the other form's starting logit scale.
+ * sqrt_dk from none's start (saturated): d_k^(1/4), so s q.k = d_k^(-1/2) d_k^(1/2) q0.k0;
+ * none from sqrt_dk's start (unsaturated): d_k^(-1/4); 1 for any other variant. */
+double qkt_ablate_start_mult(qkt_attn_scale variant, int d_k);
 typedef struct qkt_cell {
     qkt_cell_kind kind;
     char id[96];
@@ -109,8 +122,9 @@ typedef struct qkt_cell {
 int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out);
 const char *qkt_cell_kind_name(qkt_cell_kind k);
 /* A cell's id (the one format every part of the study uses): <kind>_<variant>_dk<d_k>, then
- * _s<seed> for train and train2 cells or _lr<lr> (%g) for lr cells: "train_sqrt_dk_dk64_s0",
- * "lr_none_dk16_lr0.03", "iid_none_dk8". */
+ * _s<seed> for train, train2, start and start2 cells or _lr<lr> (%g) for lr cells, then _s<seed>
+ * for an lr cell of seed > 0: "train_sqrt_dk_dk64_s0", "lr_none_dk16_lr0.03", "lr_none_dk16_lr0.03_s2",
+ * "iid_none_dk8". */
 void qkt_cell_id(char *id, size_t n, qkt_cell_kind kind, qkt_attn_scale variant, int d_k, int seed, double lr);
 /* A train cell with maps = true also writes its attention maps (one fixed validation
  * sequence, probabilities) to cells/<id>.attn.safetensors: two F32 tensors of shape

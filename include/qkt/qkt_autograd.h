@@ -484,6 +484,9 @@ typedef struct qkt_attn_capture {
      * step's arena: the step (ctx->gen) the buffer belongs to; 0 = the caller's buffer. A
      * later forward replaces a dead one, so one zeroed capture serves every step. */
     uint32_t probs_gen, logits_gen;
+    /* In, for qkt_attn_forward (the layer): a zero (B, H, Tq, Tk) tensor with a gradient, used as
+     * the bias, so backward leaves dL/dz (z = the logits) in its grad; or NULL. */
+    qkt_tensor *dz;
 } qkt_attn_capture;
 /* dropout > 0 (and ctx->training): each weight P[b,h,i,j] is zeroed with probability
  * `dropout` and the others scaled by 1/(1 - dropout) before P v (nanoGPT's attn_dropout).

@@ -22,6 +22,7 @@ extern "C" {
     X(GRAD_NORM, "grad_norm", MEAN, "global gradient norm before clipping")                                      \
     X(GRAD_NORM_WQ, "grad_norm_wq", MEAN, "gradient norm over every layer's W_q")                                \
     X(GRAD_NORM_WK, "grad_norm_wk", MEAN, "gradient norm over every layer's W_k")                                \
+    X(GRAD_LOGITS, "grad_logits", MEAN, "norm of dL/dz at the softmax input, every layer, first val batch at init") \
     X(DIVERGED_STEP, "diverged_step", MEAN, "step of the first non-finite loss, -1 if none")                     \
     X(ENTROPY, "entropy", MEAN, "attention entropy per layer and head (docs/metrics.md)")                       \
     X(NORM_ENTROPY, "norm_entropy", MEAN, "entropy / ln(visible keys), per layer and head")                      \

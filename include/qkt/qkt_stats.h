@@ -82,6 +82,15 @@ double qkt_stats_mde(int n, double sd);
  * x[0]..x[n-1]. Points with non-finite y are skipped; NaN if fewer than 2 remain. */
 double qkt_stats_auc_mean(const double *x, const double *y, int n);
 
+/* Holm's step-down adjustment of n p-values for testing them as one family: with the m
+ * finite p-values sorted, p_(1) <= .. <= p_(m), adj_(i) = max over j <= i of
+ * min(1, (m - j + 1) p_(j)); rejecting where adj <= alpha keeps the family-wise error
+ * rate at alpha. Non-finite entries are not tests: their adj is NaN and they do not
+ * count in m. adj may be p. */
+void qkt_stats_holm(const double *p, int n, double *adj);
+/* Two-sided exact sign (binomial, 1/2) test of k successes in n trials; 1 for n = 0. */
+double qkt_stats_sign_test(int k, int n);
+
 /* Least-squares slope of y on x (NaN with fewer than 2 finite points or constant x) and
  * its standard error in *se (NaN with fewer than 3 points). */
 double qkt_stats_slope(const double *x, const double *y, int n, double *se);
