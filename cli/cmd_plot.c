@@ -57,20 +57,18 @@ int qkt_cmd_plot(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : 2;
     if (np == 0) return fprintf(stderr, "qkt plot: expected a run directory (qkt plot runs/quick, or qkt train runs)\n"), 2;
     if (np > MAX_RUNS) return fprintf(stderr, "qkt plot: at most %d runs at once\n", MAX_RUNS), 2;
-    int n_train = 0;
-    for (int i = 0; i < np; i++) {
-        struct stat sb;
-        if (stat(pos[i], &sb) != 0 || !S_ISDIR(sb.st_mode)) return fprintf(stderr, "qkt plot: %s: not a directory\n", pos[i]), 2;
-        n_train += has(pos[i], "train.json");
-        if (!has(pos[i], "train.json") && !has(pos[i], "config.json"))
-            return fprintf(stderr, "qkt plot: %s: neither a qkt ablate run (config.json) nor a qkt train run (train.json)\n", pos[i]), 2;
-    }
-    if (n_train == 0) {
-        if (np != 1) return fprintf(stderr, "qkt plot: expected one qkt ablate run directory, got %d\n", np), 2;
+    /* One directory without train.json: a study (its own messages name config.json, cells/). */
+    if (np == 1 && !has(pos[0], "train.json")) {
         if (out) return fprintf(stderr, "qkt plot: --out is for qkt train runs; a study's report.html goes beside its report.md\n"), 2;
         return plot_ablate(pos[0]);
     }
-    if (n_train != np) return fprintf(stderr, "qkt plot: qkt train runs and a qkt ablate run given together: plot them separately\n"), 2;
+    for (int i = 0; i < np; i++) {
+        struct stat sb;
+        if (stat(pos[i], &sb) != 0 || !S_ISDIR(sb.st_mode)) return fprintf(stderr, "qkt plot: %s: not a directory\n", pos[i]), 2;
+        if (!has(pos[i], "train.json"))
+            return fprintf(stderr, "qkt plot: %s/train.json: not found (several runs are qkt train runs; a qkt ablate run is plotted alone)\n",
+                           pos[i]), 2;
+    }
     char def[1200];
     snprintf(def, sizeof def, "%s/report.html", pos[0]);
     qkt_err err;

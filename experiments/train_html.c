@@ -103,10 +103,11 @@ static void write_json(qkt_buf *b, const run_log *R, int n) {
         const run_log *L = &R[i];
         const qkt_train_config *tc = &L->cfg.tc;
         long last = L->n_rows ? (long)L->v[(size_t)(L->n_rows - 1) * L->n_cols] : -1;
-        char note[1600];
-        snprintf(note, sizeof note, "`%s`: data `%s`, attn_scale `%s`, n_layer %d, n_head %d, n_embd %d, lr %g; %s %ld of %ld%s", L->dir,
-                 L->cfg.data, qkt_attn_scale_name(tc->model.attn_scale), tc->model.n_layer, tc->model.n_head, tc->model.n_embd, tc->lr,
-                 last < tc->steps ? "at step" : "finished, step", last, (long)tc->steps,
+        char note[1600], prog[96];
+        if (last < 0) snprintf(prog, sizeof prog, "no row logged yet (%ld steps planned)", (long)tc->steps);
+        else snprintf(prog, sizeof prog, "%s %ld of %ld", last < tc->steps ? "at step" : "finished, step", last, (long)tc->steps);
+        snprintf(note, sizeof note, "`%s`: data `%s`, attn_scale `%s`, n_layer %d, n_head %d, n_embd %d, lr %g; %s%s", L->dir, L->cfg.data,
+                 qkt_attn_scale_name(tc->model.attn_scale), tc->model.n_layer, tc->model.n_head, tc->model.n_embd, tc->lr, prog,
                  L->torn ? " (a partial last line of log.csv, being written, is left out)" : "");
         qkt_buf_printf(b, "%s", i ? "," : "");
         qkt__json_str(b, note);

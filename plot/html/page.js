@@ -133,6 +133,7 @@
         if (l.y[i] != null && isFinite(l.y[i]) && (!C.ylog || l.y[i] > 0)) mk("s:circle", {cx: xs(x), cy: ys(l.y[i]), r: 2.5, fill: c}, svg);
       });
     });
+    if (!L.length) mk("s:text", {x: (M.l + W - M.r) / 2, y: (M.t + H - M.b) / 2, "text-anchor": "middle"}, svg, "no series for this choice");
     var dot = mk("s:circle", {r: 4, fill: "none", stroke: "#000", visibility: "hidden"}, svg);
     C.pos = function (l, i) { return [xs(l.x[i]), ys(l.y[i])]; };
     C.drawn = L;
@@ -243,6 +244,19 @@
   /* For tests and scripts: a drawn point's position in the window (client pixels). */
   window.qkt = {
     charts: charts,
+    /* Every drawn point of a chart: group, seed ("mean" for a mean line), x, y, pixel position. */
+    points: function (id) {
+      var C = charts[id], out = [];
+      C.drawn.forEach(function (l) {
+        l.x.forEach(function (x, i) {
+          if (l.y[i] != null && isFinite(l.y[i])) {
+            var p = C.pos(l, i);
+            out.push({g: l.g, seed: l.n ? "mean" : l.seed, x: x, y: l.y[i], px: p[0], py: p[1]});
+          }
+        });
+      });
+      return out;
+    },
     point: function (id, g, seed, x) {
       var C = charts[id], r = C.plot.querySelector("svg").getBoundingClientRect();
       for (var j = 0; j < C.drawn.length; j++) {

@@ -104,6 +104,20 @@ class Browser:
         v = tip.find_elements(By.CSS_SELECTOR, ".v")
         return v[0].text if v and tip.is_displayed() else None
 
+    def isolated(self, chart, runs, metric, n):
+        """Up to n (run, step) of these runs whose drawn point has no other within 8 pixels."""
+        pts = self.js("return window.qkt.points(arguments[0])", chart)
+        out = []
+        for u in runs:
+            for step in sorted(u["metrics"][metric], reverse=True):
+                p = [q for q in pts if q["g"] == u["variant"] and q["seed"] == u["seed"] and q["x"] == step]
+                if p and all((q is p[0]) or (q["px"] - p[0]["px"]) ** 2 + (q["py"] - p[0]["py"]) ** 2 > 64 for q in pts):
+                    out.append((u, step))
+                    break
+            if len(out) == n:
+                break
+        return out
+
     def move(self, x, y):
         """The mouse to (x, y) in the window's client pixels."""
         a = ActionBuilder(self.d)
@@ -123,9 +137,14 @@ class Browser:
         self.js("arguments[0].scrollIntoView({block: 'center'})", e)
         e.click()
 
-    def shot(self, path):
-        h = self.js("return document.body.scrollHeight")
-        self.d.set_window_size(1200, min(h + 40, 2600))
+    def shot(self, path, hover=None, height=1800):
+        """The top of the page, with the tooltip of a hovered point (hover: chart, group, seed, x)."""
+        self.d.set_window_size(1460, height)
+        self.js("window.scrollTo(0, 0)")
+        if hover:
+            p = self.js("return window.qkt.point(arguments[0], arguments[1], arguments[2], arguments[3])", *hover)
+            if p:
+                self.move(p["x"], p["y"])
         self.d.save_screenshot(path)
         self.d.set_window_size(1200, 900)
 
@@ -214,12 +233,20 @@ def check_study(fails, b, page, run_dir):
                 if before is not None and got == before:
                     fails.append("the d_k control (-> %d) did not change the training chart" % d)
                 before = got
-            for u in want[:1] + want[-1:]:  # hover a run's last validation point
-                step = max(u["metrics"]["val_loss"])
+            # hover a point no other drawn point is near: one variant's seeds alone (the others hidden)
+            others = [g for g in variants if want and g != want[0]["variant"]]
+            for g in others:
+                b.legend("train", g)
+            picks = b.isolated("train", [u for u in want if u["variant"] == want[0]["variant"]], "val_loss", 2) if want else []
+            if want and not picks:
+                fails.append("task %s, d_k %d: no drawn point stands apart from the others to hover" % (tasks[exp], d))
+            for u, step in picks:
                 v = b.hover("train", u["variant"], u["seed"], step)
                 if v is None or not close(float(v), u["metrics"]["val_loss"][step]):
                     fails.append("hover on %s seed %d d_k %d step %d shows %s, metrics.csv has %.9g" %
                                  (u["variant"], u["seed"], d, step, v, u["metrics"]["val_loss"][step]))
+            for g in others:
+                b.legend("train", g)
             g = want[0]["variant"] if want else variants[0]
             n_g, n_all = len(b.lines("train", g)), len(got)
             b.legend("train", g)
@@ -327,10 +354,10 @@ def main():
         if shots:
             os.makedirs(shots, exist_ok=True)
             b.load(os.path.join(study, "report.html"))
-            b.d.find_element(By.CSS_SELECTOR, "#c-train").location_once_scrolled_into_view
-            b.shot(os.path.join(shots, "report_html_study.png"))
+            c = b.js("return window.qkt.charts.train.drawn[0]")
+            b.shot(os.path.join(shots, "report_html_study.png"), ("train", c["g"], "mean", c["x"][len(c["x"]) // 2]), 2000)
             b.load("train.html")
-            b.shot(os.path.join(shots, "report_html_train.png"))
+            b.shot(os.path.join(shots, "report_html_train.png"), ("val_loss", "run_b", None, 20), 1100)
         # the planted faults: a series dropped from each page must be caught
         bad = checked(check_study, b, plant_fault(os.path.join(study, "report.html"), "fault_study.html", "train"), study, early=True)
         print("planted fault, study page (a training series dropped): %s" % ("caught: " + bad[0] if bad else "NOT CAUGHT"))
