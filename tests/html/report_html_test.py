@@ -42,8 +42,8 @@ DRIVER = shutil.which("chromedriver")
 if not CHROMIUM or not DRIVER:
     skip("chromium or chromedriver is not installed")
 
-TINY_STUDY = ["--name", "tiny", "--d-k", "8,16", "--seeds", "2", "--steps", "20", "--eval-every", "5", "--lr-grid", "0.003,1",
-              "--lr-steps", "20", "--lr-eval-every", "5", "--init-d-k", "4,8", "--growth-d-k", "8,16", "--task2", "recall",
+TINY_STUDY = ["--name", "tiny", "--d-k", "8,16", "--seeds", "2", "--steps", "10", "--eval-every", "5", "--lr-grid", "0.003,1",
+              "--lr-steps", "10", "--lr-eval-every", "5", "--init-d-k", "4,8", "--growth-d-k", "8,16", "--task2", "recall",
               "--task2-d-k", "8", "--variants", "sqrt_dk,none", "--lr-variants", "sqrt_dk,none", "--batch-size", "8",
               "--eval-batches", "1"]
 TINY_TRAIN = ["--data", "mqar", "--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "8",
@@ -126,7 +126,7 @@ class Browser:
 
     def lines(self, chart, group=None):
         sel = "#c-%s path.ln" % chart + ("[data-g='%s']" % group if group else "")
-        return [e.get_attribute("d") for e in self.d.find_elements(By.CSS_SELECTOR, sel)]
+        return self.js("return [].map.call(document.querySelectorAll(arguments[0]), function (e) { return e.getAttribute('d'); })", sel)
 
     def select(self, chart, key, value):
         s = self.d.find_element(By.CSS_SELECTOR, "#c-%s select[data-key='%s']" % (chart, key))
@@ -233,11 +233,16 @@ def check_study(fails, b, page, run_dir):
                 if before is not None and got == before:
                     fails.append("the d_k control (-> %d) did not change the training chart" % d)
                 before = got
-            # hover a point no other drawn point is near: one variant's seeds alone (the others hidden)
-            others = [g for g in variants if want and g != want[0]["variant"]]
-            for g in others:
-                b.legend("train", g)
-            picks = b.isolated("train", [u for u in want if u["variant"] == want[0]["variant"]], "val_loss", 2) if want else []
+            # the legend: hiding the other variants leaves exactly the lines of the first
+            g = want[0]["variant"] if want else variants[0]
+            others = [o for o in variants if o != g]
+            n_g, n_all = len(b.lines("train", g)), len(got)
+            for o in others:
+                b.legend("train", o)
+            if any(b.lines("train", o) for o in others) or len(b.lines("train")) != n_g:
+                fails.append("hiding %s in the legend left %d lines, expected the %d of %s" % (others, len(b.lines("train")), n_g, g))
+            # hover a point of g that no other drawn point is near
+            picks = b.isolated("train", [u for u in want if u["variant"] == g], "val_loss", 1)
             if want and not picks:
                 fails.append("task %s, d_k %d: no drawn point stands apart from the others to hover" % (tasks[exp], d))
             for u, step in picks:
@@ -245,17 +250,10 @@ def check_study(fails, b, page, run_dir):
                 if v is None or not close(float(v), u["metrics"]["val_loss"][step]):
                     fails.append("hover on %s seed %d d_k %d step %d shows %s, metrics.csv has %.9g" %
                                  (u["variant"], u["seed"], d, step, v, u["metrics"]["val_loss"][step]))
-            for g in others:
-                b.legend("train", g)
-            g = want[0]["variant"] if want else variants[0]
-            n_g, n_all = len(b.lines("train", g)), len(got)
-            b.legend("train", g)
-            if b.lines("train", g) or len(b.lines("train")) != n_all - n_g:
-                fails.append("hiding %s in the legend left %d of its lines and %d lines in all (expected %d)" %
-                             (g, len(b.lines("train", g)), len(b.lines("train")), n_all - n_g))
-            b.legend("train", g)
+            for o in others:
+                b.legend("train", o)
             if len(b.lines("train")) != n_all:
-                fails.append("showing %s again: %d lines, expected %d" % (g, len(b.lines("train")), n_all))
+                fails.append("showing %s again: %d lines, expected %d" % (others, len(b.lines("train")), n_all))
     # the findings: one row per row of report.md's tables, each verdict linked to a chart on the page
     md = open(os.path.join(run_dir, "report.md")).read()
     n_md, header = 0, None
@@ -305,7 +303,7 @@ def check_train(fails, b, page, run_dirs):
         got = b.js("return [].map.call(document.querySelectorAll('#c-%s path.ln'), function (e) { return e.dataset.g; })" % c)
         if sorted(got) != sorted(want):
             fails.append("chart %s: lines %s, runs with values %s" % (c, got, want))
-    for c in ("val_loss", "loss"):
+    for c in ("val_loss",):
         for d, l in zip(run_dirs, logs):
             step = max(l[c])
             v = b.hover(c, d, None, step)
