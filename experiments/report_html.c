@@ -47,11 +47,13 @@ static bool many_seeds(const qkt_table *t, const char *const *kinds) {
 }
 
 static void chart_head(qkt_buf *b, bool *first, const char *id, const char *title, const char *xlabel, bool xlog, bool ylog,
-                       const char *ctl, const char *def_metric, const char *note) {
+                       const char *ctl, const char *def_metric, const char *def_task, const char *note) {
     qkt_buf_printf(b, "%s{\"id\":\"%s\",\"type\":\"line\",\"title\":", *first ? "" : ",", id);
     qkt__json_str(b, title);
-    qkt_buf_printf(b, ",\"xlabel\":\"%s\",\"xlog\":%s,\"ylog\":%s,\"ctl\":[%s],\"def\":{\"metric\":\"%s\"},\"note\":", xlabel,
+    qkt_buf_printf(b, ",\"xlabel\":\"%s\",\"xlog\":%s,\"ylog\":%s,\"ctl\":[%s],\"def\":{\"metric\":\"%s\",\"task\":", xlabel,
                    xlog ? "true" : "false", ylog ? "true" : "false", ctl, def_metric);
+    qkt__json_str(b, def_task);
+    qkt_buf_printf(b, "},\"note\":");
     qkt__json_str(b, note);
     *first = false;
 }
@@ -72,7 +74,7 @@ static void chart_steps(qkt__report *r, qkt_buf *b, bool *first, const char *id,
     bool any = false, seeds = many_seeds(t, kinds), sfirst = true;
     for (int i = 0; i < t->n_runs && !any; i++) any = is_kind(&t->runs[i], kinds);
     if (!any) return;
-    chart_head(b, first, id, title, "step", false, false, ctl, QKT_M(VAL_LOSS), note);
+    chart_head(b, first, id, title, "step", false, false, ctl, QKT_M(VAL_LOSS), r->c->run.data, note);
     qkt_buf_printf(b, ",\"series\":[");
     double *x = qkt_malloc(QKT_REPORT_MAXS * sizeof *x), *y = qkt_malloc(QKT_REPORT_MAXS * sizeof *y);
     for (int i = 0; i < t->n_runs; i++) {
@@ -112,7 +114,7 @@ static void chart_dk(qkt__report *r, qkt_buf *b, bool *first, const char *id, co
     }
     if (!n_runs) return;
     bool seeds = many_seeds(t, kinds), sfirst = true;
-    chart_head(b, first, id, title, "d_k", true, false, "\"metric\"", "", note);
+    chart_head(b, first, id, title, "d_k", true, false, "\"metric\"", "", "", note);
     qkt_buf_printf(b, ",\"xticks\":[");
     for (int k = 0; k < n_dk; k++) qkt_buf_printf(b, "%s%d", k ? "," : "", dks[k]);
     qkt_buf_printf(b, "],\"series\":[");
@@ -161,7 +163,7 @@ static void chart_lr_sweep(qkt__report *r, qkt_buf *b, bool *first) {
                                 "rates from the smallest up to the largest that trains before the first that fails (did not "
                                 "train or diverged; report.md, part 3).", c->lr_dk, c->lr_steps);
     chart_head(b, first, "lr_sweep", "Learning-rate sweep: final validation loss and largest logit", "lr", true, false, "\"metric\"",
-               "final val_loss", note);
+               "final val_loss", "", note);
     qkt_buf_printf(b, ",\"xticks\":[");
     for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(b, "%s%g", i ? "," : "", c->lrs[i]);
     qkt_buf_printf(b, "],\"series\":[");

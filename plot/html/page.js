@@ -151,7 +151,8 @@
       for (var k in l.s.k) if (k !== "metric") keys.push(esc(k) + " " + esc(l.s.k[k]));
       keys.push(l.n ? "mean of " + l.n + " seeds (band: min-max " + fmt(l.lo[i]) + " .. " + fmt(l.hi[i]) + ")" : l.seed != null ? "seed " + esc(l.seed) : "");
       dot.setAttribute("cx", xs(l.x[i])); dot.setAttribute("cy", ys(l.y[i])); dot.setAttribute("visibility", "visible");
-      showTip(ev, "<b>" + esc(l.g) + "</b><br>" + keys.filter(String).join(" &middot; ") + "<br>" + esc(C.xlabel) + " " + fmt(l.x[i]) +
+      keys = keys.filter(String);
+      showTip(ev, "<b>" + esc(l.g) + "</b><br>" + (keys.length ? keys.join(" &middot; ") + "<br>" : "") + esc(C.xlabel) + " " + fmt(l.x[i]) +
                   "<br>" + esc(l.s.k.metric || C.ylabel) + " = <span class=\"v\">" + fmt(l.y[i]) + "</span>");
     });
     svg.addEventListener("mouseleave", function () { dot.setAttribute("visibility", "hidden"); hideTip(); });

@@ -105,13 +105,13 @@ class Browser:
         return v[0].text if v and tip.is_displayed() else None
 
     def isolated(self, chart, runs, metric, n):
-        """Up to n (run, step) of these runs whose drawn point has no other within 8 pixels."""
+        """Up to n (run, step) of these runs whose drawn point has no other within 3 pixels (the pointer lands within 1)."""
         pts = self.js("return window.qkt.points(arguments[0])", chart)
         out = []
         for u in runs:
             for step in sorted(u["metrics"][metric], reverse=True):
                 p = [q for q in pts if q["g"] == u["variant"] and q["seed"] == u["seed"] and q["x"] == step]
-                if p and all((q is p[0]) or (q["px"] - p[0]["px"]) ** 2 + (q["py"] - p[0]["py"]) ** 2 > 64 for q in pts):
+                if p and all((q is p[0]) or (q["px"] - p[0]["px"]) ** 2 + (q["py"] - p[0]["py"]) ** 2 > 9 for q in pts):
                     out.append((u, step))
                     break
             if len(out) == n:
@@ -355,7 +355,7 @@ def main():
             c = b.js("return window.qkt.charts.train.drawn[0]")
             b.shot(os.path.join(shots, "report_html_study.png"), ("train", c["g"], "mean", c["x"][len(c["x"]) // 2]), 2000)
             b.load("train.html")
-            b.shot(os.path.join(shots, "report_html_train.png"), ("val_loss", "run_b", None, 20), 1100)
+            b.shot(os.path.join(shots, "report_html_train.png"), ("val_loss", "run_b", None, 20), 1250)
         # the planted faults: a series dropped from each page must be caught
         bad = checked(check_study, b, plant_fault(os.path.join(study, "report.html"), "fault_study.html", "train"), study, early=True)
         print("planted fault, study page (a training series dropped): %s" % ("caught: " + bad[0] if bad else "NOT CAUGHT"))
