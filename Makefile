@@ -19,7 +19,7 @@ build: deps
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow
 
-# The sqrt(d_k) study on its embedded synthetic task: runs/quick/report.md and plots.
+# The sqrt(d_k) study on its embedded synthetic task: runs/quick/report.md, report.html and plots.
 demo: build
 	@$(BUILD)/qkt ablate --preset quick
 

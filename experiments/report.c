@@ -164,6 +164,7 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     int rc = write_summary(&r);
     snprintf(path, sizeof path, "%s/report.md", run_dir);
     if (!rc) rc = qkt_write_atomic(path, r.md.s, r.md.n, err);
+    if (!rc) qkt__report_html(&r);
     qkt_buf_free(&r.md);
     qkt_table_free(&t);
     if (!rc && r.n_plots_failed) rc = qkt_err_set(err, "%d plots could not be written", r.n_plots_failed);

@@ -206,6 +206,8 @@ void qkt__report_findings(qkt__report *r);
 void qkt__report_part_stats(qkt__report *r);
 /* "What the numbers say", written before the parts but from their results. */
 void qkt__report_reading(qkt__report *r, double slope_sqrt, double slope_dk);
+/* report.html beside report.md (report_html.c): its findings table is read back from r->md. */
+void qkt__report_html(qkt__report *r);
 
 #ifdef __cplusplus
 }

@@ -163,7 +163,7 @@ int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const vol
 
 /* ---------------------------------------------------------------- report */
 /* Gathers the cells' CSV files into metrics.csv, then writes summary.csv, the plots and
- * report.md from metrics.csv (and the attention maps). `qkt plot` calls this. */
+ * report.md and report.html from metrics.csv (and the attention maps). `qkt plot` calls this. */
 int qkt_ablate_report(const char *run_dir, qkt_err *err);
 /* The planned cells of the run without a finished cells/<id>.csv: their count, the first
  * ids into `ids` (ids_n bytes, may be NULL; ", "-separated), and in *seeds_min (may be NULL) the fewest

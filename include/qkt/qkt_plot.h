@@ -137,6 +137,13 @@ typedef struct qkt_heatmap_grid {
 int qkt_plot_heatmap_grid(const char *path, const qkt_heatmap_grid *g, qkt_plot_frame *out,
                           qkt_err *err);
 
+/* ---------------------------------------------------------------- report.html
+ * An interactive page: qkt's style and script around `json` (the charts; format in
+ * docs/ablate.md, "report.html"), one self-contained file that opens from disk with no
+ * network. Returns the page (qkt_malloc'd, NUL-terminated; *len its length if len is
+ * not NULL); the caller writes it. */
+char *qkt_plot_html_page(const char *title, const char *json, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

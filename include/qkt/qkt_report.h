@@ -92,6 +92,15 @@ int qkt_table_last_step(const qkt_table *t, int run, const char *metric);
 
 extern const char *const qkt_metrics_header;
 
+/* ---------------------------------------------------------------- report.html of qkt train runs
+ * One interactive page (qkt_plot_html_page) for n_runs `qkt train` run directories, overlaid:
+ * a chart per log.csv column (loss, lr, grad_norm, val_loss, val_acc, tokens_per_s) against
+ * the step, one series per run, written atomically to out_path. A run is read without its
+ * lock, so one still training is drawn up to its last complete row (a torn last line is
+ * left out). 0, or -1 with err naming the file: no train.json or log.csv, an invalid
+ * train.json, a log.csv with another header or a row that is not numbers. */
+int qkt_train_report_html(const char *const *run_dirs, int n_runs, const char *out_path, qkt_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -255,7 +255,7 @@ static const bad_case cases[] = {
     {"ablate --out runs --name damaged", 2, "runs/damaged/config.json", NULL},
     /* plot */
     {"plot", 2, "run directory", NULL},
-    {"plot runs/a runs/b", 2, "'runs/b'", NULL},
+    {"plot runs/a runs/b", 2, "runs/a: not a directory", NULL}, /* several runs: qkt train runs */
     {"plot --frob", 2, "--frob", NULL},
     {"plot nonexistent", 2, "nonexistent/config.json", NULL},
     {"plot adir", 2, "adir/config.json", NULL},
