@@ -1,6 +1,6 @@
 # Thin wrapper over CMake. `make demo` runs the main job; `make test` builds and runs ctest.
 # Both first check the Debian packages (scripts/deps.sh): installed when run as root,
-# otherwise the exact apt-get line is printed.
+# otherwise the missing ones are printed with the apt-get line that installs them.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
