@@ -62,7 +62,7 @@ typedef struct {
     int n_fields;
     qkt_flag flags[MAX_FLAGS];
     int n_flags;
-    bool report_only;
+    bool report_only, plan;
 } ablate_args;
 
 /* `n` values of a list, comma-separated, into buf. */
@@ -141,10 +141,11 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
     f[nf++] = (qkt_flag){"preset", QKT_FLAG_STRING, &a->preset, "quick (minutes on 2 cores) or full", 1, 0, false, false};
     f[nf++] = (qkt_flag){"name", QKT_FLAG_STRING, &a->name, "run name: results go to OUT/NAME (default: the preset)", 1, 0, false, false};
     f[nf++] = (qkt_flag){"out", QKT_FLAG_STRING, &a->out, "directory holding runs", 1, 0, false, false};
-    nf += qkt_flags_from_table(f + nf, MAX_FLAGS - nf - N_OWN - 1, &a->run, a->fields, a->n_fields);
+    nf += qkt_flags_from_table(f + nf, MAX_FLAGS - nf - N_OWN - 2, &a->run, a->fields, a->n_fields);
     for (int i = 0; i < N_OWN; i++)
         f[nf++] = (qkt_flag){own[i].flag, QKT_FLAG_STRING, &a->own[i], own[i].help ? own[i].help : variants_help, 1, 0, false, false};
     f[nf++] = (qkt_flag){"report-only", QKT_FLAG_BOOL, &a->report_only, "only rebuild the report from finished cells", 1, 0, false, false};
+    f[nf++] = (qkt_flag){"plan", QKT_FLAG_BOOL, &a->plan, "print the planned cells per part and exit (nothing is run or written)", 1, 0, false, false};
     a->n_flags = nf;
     static char summary[4096];
     size_t o = (size_t)snprintf(summary, sizeof summary, "%s",
@@ -240,11 +241,24 @@ static int lock_run(const char *dir, const char *out, qkt_lock *lk) {
     return 0;
 }
 
+/* --plan: "166 cells: init 40, train 48, ..." on stdout (the kinds in qkt_cell_kind order). */
+static int print_plan(const qkt_ablate_cfg *c) {
+    qkt_cell *plan;
+    int n = qkt_ablate_plan(c, &plan), per[QKT_CELL_TRAIN2 + 1] = {0};
+    for (int i = 0; i < n; i++) per[plan[i].kind]++;
+    printf("%d cells:", n);
+    for (int k = 0; k <= QKT_CELL_TRAIN2; k++) printf("%s %s %d", k ? "," : "", qkt_cell_kind_name((qkt_cell_kind)k), per[k]);
+    printf("\n");
+    free(plan);
+    return 0;
+}
+
 /* Flags, config and the run directory's path: -1 to go on, else the exit status. */
 static int setup(int argc, char **argv, ablate_args *a, qkt_ablate_cfg *c, char *dir, size_t n) {
     int rc = parse_args(argc, argv, a);
     if (rc) return rc == 1 ? 0 : 2;
     if (build_config(a, c)) return 2;
+    if (a->plan) return print_plan(c);
     command_line(argc, argv, c);
     qkt_err err;
     if (snprintf(dir, n, "%s/%s", a->out, c->name) >= (int)n) /* longer than QKT_ABLATE_MAX_DIR too */

@@ -66,7 +66,7 @@ typedef struct {
     const char *out;
     int log_every;
     long long pause_at;
-    bool tty, anomaly, resuming;
+    bool tty, anomaly, resuming, steps_given; /* steps_given: --resume DIR --steps N */
     double last_print; /* of the terminal's progress line */
 } run_opts;
 
@@ -79,9 +79,11 @@ static int threads_from_env(int *threads) {
 }
 
 /* --resume DIR: the run's settings come from its train.json; flags that would change
- * them are refused. Returns 0, or the exit status. */
+ * them are refused, except --steps (a longer run; one below the checkpoint's step is
+ * refused when the checkpoint is opened). Returns 0, or the exit status. */
 static int load_resumed(const qkt_flag *f, int nf, const char *resume, run_opts *o) {
-    static const char *const ok[] = {"resume", "threads", "log-every", "detect-anomaly", "pause-at"};
+    static const char *const ok[] = {"resume", "steps", "threads", "log-every", "detect-anomaly", "pause-at"};
+    int64_t steps = o->r.tc.steps; /* --steps, when given */
     for (int i = 0; i < nf; i++) {
         bool allowed = false;
         for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) allowed |= !strcmp(f[i].name, ok[k]);
@@ -103,6 +105,7 @@ static int load_resumed(const qkt_flag *f, int nf, const char *resume, run_opts 
         rc = (fprintf(stderr, CMD ": --resume: %s\n", err.msg), 2);
     free(path);
     if (rc) return rc;
+    if (qkt_flag_seen(f, nf, "steps")) o->r.tc.steps = steps, o->steps_given = true;
     o->out = resume, o->resuming = true;
     return 0;
 }
@@ -193,7 +196,9 @@ static int open_run(const run_opts *o, qkt_session *s) {
         return fprintf(stderr, CMD ": --out %s already holds a run (train.json); continue it with --resume %s or pick another --out\n",
                        o->out, o->out), 2;
     case QKT_SESSION_ERR_DIR: return fprintf(stderr, CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
-    case QKT_SESSION_ERR_CKPT: return fprintf(stderr, CMD ": --resume: %s\n", err.msg), 2;
+    case QKT_SESSION_ERR_CKPT: /* a --steps below the checkpoint's step is refused here */
+        if (o->steps_given) return fprintf(stderr, CMD ": --resume with --steps %lld: %s\n", (long long)o->r.tc.steps, err.msg), 2;
+        return fprintf(stderr, CMD ": --resume: %s\n", err.msg), 2;
     case QKT_SESSION_ERR_LOCKED: return fprintf(stderr, CMD ": --%s %s\n", flag, err.msg), 2;
     }
     long long step = s->t.step, steps = s->run.tc.steps;

@@ -6,8 +6,8 @@
  *    last after its final evaluation and checkpoint; qkt runs exactly --steps.
  *  - warmup: lr * (it + 1) / (warmup_iters + 1), qkt's formula (optim/schedule.c).
  *  - cosine: min_lr (absolute, as qkt's --min-lr) at iteration lr_decay_iters, then flat;
- *    qkt's cosine reaches --min-lr at the last step, so lr_decay_iters must be the run's
- *    length (nanoGPT's configs set it equal to max_iters).
+ *    qkt's --lr-decay-steps X reaches --min-lr at step X - 1, one step earlier, as with
+ *    max_iters and --steps.
  *  - weight decay on the parameters with dim >= 2 (embeddings and Linear weights): qkt's.
  *  - eval_iters batches of train and of val, drawn afresh; qkt validates on
  *    --eval-batches fixed val batches. bias defaults to False there, true in qkt. */
@@ -42,7 +42,6 @@ static int make_aliases(qkt_flag_alias *a, int cap) {
 /* The nanoGPT settings without a qkt flag: parsed as strings, acted on in apply(). */
 typedef struct {
     const char *bias, *decay_lr, *device, *compile, *dataset, *init_from, *dtype;
-    int64_t lr_decay_iters;
     int grad_accum;
 } extras;
 
@@ -78,15 +77,6 @@ static int apply(const extras *x, const qkt_flag *ex, int n_ex, qkt_flag *flags,
         run->tc.schedule = b ? QKT_SCHED_COSINE : QKT_SCHED_CONSTANT;
         s->seen = true;
     }
-    if (qkt_flag_seen(ex, n_ex, "lr_decay_iters") && run->tc.schedule == QKT_SCHED_COSINE) {
-        const qkt_flag *st = flag_get(flags, n_flags, "steps");
-        long long steps = (long long)*(const int64_t *)st->dst;
-        if (x->lr_decay_iters != steps)
-            return fprintf(stderr,
-                           CMD ": --lr_decay_iters %lld: qkt's cosine reaches --min-lr at the last step, so it must equal "
-                               "--max_iters (--steps%s, %lld here); or leave it out\n",
-                           (long long)x->lr_decay_iters, st->seen ? "" : ", default", steps), 2;
-    }
     if (qkt_flag_seen(ex, n_ex, "device") && strcasecmp(x->device, "cpu"))
         return fprintf(stderr, CMD ": --device %s: qkt trains on the CPU (give cpu or leave it out)\n", x->device), 2;
     if (qkt_flag_seen(ex, n_ex, "compile") && want_bool("compile", x->compile, &b)) return 2;
@@ -111,8 +101,6 @@ int qkt_nanogpt_parse(const char *summary, qkt_flag *flags, int n_flags, int arg
     extras x = {.grad_accum = 1};
     qkt_flag_alias aliases[64];
     qkt_flag ex[] = {
-        {"lr_decay_iters", QKT_FLAG_I64, &x.lr_decay_iters,
-         "must equal --max_iters (qkt's cosine reaches --min-lr at the last step)", 1, QKT_TRAIN_MAX_STEPS, true, false},
         {"decay_lr", QKT_FLAG_STRING, &x.decay_lr, "True: --schedule cosine; False: --schedule constant", 1, 0, false, false},
         {"bias", QKT_FLAG_STRING, &x.bias, "True/False: biases in Linear and LayerNorm (qkt's default True, nanoGPT's False)", 1, 0,
          false, false},

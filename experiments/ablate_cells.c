@@ -161,6 +161,7 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     tc.lr = cell->lr > 0 ? cell->lr : c->run.tc.lr;
     tc.min_lr = tc.lr * c->min_lr_frac;
     tc.warmup_steps = c->run.tc.warmup_steps < tc.steps ? c->run.tc.warmup_steps : 0;
+    tc.lr_decay_steps = tc.steps; /* each cell decays over its own steps */
     tc.seed = c->run.tc.seed + (uint64_t)cell->seed; /* variants share data and init draws per seed */
     if (cell->kind == QKT_CELL_GROWTH) { /* plain Adam steps at a fixed lr: the coordinate check */
         tc.schedule = QKT_SCHED_CONSTANT, tc.warmup_steps = 0, tc.weight_decay = 0, tc.grad_clip = 0;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Checks that qkt's Debian packages are present. As root, installs what is missing
-# (apt-get update once, then apt-get install -y); otherwise prints the exact line.
+# (apt-get update once, then apt-get install -y); otherwise prints the missing ones and the
+# apt-get line that installs them.
 # Open MPI (libopenmpi-dev openmpi-bin: mpirun -np N qkt train / ablate, docs/distributed.md)
 # is optional: installed with the rest as root; otherwise its line is printed as a note and
 # qkt builds without MPI (its tests are then reported as skipped).

@@ -20,7 +20,8 @@ qkt_train_config qkt_train_config_default(void) {
 
 void qkt_train_config_resolve(qkt_train_config *c) {
     if (c->min_lr < 0) c->min_lr = c->lr / 10;
-    if (c->warmup_steps < 0) c->warmup_steps = c->steps / 10 < 100 ? c->steps / 10 : 100;
+    if (c->lr_decay_steps < 0) c->lr_decay_steps = c->steps;
+    if (c->warmup_steps < 0) c->warmup_steps = c->lr_decay_steps / 10 < 100 ? c->lr_decay_steps / 10 : 100;
 }
 
 #define BAD(...) return qkt_err_set(err, __VA_ARGS__)
@@ -52,5 +53,8 @@ int qkt_train_config_validate(const qkt_train_config *c, qkt_err *err) {
     if (!(c->min_lr <= c->lr)) BAD("--min-lr %g: expected a number in [0, --lr %g]", c->min_lr, c->lr);
     if (c->warmup_steps > c->steps)
         BAD("--warmup-steps %" PRId64 ": expected an integer in [0, --steps %" PRId64 "]", c->warmup_steps, c->steps);
+    if (c->warmup_steps > c->lr_decay_steps)
+        BAD("--warmup-steps %" PRId64 ": expected an integer in [0, --lr-decay-steps %" PRId64 "]", c->warmup_steps,
+            c->lr_decay_steps);
     return 0;
 }

@@ -117,6 +117,8 @@ static int from_json(const cJSON *o, const char *path, qkt_train_run *r, qkt_err
         const qkt_train_field *f = qkt_train_field_at(i);
         if ((f->where & QKT_FIELD_JSON) && field_from_json(o, path, f, r, err)) return -1;
     }
+    /* a run written before lr_decay_steps existed decayed over its steps */
+    if (!cJSON_GetObjectItemCaseSensitive(o, "lr_decay_steps")) r->tc.lr_decay_steps = r->tc.steps;
     qkt_err e2;
     if (qkt_train_run_validate(r, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
     return 0;

@@ -37,7 +37,7 @@ int qkt__trainer_init_valid(qkt_trainer *t, const qkt_train_config *c, qkt_err *
     qkt_optim_config oc = qkt_optim_defaults(c->optim);
     oc.beta1 = c->beta1, oc.beta2 = c->beta2, oc.weight_decay = c->weight_decay;
     qkt_optim_init(&t->opt, &t->gpt.params, &oc);
-    t->sched = (qkt_schedule){c->schedule, c->lr, c->min_lr, c->warmup_steps, c->steps};
+    t->sched = (qkt_schedule){c->schedule, c->lr, c->min_lr, c->warmup_steps, c->lr_decay_steps > 0 ? c->lr_decay_steps : c->steps};
     qkt_ctx_init(&t->ctx, 1 << 20, 0);
     qkt_rng_seed_stream(&t->ctx.rng, c->seed, QKT_STREAM_DROPOUT);
     qkt_dp_init(&t->dp, &t->ctx, &t->gpt.params, c->replicas);

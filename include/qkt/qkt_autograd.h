@@ -232,8 +232,8 @@ typedef struct qkt_tensor {
 
 /* ---------------------------------------------------------------- params */
 /* All parameters in one contiguous data buffer and one contiguous grad buffer, in
- * the order they were added: the optimizer, zeroing, clipping, checkpoints and a
- * future MPI allreduce are one loop (or one call) over `data`/`grad`.
+ * the order they were added: the optimizer, zeroing, clipping, checkpoints and an
+ * MPI job's gradient sum are one loop (or one call) over `data`/`grad`.
  * Flags per tensor:
  *   QKT_PARAM_DECAY   AdamW applies weight decay to this tensor;
  *   QKT_PARAM_BUFFER  persistent state that is not trained (sigma_reparam's power-iteration

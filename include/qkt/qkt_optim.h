@@ -104,7 +104,7 @@ typedef struct qkt_schedule {
     double lr;             /* peak learning rate */
     double min_lr;         /* cosine floor */
     int64_t warmup_steps;  /* W >= 0 */
-    int64_t total_steps;   /* T: steps 0 .. T-1 are trained */
+    int64_t total_steps;   /* T: the floor is reached at step T-1 (the trainer: lr_decay_steps) */
 } qkt_schedule;
 
 /* Learning rate at 0-based step s:
@@ -113,7 +113,8 @@ typedef struct qkt_schedule {
  *   cosine, s >= W:    D = T - 1 - W (decay steps), p = min(1, (s - W) / D)
  *                      min_lr + 0.5 (1 + cos(pi p)) (lr - min_lr)
  *                      (D <= 0: p = 0 at s == W, 1 after)
- * so the peak is reached at s = W and the last trained step s = T - 1 runs at min_lr. */
+ * so the peak is reached at s = W and step s = T - 1 (a run's last unless lr_decay_steps is
+ * set) runs at min_lr. */
 double qkt_schedule_lr(const qkt_schedule *s, int64_t step);
 
 /* "constant", "cosine" <-> kind. parse returns 0, or -1 with a one-line message. */

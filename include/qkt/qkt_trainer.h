@@ -26,7 +26,7 @@ extern "C" {
 #define QKT_TRAIN_MAX_BATCH_SIZE (1 << 20)
 #define QKT_TRAIN_MAX_BATCH_TOKENS (1 << 28)  /* batch_size x block_size: one step's (B, T) arrays */
 #define QKT_TRAIN_MAX_STEPS 2147483647        /* INT_MAX: a step count fits an int flag */
-/* min_lr and warmup_steps below this: derived by qkt_train_config_resolve. */
+/* min_lr, warmup_steps and lr_decay_steps below this: derived by qkt_train_config_resolve. */
 #define QKT_TRAIN_AUTO (-1)
 
 typedef struct qkt_train_config {
@@ -37,7 +37,8 @@ typedef struct qkt_train_config {
                                    results depend on it, not on the thread count */
     int64_t steps;
     double lr, min_lr, weight_decay, grad_clip, beta1, beta2; /* min_lr < 0: lr / 10 */
-    int64_t warmup_steps;       /* < 0: min(100, steps / 10) */
+    int64_t warmup_steps;       /* < 0: min(100, lr_decay_steps / 10) */
+    int64_t lr_decay_steps;     /* the cosine reaches min_lr at step lr_decay_steps - 1; < 0: steps */
     qkt_sched_kind schedule;
     qkt_optim_kind optim;
     uint64_t seed;              /* model init, data streams and dropout derive from it */
@@ -45,10 +46,11 @@ typedef struct qkt_train_config {
 
 /* The defaults (those of `qkt train`): 4 layers, 4 heads, C 128, T 128, no dropout;
  * AdamW lr 1e-3, betas 0.9/0.95, wd 0.1, clip 1, warmup min(100, steps/10) then cosine
- * to lr/10 (both QKT_TRAIN_AUTO), batch 32, 2000 steps, data mqar, seed 1337. */
+ * to lr/10 over the run's steps (all three QKT_TRAIN_AUTO), batch 32, 2000 steps, data mqar,
+ * seed 1337. */
 qkt_train_config qkt_train_config_default(void);
-/* Replaces the QKT_TRAIN_AUTO fields by their values (min_lr = lr / 10, warmup_steps =
- * min(100, steps / 10)); a config without them is unchanged. */
+/* Replaces the QKT_TRAIN_AUTO fields by their values (min_lr = lr / 10, lr_decay_steps =
+ * steps, warmup_steps = min(100, lr_decay_steps / 10)); a config without them is unchanged. */
 void qkt_train_config_resolve(qkt_train_config *c);
 /* Every check of a resolved config a user can fail (the data is checked when opened),
  * one line naming the `qkt train` flag: "--n-embd 50 is not divisible by --n-head 3". */

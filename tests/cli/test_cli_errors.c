@@ -340,7 +340,7 @@ static const bad_case cases[] = {
     {"train --resume wrongfmt", 2, "--resume", "wrongfmt/train.json"},
     {"train --resume mixed", 2, "--resume", "n_layer"},
     {"train --resume randckpt", 2, "--resume", "randckpt/ckpt.safetensors"},
-    {"train --resume r1 --steps 5", 2, "--steps", NULL},
+    {"train --resume r1 --steps 1", 2, "--steps 1", "step 2"}, /* below the checkpoint's step */
     {"train --resume badeps", 2, "badeps/train.json", "ln_eps"},
     {"train --resume rep0", 2, "rep0/train.json", "replicas"},
     {"train --resume repbig", 2, "repbig/train.json", "--replicas 64"},

@@ -129,14 +129,14 @@ static void check_flags(const char *file, int lineno, const char *line) {
 
 /* ---------------------------------------------------------------- shrinking */
 /* Flags whose value is replaced so an example runs in seconds (the step counts stay
- * consistent: lr_decay_iters must equal max_iters, warmup <= steps). */
+ * consistent: warmup <= steps and <= lr-decay-steps). */
 static const struct {
     const char *flag, *value;
 } shrink[] = {
     {"steps", "2"},         {"max_iters", "2"},      {"lr_decay_iters", "2"}, {"warmup-steps", "1"},
     {"warmup_iters", "1"},  {"eval-every", "1"},     {"eval_interval", "1"},  {"eval-batches", "1"},
     {"eval_iters", "1"},    {"tokens", "10"},        {"log-every", "1"},      {"log_interval", "1"},
-    {"seeds", "1"},         {"lr-steps", "2"},
+    {"seeds", "1"},         {"lr-steps", "2"},       {"lr-decay-steps", "2"},
 };
 
 /* `qkt ARGS` -> "QKT_BIN ARGS" with the shrink[] flags' values replaced. */

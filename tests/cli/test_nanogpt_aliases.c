@@ -119,8 +119,8 @@ static void refusals(void) {
         {"--bias=maybe", "--bias"},
         {"--decay_lr=nope", "--decay_lr"},
         {"--decay_lr=False --schedule cosine", "--decay_lr"},
-        {"--lr_decay_iters 7 --max_iters 5", "--lr_decay_iters"},
-        {"--lr_decay_iters 5000", "--lr_decay_iters"},
+        {"--lr_decay_iters 0", "--lr_decay_iters"},
+        {"--lr_decay_iters 3 --warmup_iters 4", "--lr-decay-steps 3"},
         {"--device=cuda", "--device"},
         {"--compile=maybe", "--compile"},
         {"--dtype=bfloat16", "--dtype"},
@@ -130,7 +130,7 @@ static void refusals(void) {
         {"--init_from=resume", "--resume"},
         {"--init_from=gpt2", "--init_from"},
         {"--resume nowhere --bias=False", "--bias"},
-        {"--resume nowhere --max_iters 9", "--steps"},
+        {"--resume nowhere --learning_rate 9", "--lr"},
         {"--wandb_log=True", "--wandb_log"},
     };
     char args[1024];

@@ -211,6 +211,61 @@ static void test_resume(void) {
     EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "--out") && strstr(out, "--resume"), "(%d) %s", rc, out);
 }
 
+/* The lr column of log.csv's row for `step` (as written), or "" */
+static void log_lr(const char *dir, int step, char *lr, size_t n) {
+    char path[1024], want[32];
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    snprintf(want, sizeof want, "\n%d,", step);
+    char *s = qkt_read_file(path, NULL, NULL), *row = s ? strstr(s, want) : NULL;
+    lr[0] = 0;
+    if (row) sscanf(row + strlen(want), "%*[^,],%31[^,]", lr);
+    (void)n;
+    free(s);
+}
+
+/* --lr-decay-steps ends the cosine before --steps; a finished run continued with
+ * --resume DIR --steps N ends bit-identical to a run started with N when its schedule
+ * does not follow --steps (--lr-decay-steps given); without it, the run keeps the decay
+ * over its first --steps (train.json's lr_decay_steps). */
+static void test_resume_longer(void) {
+    char args[2048], a[512], b[512], lr[32];
+    /* min-lr (1e-4) from the 15th step on, though the run has 20 */
+    snprintf(args, sizeof args, "train " TINY " --steps 20 --lr-decay-steps 15 --eval-every 5 --out %s/decay_straight", tmp);
+    int rc = run(args);
+    EXPECT(rc == 0, "(%d) %s", rc, out);
+    snprintf(a, sizeof a, "%s/decay_straight", tmp);
+    for (int step = 15; step <= 20; step += 5) {
+        log_lr(a, step, lr, sizeof lr);
+        EXPECT(!strcmp(lr, "0.0001"), "--lr-decay-steps 15: step %d lr '%s', want 0.0001", step, lr);
+    }
+    log_lr(a, 14, lr, sizeof lr);
+    EXPECT(lr[0] && strcmp(lr, "0.0001"), "--lr-decay-steps 15: step 14 lr '%s' is the floor already", lr);
+    /* 10 steps (mid-cosine), finished, then continued to 20; the first run's last step is
+     * one --eval-every validates anyway, so log.csv matches too */
+    snprintf(args, sizeof args, "train " TINY " --steps 10 --lr-decay-steps 15 --eval-every 5 --out %s/decay_more", tmp);
+    rc = run(args);
+    EXPECT(rc == 0 && strstr(out, "done: 10 steps"), "(%d) %s", rc, out);
+    snprintf(args, sizeof args, "train --resume %s/decay_more --steps 9", tmp);
+    rc = run(args);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "--steps 9"), "a --steps below the run's step: (%d) %s", rc, out);
+    snprintf(args, sizeof args, "train --resume %s/decay_more --steps 20", tmp);
+    rc = run(args);
+    EXPECT(rc == 0 && strstr(out, "resuming") && strstr(out, "done: 20 steps"), "(%d) %s", rc, out);
+    snprintf(b, sizeof b, "%s/decay_more", tmp);
+    expect_same_run(a, b, 21, __LINE__);
+    /* without --lr-decay-steps: the decay stays over the first 10 steps */
+    snprintf(args, sizeof args, "train " TINY " --steps 10 --eval-every 5 --out %s/auto_more", tmp);
+    rc = run(args);
+    snprintf(args, sizeof args, "train --resume %s/auto_more --steps 20", tmp);
+    rc |= run(args);
+    snprintf(args, sizeof args, "train " TINY " --steps 20 --lr-decay-steps 10 --eval-every 5 --out %s/auto_straight", tmp);
+    rc |= run(args);
+    EXPECT(rc == 0, "(%d) %s", rc, out);
+    snprintf(a, sizeof a, "%s/auto_straight", tmp);
+    snprintf(b, sizeof b, "%s/auto_more", tmp);
+    expect_same_run(a, b, 21, __LINE__);
+}
+
 /* SIGINT from the test to a child qkt after it has logged 3 steps. The child writes a
  * line per step to a pipe of one page that we stop reading: it cannot run far ahead
  * (nor finish) before the signal arrives, whatever the machine's load. */
@@ -432,6 +487,7 @@ int main(void) {
     test_bad_flags();
     test_resume();
     test_resume_variants();
+    test_resume_longer();
     test_signal(SIGINT, "int");
     test_signal(SIGTERM, "term");
     test_nonfinite();

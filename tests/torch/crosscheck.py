@@ -31,6 +31,7 @@ import copy
 import json
 import math
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -465,7 +466,13 @@ def main():
         results += [run_adamw_case(qkt, d, n, c, 3, 17, std, seed, lr, wd, betas, clip)
                     for n, c, std, seed, lr, wd, betas, clip in adamw]
     print(f"{sum(results)} of {len(results)} cases passed")
-    return 0 if all(results) else 1
+    # docs/performance.md states the count: "all N cases"
+    perf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "performance.md")
+    said = re.search(r"all ([0-9]+) cases", open(perf).read())
+    doc_ok = said is not None and int(said.group(1)) == len(results)
+    if not doc_ok:
+        print(f"FAIL docs/performance.md says {said.group(0) if said else 'no count'}; the cross-check has {len(results)} cases")
+    return 0 if all(results) and doc_ok else 1
 
 
 if __name__ == "__main__":

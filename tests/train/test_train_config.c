@@ -40,6 +40,18 @@ static void test_defaults(void) {
     c.min_lr = 0, c.warmup_steps = 0, c.lr = 0.5;
     qkt_train_config_resolve(&c);
     EXPECT(c.min_lr == 0 && c.warmup_steps == 0, "given values changed: %g %lld", c.min_lr, (long long)c.warmup_steps);
+    /* lr_decay_steps = steps; warmup follows it, not steps; warmup past it is refused */
+    c = qkt_train_config_default();
+    c.steps = 55;
+    qkt_train_config_resolve(&c);
+    EXPECT(c.lr_decay_steps == 55, "steps 55: lr_decay_steps %lld", (long long)c.lr_decay_steps);
+    c = qkt_train_config_default();
+    c.steps = 2000, c.lr_decay_steps = 300;
+    qkt_train_config_resolve(&c);
+    EXPECT(c.warmup_steps == 30 && c.lr_decay_steps == 300, "lr_decay_steps 300: warmup %lld", (long long)c.warmup_steps);
+    qkt_train_run rd = resolved_default();
+    rd.tc.lr_decay_steps = 10, rd.tc.warmup_steps = 11;
+    expect_validate(&rd, "--lr-decay-steps 10", __LINE__);
     /* unresolved, the auto fields are refused */
     qkt_train_run_default(&r);
     expect_validate(&r, "--min-lr", __LINE__);
@@ -98,7 +110,13 @@ static void test_trainer_init(void) {
     EXPECT(qkt_trainer_init(&t, &c, &err) == 0, "%s", err.msg);
     EXPECT(t.cfg.min_lr == c.lr / 10 && t.cfg.warmup_steps == 3 && t.sched.warmup_steps == 3, "trainer: min_lr %g, warmup %lld",
            t.cfg.min_lr, (long long)t.cfg.warmup_steps);
+    EXPECT(t.sched.total_steps == 30, "schedule over %lld steps, want 30", (long long)t.sched.total_steps);
     qkt_trainer_free(&t);
+    c.lr_decay_steps = 20; /* the schedule's length, not the run's */
+    EXPECT(qkt_trainer_init(&t, &c, &err) == 0 && t.sched.total_steps == 20 && t.sched.warmup_steps == 2, "%s: %lld", err.msg,
+           (long long)t.sched.total_steps);
+    qkt_trainer_free(&t);
+    c.lr_decay_steps = QKT_TRAIN_AUTO;
     c.model.n_layer = QKT_TRAIN_MAX_N_LAYER + 1;
     EXPECT(qkt_trainer_init(&t, &c, &err) == -1 && strstr(err.msg, "--n-layer"), "'%s'", err.msg);
     qkt_trainer_free(&t);

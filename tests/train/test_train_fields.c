@@ -89,7 +89,7 @@ static void test_defaults(void) {
     char resume[256] = "";
     for (int i = 0; i < qkt_train_field_count(); i++)
         if (qkt_train_field_at(i)->where & QKT_FIELD_RESUME) strcat(strcat(resume, " "), qkt_train_field_at(i)->name);
-    EXPECT(!strcmp(resume, " steps eval_every eval_batches ckpt_every"), "may change on resume:%s", resume);
+    EXPECT(!strcmp(resume, " steps lr_decay_steps eval_every eval_batches ckpt_every"), "may change on resume:%s", resume);
 }
 
 int main(void) {
