@@ -169,18 +169,19 @@ static void chart_lr_sweep(qkt__report *r, qkt_buf *b, bool *first) {
     qkt_buf_printf(b, "],\"series\":[");
     bool sfirst = true;
     for (int v = 0; v < c->n_lr_variants; v++)
-        for (int k = 0; k < 2; k++) {
+        for (int sk = 0; sk < 2 * (c->lr_seeds > 1 ? c->lr_seeds : 1); sk++) {
+            int s = sk / 2, k = sk % 2; /* each seed's runs, as loss and as largest logit */
             const char *name = qkt_attn_scale_name(c->lr_variants[v]);
             double x[QKT_AB_MAX_LIST], y[QKT_AB_MAX_LIST];
             int n = 0;
             for (int i = 0; i < c->n_lr; i++) {
                 qkt__lr_run o;
-                qkt__report_lr_run(r, name, i, &o);
+                qkt__report_lr_run(r, name, i, s, &o);
                 if (o.run < 0) continue;
                 x[n] = c->lrs[i], y[n++] = k ? o.logit_max : o.final_loss;
             }
             if (!n) continue;
-            series_head(b, &sfirst, name, -1);
+            series_head(b, &sfirst, name, c->lr_seeds > 1 ? s : -1);
             qkt_buf_printf(b, "\"metric\":\"%s\"},", k ? "largest logit" : "final val_loss");
             qkt__json_xy(b, x, y, n, 0);
             qkt_buf_printf(b, "}");
@@ -188,7 +189,7 @@ static void chart_lr_sweep(qkt__report *r, qkt_buf *b, bool *first) {
     qkt_buf_printf(b, "],\"ranges\":[");
     for (int v = 0, rf = 1; v < c->n_lr_variants; v++) {
         const char *name = qkt_attn_scale_name(c->lr_variants[v]);
-        qkt__lr_range g = qkt__report_lr_range(r, name);
+        qkt__lr_range g = qkt__report_lr_range(r, name, 0); /* seed 0's, as report.md's table */
         if (g.n == 0 || isnan(g.max_trained_lr)) continue;
         char label[200];
         snprintf(label, sizeof label, "trains at lr %g .. %g%s%s", c->lrs[0], g.max_trained_lr, isnan(g.min_failed_lr) ? "" : ", fails from ",
