@@ -160,7 +160,7 @@ static int parse(int argc, char **argv, run_opts *o) {
     int nf = qkt_flags_from_fields(f, 48, r);
     const qkt_flag own[] = {
         {"out", QKT_FLAG_STRING, &out, "run directory: train.json, log.csv, ckpt.safetensors", 1, 0, false, false},
-        {"resume", QKT_FLAG_STRING, &resume, "continue the run in this directory (its train.json holds the config)", 1, 0, false, false},
+        {"resume", QKT_FLAG_STRING, &resume, "continue the run in this directory (its train.json holds the config; with --steps N: to N steps)", 1, 0, false, false},
         {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores; default env QKT_THREADS or all)", 0, QKT_FLAGS_MAX_THREADS, false, false},
         {"log-every", QKT_FLAG_INT, &log_every, "steps between printed lines (log.csv gets every step)", 1, INT_MAX, true, false},
         {"pause-at", QKT_FLAG_INT, &pause_at, "save and exit after this step, to be continued with --resume", 1, INT_MAX, true, false},

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qkt_io.h"
 #include "qkt_test.h"
 
 static char out[1 << 16];
@@ -35,6 +36,13 @@ static void preset_cells(void) {
         int rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate --preset %s --plan", p[i].preset);
         long n = strtol(out, NULL, 10);
         EXPECT(rc == 0 && n > 0 && strstr(out, " cells:"), "qkt ablate --preset %s --plan: exit %d: %s", p[i].preset, rc, out);
+        if (i == 0) { /* --plan writes nothing */
+            const char *tmp = qkt_test_tmpdir("doc_counts");
+            rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate --plan --out %s/runs", tmp);
+            EXPECT(rc == 0 && !qkt_file_exists(qkt_test_path(tmp, "runs")), "qkt ablate --plan --out: exit %d, or it wrote %s/runs", rc,
+                   tmp);
+            qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate --preset %s --plan", p[i].preset);
+        }
         long d = number_after(ablate, p[i].row);
         EXPECT(d == n, "docs/ablate.md's table says %ld cells for %s; qkt ablate --plan says %ld", d, p[i].preset, n);
         if (i == 0) {
