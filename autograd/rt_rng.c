@@ -62,3 +62,21 @@ void qkt_rng_split(qkt_rng *r, uint64_t stream, qkt_rng *out) {
     uint64_t x = qkt_rng_u64(r) ^ (stream * 0xD1B54A32D192ED03ull);
     for (int i = 0; i < 4; i++) out->s[i] = splitmix64(&x);
 }
+
+/* ---------------------------------------------------------------- initialisers */
+static void check_init(const char *call, const qkt_tensor *t) {
+    QKT_CHECK(t, "%s: the tensor is NULL (a name qkt_params_find did not find?)", call);
+    QKT_CHECK(t->data, "%s: tensor %s has no data yet (a parameter before qkt_params_finalize)", call, t->name ? t->name : "");
+}
+
+void qkt_init_normal(qkt_tensor *t, qkt_rng *r, double mean, double std) {
+    check_init("qkt_init_normal", t);
+    QKT_CHECK(isfinite(mean) && isfinite(std) && std >= 0, "qkt_init_normal: mean %g, std %g (finite, std >= 0)", mean, std);
+    for (int64_t i = 0; i < t->size; i++) t->data[i] = (qkt_real)(mean + std * qkt_rng_normal(r));
+}
+
+void qkt_init_uniform(qkt_tensor *t, qkt_rng *r, double lo, double hi) {
+    check_init("qkt_init_uniform", t);
+    QKT_CHECK(isfinite(lo) && isfinite(hi) && lo <= hi, "qkt_init_uniform: [%g, %g) (finite, lo <= hi)", lo, hi);
+    for (int64_t i = 0; i < t->size; i++) t->data[i] = (qkt_real)(lo + (hi - lo) * qkt_rng_uniform(r));
+}

@@ -82,6 +82,7 @@ static void repoint(qkt_params *p) {
 }
 
 qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int *shape, int flags) {
+    QKT_CHECK(name, "qkt_params_add: the name is NULL");
     QKT_CHECK(!qkt_params_find(p, name), "parameter %s added twice", name);
     QKT_CHECK(!(flags & ~(QKT_PARAM_DECAY | QKT_PARAM_BUFFER)), "parameter %s: unknown flags %#x", name, flags);
     QKT_CHECK(!((flags & QKT_PARAM_DECAY) && (flags & QKT_PARAM_BUFFER)), "parameter %s: a buffer does not decay", name);
@@ -90,8 +91,10 @@ qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int 
         p->t = qkt_realloc(p->t, (size_t)p->cap * sizeof *p->t);
         p->flags = qkt_realloc(p->flags, (size_t)p->cap * sizeof *p->flags);
     }
+    qkt_tensor shaped = {0};
+    set_shape(&shaped, ndim, shape); /* checked before anything is allocated */
     qkt_tensor *t = qkt_calloc(1, sizeof *t);
-    set_shape(t, ndim, shape);
+    *t = shaped;
     t->name = qkt_strdup(name);
     t->requires_grad = !(flags & QKT_PARAM_BUFFER);
     t->is_param = true;

@@ -86,15 +86,39 @@ void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
     t->step++;
 }
 
+void qkt_gpt_eval(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const int32_t *targets, int B, int T, qkt_eval *ev) {
+    QKT_CHECK(g && idx && targets && ev, "qkt_gpt_eval: the model, tokens, targets and result must be given");
+    const qkt_gpt_config *mc = &g->cfg;
+    int H = mc->n_head, L = mc->n_layer;
+    qkt_ctx_reset(ctx);
+    int mode = qkt_ctx_set_mode(ctx, QKT_MODE_EVAL);
+    qkt_attn_capture *cap = NULL;
+    qkt_gpt_opts opts = {0};
+    if (ev->heads) {
+        cap = qkt_arena_calloc(&ctx->arena, (size_t)L * sizeof *cap);
+        opts.capture = cap, opts.capture_probs = true, opts.capture_logits = true;
+    }
+    qkt_tensor *logits = NULL;
+    qkt_tensor *l = qkt_gpt_forward(ctx, g, idx, targets, B, T, &logits, &opts);
+    int64_t n = 0;
+    double acc = qkt_data_accuracy(logits->data, targets, (int64_t)B * T, mc->vocab_size, &n);
+    ev->loss = n ? l->data[0] : NAN;
+    ev->acc = n ? acc : NAN;
+    ev->counted = n;
+    ev->interrupted = false;
+    if (cap)
+        for (int layer = 0; layer < L; layer++)
+            qkt_attn_stats_compute(cap[layer].probs, cap[layer].logits, B, H, T, ev->heads + (size_t)layer * H);
+    qkt_ctx_set_mode(ctx, mode);
+}
+
 void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
     QKT_CHECK(t->data, "qkt_trainer_eval: the trainer has no data source (cfg.data NULL)");
-    const qkt_gpt_config *mc = &t->gpt.cfg;
-    int T = t->T, H = mc->n_head, L = mc->n_layer, V = mc->vocab_size;
+    int T = t->T;
     int32_t *idx = qkt_malloc((size_t)B * T * sizeof *idx), *tgt = qkt_malloc((size_t)B * T * sizeof *tgt);
     qkt_data_reset(t->data, QKT_SPLIT_VAL);
     double loss = 0, correct = 0;
     int64_t counted = 0;
-    int mode = qkt_ctx_set_mode(&t->ctx, QKT_MODE_EVAL);
     ev->interrupted = false;
     for (int b = 0; b < n_batches; b++) {
         if (t->stop && *t->stop) {
@@ -102,27 +126,17 @@ void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
             break;
         }
         qkt_data_batch(t->data, QKT_SPLIT_VAL, B, idx, tgt, NULL);
-        qkt_ctx_reset(&t->ctx);
-        qkt_attn_capture *cap = NULL;
-        qkt_gpt_opts opts = {0};
-        if (b == 0 && ev->heads) {
-            cap = qkt_arena_calloc(&t->ctx.arena, (size_t)L * sizeof *cap);
-            opts.capture = cap, opts.capture_probs = true, opts.capture_logits = true;
+        qkt_eval one = {.heads = b == 0 ? ev->heads : NULL}; /* attention statistics of the first batch */
+        qkt_gpt_eval(&t->ctx, &t->gpt, idx, tgt, B, T, &one);
+        if (one.counted) {
+            loss += one.loss * (double)one.counted;
+            correct += one.acc * (double)one.counted;
+            counted += one.counted;
         }
-        qkt_tensor *logits = NULL;
-        qkt_tensor *l = qkt_gpt_forward(&t->ctx, &t->gpt, idx, tgt, B, T, &logits, &opts);
-        int64_t n = 0;
-        double acc = qkt_data_accuracy(logits->data, tgt, (int64_t)B * T, V, &n);
-        loss += l->data[0] * (double)n;
-        correct += acc * (double)n;
-        counted += n;
-        if (cap)
-            for (int layer = 0; layer < L; layer++)
-                qkt_attn_stats_compute(cap[layer].probs, cap[layer].logits, B, H, T, ev->heads + (size_t)layer * H);
     }
-    qkt_ctx_set_mode(&t->ctx, mode);
     ev->loss = counted ? loss / (double)counted : NAN;
     ev->acc = counted ? correct / (double)counted : NAN;
+    ev->counted = counted;
     free(idx);
     free(tgt);
 }

@@ -185,6 +185,14 @@ typedef enum qkt_rng_stream {
 } qkt_rng_stream;
 /* r = the generator of stream `stream` of run seed `seed` (seeded with seed ^ stream). */
 void qkt_rng_seed_stream(qkt_rng *r, uint64_t seed, qkt_rng_stream stream);
+/* Initialisers for one's own tensors (a parameter after qkt_params_finalize, or a tensor
+ * of this step), through the seeded RNG, one draw per element in storage order:
+ *   normal   t_i = mean + std z_i, z_i ~ N(0, 1)   (std >= 0)
+ *   uniform  t_i = lo + (hi - lo) u_i, u_i ~ U[0, 1)   (lo <= hi)
+ * A NULL tensor or one without data (before finalize) is a usage error. */
+struct qkt_tensor;
+void qkt_init_normal(struct qkt_tensor *t, qkt_rng *r, double mean, double std);
+void qkt_init_uniform(struct qkt_tensor *t, qkt_rng *r, double lo, double hi);
 
 /* ---------------------------------------------------------------- arena */
 /* Bump allocator for one step's activations, grads and saved state. When a block

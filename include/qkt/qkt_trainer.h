@@ -104,7 +104,15 @@ typedef struct qkt_eval {
     double loss, acc;            /* mean over batches (accuracy over answer positions) */
     bool interrupted;            /* *t->stop was set: loss and acc are partial, don't use them */
     qkt_attn_stats *heads;       /* optional out: n_layer * n_head stats on the first batch */
+    int64_t counted;             /* positions counted (targets != QKT_IGNORE) */
 } qkt_eval;
+/* One evaluation batch on a bare model (no trainer): ctx is reset, the forward runs in
+ * QKT_MODE_EVAL (no tape, no dropout; the mode is restored after) on idx / targets (B, T),
+ * and ev gets the mean cross-entropy `loss` and the accuracy `acc` (argmax == target) over
+ * the `counted` positions whose target is not QKT_IGNORE (NaN when none), and, when
+ * ev->heads is non-NULL, n_layer * n_head attention statistics (layer-major,
+ * qkt_attn_stats_compute). qkt_trainer_eval runs it on each batch. */
+void qkt_gpt_eval(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const int32_t *targets, int B, int T, qkt_eval *ev);
 /* Validation: the same n_batches every call (the val stream is reset). Stops between
  * batches when *t->stop is set (ev->interrupted). */
 void qkt_trainer_eval(qkt_trainer *t, int n_batches, int batch_size, qkt_eval *ev);

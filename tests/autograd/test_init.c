@@ -1,0 +1,64 @@
+/* qkt_init_normal / qkt_init_uniform on one's own tensors: the moments and range of the
+ * draws, the same values from the same seed (and the values of qkt_rng_normal / _uniform
+ * in storage order), and a usage error for a NULL tensor or a parameter before finalize. */
+#include <setjmp.h>
+#include <string.h>
+
+#include "qkt_test.h"
+
+static jmp_buf jb;
+static char got[1024];
+static void hook(qkt_fatal_kind kind, const char *msg, void *user) {
+    (void)kind, (void)user;
+    snprintf(got, sizeof got, "%s", msg);
+    longjmp(jb, 1);
+}
+
+int main(void) {
+    qkt_params p;
+    qkt_params_init(&p);
+    qkt_tensor *w = qkt_params_add(&p, "w", 2, (int[]){100, 200}, 0);
+    qkt_set_fatal_handler(hook, NULL);
+    got[0] = 0;
+    qkt_rng r;
+    qkt_rng_seed(&r, 7);
+    if (setjmp(jb) == 0) {
+        qkt_init_normal(w, &r, 0, 1);
+        EXPECT(0, "a parameter before finalize was initialised");
+    }
+    EXPECT(strstr(got, "qkt_init_normal: tensor w has no data yet"), "got '%s'", got);
+    got[0] = 0;
+    if (setjmp(jb) == 0) {
+        qkt_init_uniform(qkt_params_find(&p, "nope"), &r, 0, 1);
+        EXPECT(0, "a NULL tensor was initialised");
+    }
+    EXPECT(strstr(got, "qkt_init_uniform: the tensor is NULL"), "got '%s'", got);
+    qkt_set_fatal_handler(NULL, NULL);
+    qkt_params_finalize(&p);
+
+    qkt_rng_seed(&r, 7);
+    qkt_init_normal(w, &r, 0.5, 2);
+    double s = 0, s2 = 0;
+    for (int64_t i = 0; i < w->size; i++) s += w->data[i], s2 += (double)w->data[i] * w->data[i];
+    double mean = s / (double)w->size, sd = sqrt(s2 / (double)w->size - mean * mean);
+    EXPECT(fabs(mean - 0.5) < 0.05 && fabs(sd - 2) < 0.05, "normal(0.5, 2): mean %g, std %g", mean, sd);
+    qkt_rng q;
+    qkt_rng_seed(&q, 7);
+    int same = 1;
+    for (int64_t i = 0; i < w->size; i++) same &= w->data[i] == (qkt_real)(0.5 + 2 * qkt_rng_normal(&q));
+    EXPECT(same, "qkt_init_normal is not mean + std * qkt_rng_normal in storage order");
+
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
+    qkt_tensor *x = qkt_tensor_new(&ctx, 1, (int[]){10000});
+    qkt_rng_seed(&r, 9);
+    qkt_init_uniform(x, &r, -3, 1);
+    double lo = 1e9, hi = -1e9;
+    s = 0;
+    for (int64_t i = 0; i < x->size; i++) lo = fmin(lo, x->data[i]), hi = fmax(hi, x->data[i]), s += x->data[i];
+    EXPECT(lo >= -3 && hi < 1 && lo < -2.99 && hi > 0.99, "uniform[-3, 1): range [%g, %g]", lo, hi);
+    EXPECT(fabs(s / (double)x->size + 1) < 0.05, "uniform[-3, 1): mean %g", s / (double)x->size);
+    qkt_ctx_free(&ctx);
+    qkt_params_free(&p);
+    return qkt_test_finish();
+}
