@@ -65,7 +65,10 @@ void qkt__report_claim_grad(qkt__report *r) {
     const char *ca = "A saturated softmax (large logits) shrinks the gradient at its input, dL/dz (the 'vanishing gradient' explanation of the scale)";
     const char *cb = "... and so the gradient of W_q and W_k";
     gather(r, QKT_KIND(TRAIN), qkt_cell_kind_name(QKT_CELL_START), r->c->start_dk, &q);
-    if (!has_cells(r, &q, "4a", ca, SRC_GRAD) || !has_cells(r, &q, "4b", cb, SRC_GRAD)) return;
+    if (!q.ok) { /* both rows say why */
+        has_cells(r, &q, "4a", ca, SRC_GRAD), has_cells(r, &q, "4b", cb, SRC_GRAD);
+        return;
+    }
     const int n = q.su.n, d = q.d_k;
     char m[900], a[160], b[160], x[160];
     /* 4a: at the scaled form, the saturated start against its own start */
@@ -97,7 +100,10 @@ static void origin(qkt__report *r, const char *train, const char *start, int d_k
     const char *ca = "Part of the harm of unscaled logits comes from the saturated start: the scaled form trained from it ends worse";
     const char *cb = "Part of the harm comes from the form itself: unscaled logits from an unsaturated start end worse than scaled ones";
     gather(r, train, start, d_k, &q);
-    if (!has_cells(r, &q, ida, ca, SRC_2X2) || !has_cells(r, &q, idb, cb, SRC_2X2)) return;
+    if (!q.ok) {
+        has_cells(r, &q, ida, ca, SRC_2X2), has_cells(r, &q, idb, cb, SRC_2X2);
+        return;
+    }
     const int n = q.su.n, d = q.d_k;
     char m[900], a[160], b[160], x[160];
     /* a second task's rows use their own salts */
