@@ -75,7 +75,7 @@ void qkt__report_claim_grad(qkt__report *r) {
     qkt_paired pz = log_ratio(r, q.ss.dz0, 1, q.su.dz0, 1, n, 41);
     qkt__report_fmt_paired(a, sizeof a, &pz, "%+.2f");
     snprintf(m, sizeof m, "d_k = %d, at init, scaled form (sqrt_dk) from the saturated start (W_q, W_k x d_k^(1/4): the unscaled model's "
-             "logits) against its own start: log(|dL/dz| saturated / unsaturated) = %s%s", d, a,
+             "logits) against its own start: log(norm of dL/dz, saturated / unsaturated) = %s%s", d, a,
              pz.n ? (pz.mean < 0 ? " (saturation shrinks it)" : " (saturation does not shrink it)") : "");
     if (!pz.n) snprintf(m, sizeof m, "d_k = %d: no dL/dz in metrics.csv (runs made before it was measured)", d);
     qkt__verdict v = qkt__report_verdict(&pz, -1);
@@ -86,7 +86,7 @@ void qkt__report_claim_grad(qkt__report *r) {
     qkt_paired px = log_ratio(r, q.ns.grad0, 1, q.su.grad0, 1, n, 44); /* across forms, factor kept: the usual comparison */
     qkt__report_fmt_paired(a, sizeof a, &pg, "%+.2f"), qkt__report_fmt_paired(b, sizeof b, &pn, "%+.2f");
     qkt__report_fmt_paired(x, sizeof x, &px, "%+.2f");
-    snprintf(m, sizeof m, "d_k = %d, at init, log(|grad W_q,W_k| / (s m)) saturated - unsaturated start (s = the form's scale, m = the W_q, W_k "
+    snprintf(m, sizeof m, "d_k = %d, at init, log(norm of grad W_q,W_k / (s m)), saturated - unsaturated start (s = the form's scale, m = the W_q, W_k "
              "init multiplier: the factor the chain rule puts in front of dL/dz): scaled form %s (x%.2f); unscaled form %s. Across forms "
              "with the factor kept (none against sqrt_dk, each from its own start; where the claim is usually read): %s, of which "
              "ln sqrt(d_k) = %.2f is the form's factor", d, a, exp(pg.mean), b, x, 0.5 * log((double)d));

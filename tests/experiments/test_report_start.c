@@ -91,6 +91,9 @@ static void expect_row(int mode, const char *id, const char *a, const char *b) {
     EXPECT(strstr(r, a) != NULL, "scenario %d, row %s lacks \"%s\": %s", mode, id, a, r);
     if (b) EXPECT(strstr(r, b) != NULL, "scenario %d, row %s lacks \"%s\": %s", mode, id, b, r);
     EXPECT(!strstr(r, "nan"), "row %s prints nan: %s", id, r);
+    int bars = 0; /* a '|' in a measurement would split the markdown row */
+    for (const char *q = r; *q; q++) bars += *q == '|';
+    EXPECT(bars == 7, "row %s has %d '|' (6 columns have 7): %s", id, bars, r);
     free(r);
 }
 
@@ -147,7 +150,7 @@ static void test_plan(void) {
 int main(void) {
     test_plan();
     /* at a fixed form, saturation shrinks dL/dz; the raw W_q, W_k gradient grows 1.5x but with s m removed it is x0.53 */
-    expect_row(SHRINK, "4a", "log(|dL/dz| saturated / unsaturated) = -0.69", "**reproduced**");
+    expect_row(SHRINK, "4a", "log(norm of dL/dz, saturated / unsaturated) = -0.69", "**reproduced**");
     expect_row(SHRINK, "4b", "scaled form -0.63", "(x0.53); unscaled form -0.63");
     expect_row(SHRINK, "4b", "of which ln sqrt(d_k) = 2.08 is the form's factor", "**reproduced**");
     expect_row(SHRINK, "9a", "scaled form +0.500", "**reproduced**");
