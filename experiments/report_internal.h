@@ -109,7 +109,7 @@ typedef struct {
     int v[2];          /* qkt__verdict of each test before the adjustment */
     double p[2];
 } qkt__tests;
-/* One test, or none when p is NaN (the verdict v stands as it is). */
+/* One test, or none when p is NaN or v is not testable (the verdict v stands as it is). */
 qkt__tests qkt__test(qkt__verdict v, double p);
 /* Adds a row (the strings are copied); pre: text printed before the verdict, or NULL. */
 void qkt__finding(qkt__report *r, const char *id, const char *claim, const char *src, const char *meas, const char *pre, qkt__tests t);

@@ -60,8 +60,8 @@ static void reading_none_vs_sqrt(qkt__report *r, int dk) {
     qkt_buf_printf(md, " Unscaled minus 1/sqrt(d_k), final loss paired by seed: %s; ", pc);
     if (k.loss.n == 0) qkt_buf_printf(md, "no seed has both runs finished without diverging, so no comparison.");
     else if (k.loss.n < 2) qkt_buf_printf(md, "one seed only, so no claim about the difference.");
-    else if (qkt__report_verdict(&k.loss, 1) == QKT_V_REPRODUCED) qkt_buf_printf(md, "unscaled is worse (both intervals exclude 0, exact p <= 0.05).");
-    else if (qkt__report_verdict(&k.loss, 1) == QKT_V_CONTRADICTED) qkt_buf_printf(md, "unscaled is *better* (both intervals exclude 0, exact p <= 0.05), unlike the textbook expectation.");
+    else if (qkt__report_verdict(&k.loss, 1) == QKT_V_REPRODUCED) qkt_buf_printf(md, "unscaled is worse (both intervals exclude 0, exact p <= 0.05 for this comparison alone; the findings table adjusts for its many tests).");
+    else if (qkt__report_verdict(&k.loss, 1) == QKT_V_CONTRADICTED) qkt_buf_printf(md, "unscaled is *better* (both intervals exclude 0, exact p <= 0.05 for this comparison alone; the findings table adjusts for its many tests), unlike the textbook expectation.");
     else qkt_buf_printf(md, "not significant with %d seeds (the exact test's floor is p = %.3g).", k.loss.n, k.loss.p_min);
 }
 

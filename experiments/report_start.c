@@ -65,14 +65,17 @@ void qkt__report_claim_grad(qkt__report *r) {
     const char *ca = "A saturated softmax (large logits) shrinks the gradient at its input, dL/dz (the 'vanishing gradient' explanation of the scale)";
     const char *cb = "... and so the gradient of W_q and W_k";
     gather(r, QKT_KIND(TRAIN), qkt_cell_kind_name(QKT_CELL_START), r->c->start_dk, &q);
-    if (!has_cells(r, &q, "4a", ca, SRC_GRAD) || !has_cells(r, &q, "4b", cb, SRC_GRAD)) return;
+    if (!q.ok) { /* both rows say why */
+        has_cells(r, &q, "4a", ca, SRC_GRAD), has_cells(r, &q, "4b", cb, SRC_GRAD);
+        return;
+    }
     const int n = q.su.n, d = q.d_k;
     char m[900], a[160], b[160], x[160];
     /* 4a: at the scaled form, the saturated start against its own start */
     qkt_paired pz = log_ratio(r, q.ss.dz0, 1, q.su.dz0, 1, n, 41);
     qkt__report_fmt_paired(a, sizeof a, &pz, "%+.2f");
     snprintf(m, sizeof m, "d_k = %d, at init, scaled form (sqrt_dk) from the saturated start (W_q, W_k x d_k^(1/4): the unscaled model's "
-             "logits) against its own start: log(|dL/dz| saturated / unsaturated) = %s%s", d, a,
+             "logits) against its own start: log(norm of dL/dz, saturated / unsaturated) = %s%s", d, a,
              pz.n ? (pz.mean < 0 ? " (saturation shrinks it)" : " (saturation does not shrink it)") : "");
     if (!pz.n) snprintf(m, sizeof m, "d_k = %d: no dL/dz in metrics.csv (runs made before it was measured)", d);
     qkt__verdict v = qkt__report_verdict(&pz, -1);
@@ -83,7 +86,7 @@ void qkt__report_claim_grad(qkt__report *r) {
     qkt_paired px = log_ratio(r, q.ns.grad0, 1, q.su.grad0, 1, n, 44); /* across forms, factor kept: the usual comparison */
     qkt__report_fmt_paired(a, sizeof a, &pg, "%+.2f"), qkt__report_fmt_paired(b, sizeof b, &pn, "%+.2f");
     qkt__report_fmt_paired(x, sizeof x, &px, "%+.2f");
-    snprintf(m, sizeof m, "d_k = %d, at init, log(|grad W_q,W_k| / (s m)) saturated - unsaturated start (s = the form's scale, m = the W_q, W_k "
+    snprintf(m, sizeof m, "d_k = %d, at init, log(norm of grad W_q,W_k / (s m)), saturated - unsaturated start (s = the form's scale, m = the W_q, W_k "
              "init multiplier: the factor the chain rule puts in front of dL/dz): scaled form %s (x%.2f); unscaled form %s. Across forms "
              "with the factor kept (none against sqrt_dk, each from its own start; where the claim is usually read): %s, of which "
              "ln sqrt(d_k) = %.2f is the form's factor", d, a, exp(pg.mean), b, x, 0.5 * log((double)d));
@@ -97,7 +100,10 @@ static void origin(qkt__report *r, const char *train, const char *start, int d_k
     const char *ca = "Part of the harm of unscaled logits comes from the saturated start: the scaled form trained from it ends worse";
     const char *cb = "Part of the harm comes from the form itself: unscaled logits from an unsaturated start end worse than scaled ones";
     gather(r, train, start, d_k, &q);
-    if (!has_cells(r, &q, ida, ca, SRC_2X2) || !has_cells(r, &q, idb, cb, SRC_2X2)) return;
+    if (!q.ok) {
+        has_cells(r, &q, ida, ca, SRC_2X2), has_cells(r, &q, idb, cb, SRC_2X2);
+        return;
+    }
     const int n = q.su.n, d = q.d_k;
     char m[900], a[160], b[160], x[160];
     /* a second task's rows use their own salts */

@@ -15,7 +15,7 @@ struct qkt__finding {
 };
 
 qkt__tests qkt__test(qkt__verdict v, double p) {
-    qkt__tests t = {.n = isnan(p) ? 0 : 1, .v = {v, v}, .p = {p, NAN}};
+    qkt__tests t = {.n = isnan(p) || v == QKT_V_UNTESTABLE ? 0 : 1, .v = {v, v}, .p = {p, NAN}}; /* no test without a verdict */
     return t;
 }
 

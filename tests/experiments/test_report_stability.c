@@ -16,9 +16,12 @@
  * RISE_FIRST: the loss rises at the first evaluation after init (no room for "before");
  * COLLAPSE: the failed runs never rise: their loss sinks to just under chance and stays (did not train);
  * SPIKE: as GROWTH_FIRST, and every run that trains has one loss spike it recovers from. */
-enum { GROWTH_FIRST, GROWTH_REVERSED, NONE_UNSTABLE, ALL_UNSTABLE, GROWTH_SAME, RISE_FIRST, COLLAPSE, SPIKE };
+/* RANGE_REVERSED: as GROWTH_FIRST, but qk_layernorm fails from lr 0.1 and sqrt_dk only at lr 3. */
+enum { GROWTH_FIRST, GROWTH_REVERSED, NONE_UNSTABLE, ALL_UNSTABLE, GROWTH_SAME, RISE_FIRST, COLLAPSE, SPIKE, RANGE_REVERSED };
 static const double lrs[6] = {1e-3, 3e-3, 1e-2, 0.1, 1, 3};
-static const char *const variants[3] = {"sqrt_dk", "none", "qk_layernorm"};
+/* the first 3 in most scenarios; sigma_reparam (the 4th) behaves like qk_layernorm */
+static const char *const variants[4] = {"sqrt_dk", "none", "qk_layernorm", "sigma_reparam"};
+static int n_var = 3, n_seed = 1; /* LR variants and seeds per LR of the sweep being built */
 
 /* Is the run of variant v at lr index i unstable in this scenario? sqrt_dk and none from
  * lr 0.1 on, qk_layernorm only at lr 3 (a wider stable range). */
@@ -26,13 +29,15 @@ static bool unstable(int mode, int v, int i) {
     if (mode == NONE_UNSTABLE) return false;
     if (mode == ALL_UNSTABLE) return true;
     /* mqar's chance loss is ln 16 = 2.773: a run that trains ends at 2.2 */
-    return v == 2 ? i == 5 : i >= 3;
+    if (mode == RANGE_REVERSED) return v == 0 ? i == 5 : i >= 3;
+    return v >= 2 ? i == 5 : i >= 3;
 }
 
 /* One LR cell: evaluations at steps 0, 5, .., 20 (val loss, logit max, entropy on 2 heads). */
-static void write_cell(const char *run, int mode, int v, int i) {
+static void write_cell(const char *run, int mode, int v, int i, int seed) {
     char id[96], path[1400];
-    snprintf(id, sizeof id, "lr_%s_dk8_lr%g", variants[v], lrs[i]);
+    if (seed) snprintf(id, sizeof id, "lr_%s_dk8_lr%g_s%d", variants[v], lrs[i], seed);
+    else snprintf(id, sizeof id, "lr_%s_dk8_lr%g", variants[v], lrs[i]);
     qkt_buf b = {0};
     bool u = unstable(mode, v, i);
     for (int s = 0; s <= 20; s += 5) {
@@ -49,13 +54,13 @@ static void write_cell(const char *run, int mode, int v, int i) {
                    : u                    ? (s ? 100 * s : 3)
                                           : 3 + i * s / 20.0;
         double e = mode == GROWTH_REVERSED ? (u ? 0.9 : 0.02) : u && s ? 0.02 : 0.8 - 0.01 * s;
-        qkt_buf_printf(&b, "%s,lr,%s,8,0,%g,%d,val_loss,-1,-1,%.9g\n", id, variants[v], lrs[i], s, loss);
+        qkt_buf_printf(&b, "%s,lr,%s,8,%d,%g,%d,val_loss,-1,-1,%.9g\n", id, variants[v], seed, lrs[i], s, loss);
         for (int h = 0; h < 2; h++) {
-            qkt_buf_printf(&b, "%s,lr,%s,8,0,%g,%d,logit_max,0,%d,%.9g\n", id, variants[v], lrs[i], s, h, h ? g : g / 2);
-            qkt_buf_printf(&b, "%s,lr,%s,8,0,%g,%d,norm_entropy,0,%d,%.9g\n", id, variants[v], lrs[i], s, h, e);
+            qkt_buf_printf(&b, "%s,lr,%s,8,%d,%g,%d,logit_max,0,%d,%.9g\n", id, variants[v], seed, lrs[i], s, h, h ? g : g / 2);
+            qkt_buf_printf(&b, "%s,lr,%s,8,%d,%g,%d,norm_entropy,0,%d,%.9g\n", id, variants[v], seed, lrs[i], s, h, e);
         }
     }
-    qkt_buf_printf(&b, "%s,lr,%s,8,0,%g,20,diverged_step,-1,-1,-1\n", id, variants[v], lrs[i]);
+    qkt_buf_printf(&b, "%s,lr,%s,8,%d,%g,20,diverged_step,-1,-1,-1\n", id, variants[v], seed, lrs[i]);
     qkt_cell_seal(&b);
     snprintf(path, sizeof path, "%s/cells/%s.csv", run, id);
     qkt_err err;
@@ -66,19 +71,20 @@ static void write_cell(const char *run, int mode, int v, int i) {
 /* The findings row `id` of the report built for a scenario (malloc'd), or NULL. */
 static char *build(int mode, int n_lr, const char *id) {
     char run[1100], cells[1200];
-    snprintf(run, sizeof run, "%s/m%d_%d", qkt_test_tmpdir("stability"), mode, n_lr);
+    snprintf(run, sizeof run, "%s/m%d_%d_s%d_v%d", qkt_test_tmpdir("stability"), mode, n_lr, n_seed, n_var);
     snprintf(cells, sizeof cells, "%s/cells", run);
     qkt_ablate_cfg c;
     qkt_err err;
     EXPECT(qkt_ablate_preset("quick", &c, &err) == 0, "%s", err.msg);
     c.n_lr = n_lr, c.lr_dk = 8, c.lr_steps = 20, c.lr_eval_every = 5;
     memcpy(c.lrs, lrs, sizeof lrs);
-    c.n_lr_variants = 3;
-    for (int v = 0; v < 3; v++) EXPECT(qkt_attn_scale_parse(variants[v], &c.lr_variants[v], NULL) == 0, "variant %s", variants[v]);
+    c.n_lr_variants = n_var, c.lr_seeds = n_seed;
+    for (int v = 0; v < n_var; v++) EXPECT(qkt_attn_scale_parse(variants[v], &c.lr_variants[v], NULL) == 0, "variant %s", variants[v]);
     c.task2[0] = 0, c.n_task2_dk = 0;
     EXPECT(qkt_ablate_start(run, &c, &err) == 0 && qkt_mkdirs(cells, &err) == 0, "%s", err.msg);
-    for (int v = 0; v < 3; v++)
-        for (int i = 0; i < n_lr; i++) write_cell(run, mode, v, i);
+    for (int v = 0; v < n_var; v++)
+        for (int i = 0; i < n_lr; i++)
+            for (int s = 0; s < n_seed; s++) write_cell(run, mode, v, i, s);
     qkt_ablate_report(run, &err); /* the other parts have no cells: their plots may fail, report.md is written */
     char path[1300];
     snprintf(path, sizeof path, "%s/report.md", run);
@@ -144,6 +150,32 @@ static void test_config_keys(void) {
     free(plan);
 }
 
+/* Claims 6b and 7b over several seeds per LR: the largest good LR per seed (median, min, max)
+ * and the sign test over the (LR, seed) pairs where one variant trained and the other did not. */
+static void test_seeds(void) {
+    n_seed = 4;
+    /* qk_layernorm trains at lr 0.1 and 1 where sqrt_dk fails, in every seed: 8 pairs one way, p = 2/256 */
+    expect_row(GROWTH_FIRST, 6, "6b", "largest good LR, median [min, max] over 4 seeds: qk_layernorm 1 [1, 1], sqrt_dk 0.01 [0.01, 0.01]",
+               "8 trained only with qk_layernorm and 0 only with sqrt_dk (exact sign test p = 0.00781)");
+    expect_row(GROWTH_FIRST, 6, "6b", "**reproduced**", NULL);
+    expect_row(RANGE_REVERSED, 6, "6b", "0 trained only with qk_layernorm and 8 only with sqrt_dk", "**contradicted**");
+    expect_row(NONE_UNSTABLE, 6, "6b", "0 trained only with qk_layernorm and 0 only with sqrt_dk", "not detectable at this size");
+    expect_row(NONE_UNSTABLE, 6, "6b", "the grid does not reach instability", NULL);
+    /* the failure rate over seeds in part 3 */
+    char *r = build(GROWTH_FIRST, 6, "6b");
+    free(r);
+    /* three seeds: 6 pairs, p = 2/64 each for 6b and 7b. Alone each would pass, but with 6a and 7a in
+     * the family Holm takes them to 2 x 0.03125 = 0.0625: not detectable after the adjustment */
+    n_seed = 3, n_var = 4;
+    expect_row(GROWTH_FIRST, 6, "6b", "(exact sign test p = 0.0313)", "not detectable at this size (not after Holm's adjustment)");
+    expect_row(GROWTH_FIRST, 6, "6b", "| 0.0625 |", NULL);
+    expect_row(GROWTH_FIRST, 6, "7b", "6 trained only with sigma_reparam and 0 only with sqrt_dk", "not detectable at this size (not after Holm's adjustment)");
+    /* one seed: not testable, whatever the ranges */
+    n_seed = 1;
+    expect_row(GROWTH_FIRST, 6, "7b", "one seed each, so each edge is one run", "not testable here");
+    n_var = 3;
+}
+
 int main(void) {
     test_config_keys();
     /* logits pass every trained run's before the loss rises, entropy collapses: per variant 3 of 6
@@ -183,5 +215,6 @@ int main(void) {
     expect_row(GROWTH_FIRST, 1, "7a", "one learning rate (0.001)", "not testable here");
     /* two LRs, one per side: the smallest p two runs can give is above 0.05 */
     expect_row(GROWTH_FIRST, 4, "6a", "not detectable at this size", NULL);
+    test_seeds();
     return qkt_test_finish();
 }

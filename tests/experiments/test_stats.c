@@ -182,7 +182,41 @@ static void test_strat_auc(void) {
     EXPECT(k.auc == 1 && k.p_exact > 0 && k.p_exact < 0.01, "sampled: auc %g p %g", k.auc, k.p_exact);
 }
 
+/* Holm's step-down adjustment on hand-computed cases (R: p.adjust(p, "holm")). */
+static void test_holm(void) {
+    /* p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm") = 0.03 0.06 0.06 0.02 */
+    double p[4] = {0.01, 0.04, 0.03, 0.005}, a[4];
+    qkt_stats_holm(p, 4, a);
+    EXPECT_NEAR(a[0], 0.03, 1e-12);
+    EXPECT_NEAR(a[1], 0.06, 1e-12); /* sorted: 0.005 x 4, 0.01 x 3, 0.03 x 2 = 0.06, 0.04 x 1 -> max(0.06, 0.04) */
+    EXPECT_NEAR(a[2], 0.06, 1e-12);
+    EXPECT_NEAR(a[3], 0.02, 1e-12);
+    /* six all-same-sign pairs give p = 2/64 each: one such test survives, ten do not */
+    double q[10], b[10];
+    for (int i = 0; i < 10; i++) q[i] = 2.0 / 64;
+    qkt_stats_holm(q, 1, b);
+    EXPECT_NEAR(b[0], 0.03125, 1e-12);
+    qkt_stats_holm(q, 10, b);
+    for (int i = 0; i < 10; i++) EXPECT_NEAR(b[i], 0.3125, 1e-12);
+    /* capped at 1; NaN is no test: it keeps NaN and does not count in m; in place */
+    double r[4] = {0.5, NAN, 0.2, 0.001};
+    qkt_stats_holm(r, 4, r);
+    EXPECT_NEAR(r[0], 0.5, 1e-12); /* sorted 0.001 x 3, 0.2 x 2 = 0.4, 0.5 x 1 -> max(0.4, 0.5) */
+    EXPECT(isnan(r[1]), "a NaN p-value got an adjusted value %g", r[1]);
+    EXPECT_NEAR(r[2], 0.4, 1e-12);
+    EXPECT_NEAR(r[3], 0.003, 1e-12);
+    double one[1] = {0.9};
+    qkt_stats_holm(one, 1, one);
+    EXPECT_NEAR(one[0], 0.9, 1e-12);
+    qkt_stats_holm(NULL, 0, NULL); /* an empty family */
+    /* the sign test behind claims 6b and 7b: 8 of 8 one way, 2/256 */
+    EXPECT_NEAR(qkt_stats_sign_test(8, 8), 2.0 / 256, 1e-12);
+    EXPECT_NEAR(qkt_stats_sign_test(0, 0), 1, 1e-12);
+    EXPECT_NEAR(qkt_stats_sign_test(3, 6), 1, 1e-12);
+}
+
 int main(void) {
+    test_holm();
     test_strat_auc();
     test_paired();
     test_paired_degenerate();

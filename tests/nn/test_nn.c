@@ -412,6 +412,61 @@ static void test_capture(void) {
     qkt_gpt_free(&g);
 }
 
+/* The dL/dz probe of qkt_attn_capture: a zero (B, H, T, T) bias per layer whose grad after
+ * backward is dL/dz; against central differences of the loss, 0 on blocked entries, and the
+ * zero probe leaves the loss as it was. */
+static void test_dz_probe(void) {
+    qkt_gpt_config c = small_cfg(QKT_ATTN_SQRT_DK);
+    c.qk_init_mult = 10; /* peaked attention: dL/dz far from uniform */
+    qkt_gpt g;
+    make_gpt(&g, &c, 5);
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 1 << 20, 1);
+    int B = 2, T = 8, H = 3, L = 2;
+    int32_t idx[16], tgt[16];
+    random_tokens(idx, 16, 11, 43);
+    random_tokens(tgt, 16, 11, 44);
+    qkt_params probe;
+    qkt_params_init(&probe);
+    qkt_tensor *dz[2];
+    for (int l = 0; l < L; l++) dz[l] = qkt_params_add(&probe, l ? "dz.1" : "dz.0", 4, (int[]){B, H, T, T}, 0);
+    qkt_params_finalize(&probe);
+    qkt_attn_capture cap[2] = {{.dz = dz[0]}, {.dz = dz[1]}};
+    qkt_gpt_opts o = {.capture = cap};
+    qkt_tensor *loss = qkt_gpt_forward(&ctx, &g, idx, tgt, B, T, NULL, &o);
+    double l0 = loss->data[0];
+    qkt_backward(&ctx, loss, NULL);
+    int64_t best = -1, per = (int64_t)B * H * T * T;
+    double blocked = 0;
+    for (int64_t e = 0; e < probe.size; e++) {
+        int64_t r = e % per, i = r / T % T, j = r % T;
+        if (j > i) blocked = fmax(blocked, fabs(probe.grad[e]));
+        else if (best < 0 || fabs(probe.grad[e]) > fabs(probe.grad[best])) best = e;
+    }
+    EXPECT(blocked == 0, "dL/dz of a blocked entry: %g", blocked);
+    EXPECT(best >= 0 && fabs(probe.grad[best]) > 1e-4, "dL/dz is all but zero (largest %g)", best >= 0 ? probe.grad[best] : 0);
+    qkt_ctx_reset(&ctx);
+    int mode = qkt_ctx_set_mode(&ctx, QKT_MODE_EVAL);
+    double plain = qkt_gpt_forward(&ctx, &g, idx, tgt, B, T, NULL, NULL)->data[0];
+    EXPECT(fabs(plain - l0) <= 1e-6 * fabs(l0), "the zero probe moved the loss: %.9g vs %.9g", l0, plain);
+    const double eps = 1e-2;
+    double f[2];
+    for (int k = 0; k < 2; k++) {
+        probe.data[best] = (qkt_real)(k ? -eps : eps);
+        qkt_ctx_reset(&ctx);
+        qkt_attn_capture c2[2] = {{.dz = dz[0]}, {.dz = dz[1]}};
+        qkt_gpt_opts o2 = {.capture = c2};
+        f[k] = qkt_gpt_forward(&ctx, &g, idx, tgt, B, T, NULL, &o2)->data[0];
+    }
+    probe.data[best] = 0;
+    qkt_ctx_set_mode(&ctx, mode);
+    double fd = (f[0] - f[1]) / (2 * eps);
+    EXPECT(fabs(fd - probe.grad[best]) <= 0.02 * fabs(probe.grad[best]) + 1e-5, "dL/dz %g, central difference %g", (double)probe.grad[best], fd);
+    qkt_params_free(&probe);
+    qkt_ctx_free(&ctx);
+    qkt_gpt_free(&g);
+}
+
 /* ---------------------------------------------------------------- dropout */
 static void test_dropout(void) {
     qkt_gpt_config c = small_cfg(QKT_ATTN_SQRT_DK);
@@ -586,6 +641,7 @@ static void test_config(void) {
 }
 
 int main(void) {
+    test_dz_probe();
     qkt_set_threads(1);
     test_param_layout();
     test_init_stats();
