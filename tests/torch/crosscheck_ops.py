@@ -192,6 +192,7 @@ BINARY = [torch.add, torch.sub, torch.mul, torch.div]
 REFS = {
     "matmul": lambda xs, f: (xs[0].transpose(-1, -2) if f & 1 else xs[0]) @ (xs[1].transpose(-1, -2) if f & 2 else xs[1]),
     "affine": lambda xs, f: F.linear(xs[0], xs[1], None if f else xs[2]),
+    "affine_gelu": lambda xs, f: gelu_tanh(F.linear(xs[0], xs[1], None if f else xs[2])),
     "add": lambda xs, f: xs[0] + xs[1],
     "sub": lambda xs, f: xs[0] - xs[1],
     "mul": lambda xs, f: xs[0] * xs[1],
@@ -231,7 +232,7 @@ REFS = {
 
 # case name -> the REFS key (the case function's name in op_cases.h, without f_)
 def ref_key(name):
-    table = [("matmul", "matmul"), ("affine", "affine"), ("add same", "add"), ("add bias", "add"),
+    table = [("matmul", "matmul"), ("affine_gelu", "affine_gelu"), ("affine", "affine"), ("add same", "add"), ("add bias", "add"),
              ("add (T, C)", "add"), ("sub bias", "sub"), ("mul bias", "mul"), ("mul same", "mul"),
              ("scale", "scale"), ("sum_axis", "reduce_axis"), ("sum", "sum"), ("mean_axis", "reduce_axis"),
              ("mean", "mean"), ("reshape", "reshape"), ("permute", "permute"), ("transpose", "transpose"),
