@@ -144,7 +144,7 @@ void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) { affine_backward_dy(ctx, n
  * a pass over it exists, and backward needs no tanh: du = gelu'(u) dh, then the affine's
  * products. The bits of qkt_gelu(qkt_affine(x, W, b)) on every path and thread count. */
 qkt_tensor *qkt_affine_gelu(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
-    QKT_LIVE(ctx, "affine_gelu", x, w, b);
+    QKT_LIVE_OPT(ctx, "affine_gelu", 2, x, w, b);
     QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "affine_gelu (x, W)", x, w);
     int in = w->shape[1], out = w->shape[0];
     if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, "affine_gelu (W, b)", w, b);
