@@ -241,13 +241,13 @@ static int lock_run(const char *dir, const char *out, qkt_lock *lk) {
     return 0;
 }
 
-/* --plan: "166 cells: init 40, train 48, ..." on stdout (the kinds in qkt_cell_kind order). */
+/* --plan: "N cells: init N, train N, ..." on stdout (the kinds in qkt_cell_kind order). */
 static int print_plan(const qkt_ablate_cfg *c) {
     qkt_cell *plan;
-    int n = qkt_ablate_plan(c, &plan), per[QKT_CELL_TRAIN2 + 1] = {0};
+    int n = qkt_ablate_plan(c, &plan), per[QKT_CELL_START2 + 1] = {0};
     for (int i = 0; i < n; i++) per[plan[i].kind]++;
     printf("%d cells:", n);
-    for (int k = 0; k <= QKT_CELL_TRAIN2; k++) printf("%s %s %d", k ? "," : "", qkt_cell_kind_name((qkt_cell_kind)k), per[k]);
+    for (int k = 0; k <= QKT_CELL_START2; k++) printf("%s %s %d", k ? "," : "", qkt_cell_kind_name((qkt_cell_kind)k), per[k]);
     printf("\n");
     free(plan);
     return 0;

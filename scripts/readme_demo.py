@@ -9,6 +9,7 @@ RUN_DIR/timing.txt (written by scripts/demo_timed.sh), the cell count from RUN_D
 CPU from /proc/cpuinfo, so the README's numbers are the run's, not typed.
 """
 import glob
+import json
 import os
 import re
 import shutil
@@ -49,6 +50,11 @@ def main():
     run = sys.argv[1]
     wall, cpu, load, version = timing(run)
     cells = len([f for f in glob.glob(os.path.join(run, "cells", "*.csv")) if not f.endswith("init_iid.csv")])  # part 1 is not a cell
+    cfg = json.load(open(os.path.join(run, "config.json")))
+    seeds, nv, nlv, nlr = cfg["seeds"], len(cfg["variants"]), len(cfg["lr_variants"]), len(cfg["lr_grid"])
+    dks = " and ".join(str(d) for d in cfg["d_k"])
+    start = (f"; the 2x2 of scale form x start at d_k = {cfg['start_d_k']} (`sqrt_dk` and `none` trained from each "
+             f"other's starting logit scale, {seeds} seeds)") if cfg.get("start_d_k") else ""
     kernels = re.search(r"kernels (\w+)", version)
     kernels = kernels.group(1) if kernels else "?"
     rep = open(os.path.join(run, "report.md")).read().split("\n")
@@ -64,9 +70,9 @@ def main():
         shutil.copy(os.path.join(run, name + ".png"), os.path.join("docs/img/demo", name + ".png"))
     section = f"""## What `make demo` shows
 
-`make demo` runs `qkt ablate --preset quick`: {cells} cells (init measurements; 4 variants x d_k 8 and 64 x 6
-seeds of 200 steps on `mqar` with T = 32, batch 16, W_q/W_k initialised `unit` so that unscaled logits at
-init have std sqrt(d_k) (8 at d_k = 64); the same on the smoothly learnt second task `recall`; a 5 x 6
+`make demo` runs `qkt ablate --preset quick`: {cells} cells (init measurements; {nv} variants x d_k {dks} x {seeds}
+seeds of {cfg["steps"]} steps on `{cfg["task"]}` with T = {cfg["seq_len"]}, batch {cfg["batch_size"]}, W_q/W_k initialised `{cfg["qk_init"]}` so that unscaled logits at
+init have std sqrt(d_k) (8 at d_k = 64); the same on the smoothly learnt second task `{cfg["task2"]}`{start}; a {nlv} x {nlr}
 learning-rate sweep up to instability (with `sigma_reparam`); the logit-growth check), two side by side
 with one thread each. It took **{wall // 60} min {wall % 60} s** ({wall} s wall, {cpu} CPU-seconds) on a 2-core
 machine ({cpu_name()}; load average {load} before the start), default build (`{version}`; kernel

@@ -103,7 +103,7 @@ static void test_plan(void) {
     qkt_err err;
     qkt_cell *plan;
     const char *presets[2] = {"quick", "full"};
-    const int start[2] = {2 * 6, 2 * 6}, start2[2] = {0, 2 * 6}, lr_seeds[2] = {1, 3};
+    const int start[2] = {2 * 10, 2 * 10}, start2[2] = {0, 2 * 10}, lr_seeds[2] = {1, 3};
     for (int p = 0; p < 2; p++) {
         EXPECT(qkt_ablate_preset(presets[p], &c, &err) == 0, "%s", err.msg);
         int n = qkt_ablate_plan(&c, &plan), k1 = 0, k2 = 0, lr = 0;
