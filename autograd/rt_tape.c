@@ -51,6 +51,23 @@ int qkt_ctx_set_mode(qkt_ctx *ctx, int mode) {
     return prev;
 }
 
+int qkt_eval_begin(qkt_ctx *ctx) {
+    qkt__check_ctx(ctx, "qkt_eval_begin");
+    return qkt_ctx_set_mode(ctx, QKT_MODE_EVAL);
+}
+
+void qkt_eval_end(qkt_ctx *ctx, int saved) {
+    qkt__check_ctx(ctx, "qkt_eval_end");
+    QKT_CHECK(saved >= QKT_MODE_EVAL && saved <= QKT_MODE_TRAIN,
+              "qkt_eval_end: saved mode %d is not one qkt_eval_begin returns (0 .. 3)", saved);
+    /* In eval mode here unless the scope changed the mode or scopes ended out of order. */
+    QKT_CHECK(ctx->no_grad && !ctx->training,
+              "qkt_eval_end: the context is not in eval mode (mode %d): a qkt_ctx_set_mode inside the scope, "
+              "or nested scopes ended out of order",
+              (ctx->no_grad ? 0 : QKT_MODE_GRAD) | (ctx->training ? QKT_MODE_DROPOUT : 0));
+    qkt_ctx_set_mode(ctx, saved);
+}
+
 void qkt_ctx_reset(qkt_ctx *ctx) {
     qkt__check_ctx(ctx, "qkt_ctx_reset");
     ctx->n_nodes = 0;

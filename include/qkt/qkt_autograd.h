@@ -330,6 +330,14 @@ enum { QKT_MODE_EVAL = 0, QKT_MODE_GRAD = 1, QKT_MODE_DROPOUT = 2, QKT_MODE_TRAI
 /* Sets the mode and returns the previous one, to restore afterwards:
  *   int prev = qkt_ctx_set_mode(ctx, QKT_MODE_EVAL); ... qkt_ctx_set_mode(ctx, prev); */
 int qkt_ctx_set_mode(qkt_ctx *ctx, int mode);
+/* Eval-mode scope: no dropout, no tape, then the mode from before, nestable:
+ *   int saved = qkt_eval_begin(ctx); ... forwards ...; qkt_eval_end(ctx, saved);
+ * qkt_eval_begin sets QKT_MODE_EVAL and returns the previous mode; qkt_eval_end restores
+ * `saved`. A usage error: `saved` not a mode, or the context no longer in eval mode at the
+ * end (the mode changed inside the scope, or nested scopes ended out of order). In C++,
+ * `qkt_eval_scope guard(ctx);` does both (below). */
+int qkt_eval_begin(qkt_ctx *ctx);
+void qkt_eval_end(qkt_ctx *ctx, int saved);
 /* Empties the tape and the arena, keeping their memory: every tensor of the step dies.
  * An op or backward given a dead tensor refuses it (QKT_FATAL_USAGE naming the op): a
  * tensor kept across one reset always, whatever the next step's layout (tensor headers
@@ -362,6 +370,17 @@ void qkt_ctx_redirect_param_grads(qkt_ctx *ctx, const qkt_params *p, qkt_real *g
 void qkt_backward(qkt_ctx *ctx, qkt_tensor *out, const qkt_real *seed);
 
 /* ---------------------------------------------------------------- tensor creation */
+/* A shape as the two arguments (ndim, shape) every constructor and op takes, in C and C++:
+ *   qkt_tensor_new(ctx, QKT_SHAPE(B, T, C));   qkt_reshape(ctx, x, QKT_SHAPE(B * T, C));
+ * 1 to QKT_MAX_DIMS dims, each converted to int and evaluated once. In C, ndim is the element
+ * count of a compound literal (sizeof, not evaluated) and shape the literal; in C++ (where
+ * compound literals are not valid), shape is a temporary array living to the end of the
+ * full expression (the call), and more than QKT_MAX_DIMS dims do not compile. */
+#ifdef __cplusplus
+#define QKT_SHAPE(...) static_cast<int>(sizeof(qkt_shape_count_(__VA_ARGS__))), qkt_shape_dims_(__VA_ARGS__).d
+#else
+#define QKT_SHAPE(...) (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)), (const int[]){__VA_ARGS__}
+#endif
 qkt_tensor *qkt_tensor_new(qkt_ctx *ctx, int ndim, const int *shape); /* uninitialised */
 qkt_tensor *qkt_tensor_zeros(qkt_ctx *ctx, int ndim, const int *shape);
 /* Convenience: qkt_tensor_2d(ctx, 3, 4) etc. */
@@ -643,5 +662,32 @@ qkt_node *qkt_op_record_custom(qkt_ctx *ctx, const char *name, qkt_backward_fn b
 
 #ifdef __cplusplus
 }
+
+/* C++ helpers (after the C declarations: templates cannot have C linkage). */
+/* QKT_SHAPE's dims: an aggregate temporary; its count is a return type's size (unevaluated). */
+struct qkt_shape_arr_ {
+    int d[QKT_MAX_DIMS];
+};
+template <class... A>
+inline qkt_shape_arr_ qkt_shape_dims_(A... a) {
+    static_assert(sizeof...(A) >= 1 && sizeof...(A) <= QKT_MAX_DIMS, "QKT_SHAPE takes 1 to QKT_MAX_DIMS dims");
+    return qkt_shape_arr_{{static_cast<int>(a)...}};
+}
+template <class... A>
+char (&qkt_shape_count_(const A &...))[sizeof...(A)];
+
+/* Eval-mode scope as an object: qkt_eval_begin at construction, qkt_eval_end at the end of
+ * the block (also when an exception leaves it). */
+class qkt_eval_scope {
+public:
+    explicit qkt_eval_scope(qkt_ctx *ctx) : ctx_(ctx), saved_(qkt_eval_begin(ctx)) {}
+    ~qkt_eval_scope() { qkt_eval_end(ctx_, saved_); }
+    qkt_eval_scope(const qkt_eval_scope &) = delete;
+    qkt_eval_scope &operator=(const qkt_eval_scope &) = delete;
+
+private:
+    qkt_ctx *ctx_;
+    int saved_;
+};
 #endif
 #endif
