@@ -404,7 +404,8 @@ static void claim_lr(qkt__report *r) {
 }
 
 /* 7a: entropy collapse accompanies instability (lower minimum entropy in failed runs);
- * 7b: preventing it (sigma_reparam, when the build has it and the sweep includes it) widens the stable range. */
+ * 7b: preventing it (sigma_reparam, Zhai et al.'s spectral reparametrisation of every Linear, when the build has
+ * it and the sweep includes it) widens the stable range. */
 static void claim_collapse(qkt__report *r, const lr_runs *L) {
     const qkt_ablate_cfg *c = r->c;
     const char *claim = "Attention-entropy collapse accompanies training instability", *src = "Zhai et al. 2023";
@@ -426,7 +427,7 @@ static void claim_collapse(qkt__report *r, const lr_runs *L) {
                  k.auc, k.lo, k.hi, k.n_pairs, k.p_exact, cu, L->n_failed, cs, L->n_trained);
         row(r, "7a", claim, src, m, k.n_pairs ? rank_verdict(&k) : QKT_V_NOT_DETECTABLE, k.n_pairs ? k.p_exact : NAN);
     }
-    const char *c7 = "... and preventing it (sigma_reparam) widens the stable LR range";
+    const char *c7 = "... and preventing it (sigma_reparam: every Linear W -> gamma W / sigma(W)) widens the stable LR range";
     qkt_attn_scale sr, s;
     if (!lr_has(c, "sigma_reparam", &sr) || !lr_has(c, "sqrt_dk", &s)) {
         qkt_attn_scale any;

@@ -23,7 +23,13 @@ void qkt_block_add(qkt_block *b, qkt_params *p, const char *prefix, const qkt_gp
 }
 
 /* x (B, T, C) -> x + drop(attn(ln_1(x))) -> x + drop(mlp(ln_2(x))) */
+static void block_advance(const qkt_block *b) {
+    const qkt_linear *l[4] = {&b->attn.c_attn, &b->attn.c_proj, &b->mlp.c_fc, &b->mlp.c_proj};
+    for (int i = 0; i < 4; i++) qkt_linear_advance(l[i]);
+}
+
 qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const qkt_attn_call *call) {
+    if (ctx->training && !ctx->no_grad && !(call && call->hold_state)) block_advance(b);
     qkt_tensor *a = qkt_attn_forward(ctx, &b->attn, qkt_ln_forward(ctx, &b->ln_1, x), call);
     x = qkt_add(ctx, x, qkt_dropout(ctx, a, b->dropout));
     qkt_tensor *m = qkt_mlp_forward(ctx, &b->mlp, qkt_ln_forward(ctx, &b->ln_2, x));
@@ -47,6 +53,17 @@ int qkt_gpt_init(qkt_gpt *g, const qkt_gpt_config *cfg, qkt_err *err) {
         snprintf(g->h[i].scope, sizeof g->h[i].scope, "h.%d", i);
     }
     qkt_norm_add(&g->ln_f, &g->params, "transformer.ln_f", c->n_embd, c);
+    if (qkt_attn_variant_get(c->attn_scale)->sigma_linears) /* last, so the other tensors keep their indices */
+        for (int i = 0; i < c->n_layer; i++) {
+            qkt_block *b = &g->h[i];
+            qkt_linear *l[4] = {&b->attn.c_attn, &b->attn.c_proj, &b->mlp.c_fc, &b->mlp.c_proj};
+            for (int k = 0; k < 4; k++) {
+                char name[QKT_NAME_LEN];
+                size_t n = strlen(l[k]->weight->name) - strlen(".weight");
+                snprintf(name, sizeof name, "%.*s", (int)n, l[k]->weight->name);
+                qkt_linear_sigma_add(l[k], &g->params, name);
+            }
+        }
     qkt_params_finalize(&g->params);
     g->n_model = g->params.n;
     return 0;
@@ -56,6 +73,7 @@ void qkt_gpt_advance_state(qkt_gpt *g) {
     for (int l = 0; l < g->cfg.n_layer; l++) {
         const qkt_attn *a = &g->h[l].attn;
         if (a->variant->advance) a->variant->advance(a);
+        block_advance(&g->h[l]);
     }
 }
 

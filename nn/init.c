@@ -26,6 +26,17 @@ static int variant_tensor(const qkt_gpt *g, const qkt_tensor *t, const qkt_attn 
     return -1;
 }
 
+/* The sigmaReparam Linear whose sigma_u or sigma_gamma t is, or NULL. */
+static const qkt_linear *sigma_linear(const qkt_gpt *g, const qkt_tensor *t) {
+    for (int l = 0; l < g->cfg.n_layer; l++) {
+        const qkt_block *b = &g->h[l];
+        const qkt_linear *ls[4] = {&b->attn.c_attn, &b->attn.c_proj, &b->mlp.c_fc, &b->mlp.c_proj};
+        for (int k = 0; k < 4; k++)
+            if (ls[k]->sigma_u && (ls[k]->sigma_u == t || ls[k]->sigma_gamma == t)) return ls[k];
+    }
+    return NULL;
+}
+
 /* Variants' tensors are initialised by their variant; the others are recognised by name and rank (the names are fixed by the checkpoint
  * format): 2-D = a Linear or embedding weight, 1-D "*.weight" = a LayerNorm weight. */
 void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng) {
@@ -38,7 +49,10 @@ void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng) {
         qkt_rng_split(rng, (uint64_t)i, &r); /* one stream per tensor, independent of other sizes */
         const qkt_attn *owner = NULL;
         int k = variant_tensor(g, t, &owner);
-        if (owner) {
+        const qkt_linear *sl = owner ? NULL : sigma_linear(g, t);
+        if (sl) { /* registered after every weight, u before gamma: both read what is already set */
+            qkt_linear_sigma_init(sl, t, &r);
+        } else if (owner) {
             if (owner->variant->init) owner->variant->init(owner, k, t, &r);
             else fill_const(t->data, t->size, 0.0);
         } else if (t->ndim == 2 && ends_with(t->name, "c_proj.weight")) {

@@ -19,12 +19,13 @@ static qkt_tensor *add_param(qkt_params *p, const char *prefix, const char *suff
 void qkt_linear_add(qkt_linear *l, qkt_params *p, const char *prefix, int in, int out, bool bias) {
     l->weight = add_param(p, prefix, "weight", 2, (int[]){out, in}, QKT_PARAM_DECAY);
     l->bias = bias ? add_param(p, prefix, "bias", 1, (int[]){out}, 0) : NULL;
+    l->sigma_gamma = l->sigma_u = NULL;
 }
 
 /* x (..., in) W^T (in, out) + b as one fused op: one gemm over all leading dims, the
  * bias added inside it (no separate x W^T tensor or bias pass). */
 qkt_tensor *qkt_linear_forward(qkt_ctx *ctx, const qkt_linear *l, qkt_tensor *x) {
-    return qkt_affine(ctx, x, l->weight, l->bias);
+    return qkt_affine(ctx, x, qkt_linear_weight(ctx, l), l->bias);
 }
 
 /* ---------------------------------------------------------------- Embedding */
@@ -78,7 +79,7 @@ void qkt_mlp_add(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias
 
 /* GELU: c_fc and the GELU as one op (qkt_affine_gelu: the same bits, one pass fewer). */
 qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x) {
-    if (!m->swiglu) return qkt_linear_forward(ctx, &m->c_proj, qkt_affine_gelu(ctx, x, m->c_fc.weight, m->c_fc.bias));
+    if (!m->swiglu) return qkt_linear_forward(ctx, &m->c_proj, qkt_affine_gelu(ctx, x, qkt_linear_weight(ctx, &m->c_fc), m->c_fc.bias));
     return qkt_linear_forward(ctx, &m->c_proj, qkt_swiglu(ctx, qkt_linear_forward(ctx, &m->c_fc, x)));
 }
 

@@ -17,10 +17,9 @@
 
 #define QKT_VARIANTS_MAX 256
 #define QKT_VARIANT_NAME 64
-#define SIGMA_EPS 1e-12      /* sigma_reparam: sigma is clamped below at this */
 #define COSINE_TAU_INIT 10.0 /* cosine: exp(tau) at init */
 #define COSINE_TAU_MAX 100.0 /* cosine: exp(tau) at most (Swin v2's clamp at log(1/0.01)) */
-#define SIGMA_INIT_ITERS 50  /* sigma_reparam: power iterations that set u at init */
+#define SIGMA_INIT_ITERS 50  /* sigma_qk: power iterations that set u at init */
 
 /* ---------------------------------------------------------------- built-in hooks */
 static double s_sqrt_dk(const qkt_attn_variant *v, int C, int d) { (void)v, (void)C; return 1.0 / sqrt((double)d); }
@@ -111,52 +110,17 @@ static void cosine_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_attn_qk *io) {
     io->log_scale = clamp_max(ctx, a->vp[0], log(COSINE_TAU_MAX));
 }
 
-/* sigma_reparam (Zhai et al. 2023): W_hat = gamma / sigma(W) W for W = W_q and W = W_k
- * (each (C, C), the whole matrix across heads), W_v unchanged, then 1/sqrt(d_k).
- * sigma(W) = v^T W u = ||W u|| with v = W u / ||W u||: the spectral norm estimated from the
- * persistent right vector u, which a training forward first advances by one power
- * iteration, u <- normalise(W^T normalise(W u)). No gradient flows through u or v:
- * d sigma / dW = v u^T. Tensors: sigma_gamma (2) = (gamma_q, gamma_k), trained, init 1;
- * sigma_u (2, C), a QKT_PARAM_BUFFER (saved in checkpoints, never trained). */
+/* sigma_qk: Zhai et al.'s W_hat = gamma / sigma(W) W on W = W_q and W = W_k alone (each
+ * (C, C), the whole matrix across heads), W_v and every other Linear unchanged, then
+ * 1/sqrt(d_k). sigma(W) = ||W u|| from the persistent right vector u, which a training
+ * forward first advances by one power iteration (qkt_sigma_reparam has the gradient).
+ * Tensors: sigma_gamma (2) = (gamma_q, gamma_k), trained, init 1; sigma_u (2, C), a
+ * QKT_PARAM_BUFFER (saved in checkpoints, never trained). gamma 1 makes W_hat = W / sigma(W)
+ * at init: with sigma(W) > 1 (qk_init unit: about 2) q and k start smaller than sqrt_dk's. */
 static void sigma_add(qkt_attn *a, qkt_params *p, const qkt_gpt_config *c) {
     (void)c;
     qkt_attn_param(a, p, "sigma_gamma", 1, (int[]){2}, 0);
     qkt_attn_param(a, p, "sigma_u", 2, (int[]){2, a->n_embd}, QKT_PARAM_BUFFER);
-}
-
-/* out (rows) = W (rows, cols) x (cols), in double */
-static void matvec(const qkt_real *W, int rows, int cols, const double *x, double *out, bool transpose) {
-    if (!transpose) {
-        for (int i = 0; i < rows; i++) {
-            double s = 0;
-            for (int j = 0; j < cols; j++) s += (double)W[(int64_t)i * cols + j] * x[j];
-            out[i] = s;
-        }
-    } else { /* out (cols) = W^T x (rows) */
-        for (int j = 0; j < cols; j++) out[j] = 0;
-        for (int i = 0; i < rows; i++)
-            for (int j = 0; j < cols; j++) out[j] += (double)W[(int64_t)i * cols + j] * x[i];
-    }
-}
-static double normalise(double *x, int n) {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += x[i] * x[i];
-    s = sqrt(s);
-    if (s > 0)
-        for (int i = 0; i < n; i++) x[i] /= s;
-    return s;
-}
-/* One power iteration on W (C, C) from u (C), in place; a zero W u leaves u. */
-static void power_step(const qkt_real *W, int C, qkt_real *u) {
-    double *a = qkt_malloc(2 * (size_t)C * sizeof *a), *b = a + C;
-    for (int j = 0; j < C; j++) a[j] = u[j];
-    matvec(W, C, C, a, b, false);
-    if (normalise(b, C) > 0) {
-        matvec(W, C, C, b, a, true);
-        if (normalise(a, C) > 0)
-            for (int j = 0; j < C; j++) u[j] = (qkt_real)a[j];
-    }
-    free(a);
 }
 static void sigma_init(const qkt_attn *a, int i, qkt_tensor *t, qkt_rng *r) {
     int C = a->n_embd;
@@ -164,81 +128,16 @@ static void sigma_init(const qkt_attn *a, int i, qkt_tensor *t, qkt_rng *r) {
         fill(t, 1.0);
         return;
     }
-    for (int m = 0; m < 2; m++) {    /* u: a random unit vector, then power iterations on the initialised W */
-        qkt_real *u = t->data + (int64_t)m * C;
-        double s = 0;
-        for (int j = 0; j < C; j++) u[j] = (qkt_real)qkt_rng_normal(r), s += (double)u[j] * u[j];
-        for (int j = 0; j < C; j++) u[j] = (qkt_real)(u[j] / sqrt(s));
-        for (int it = 0; it < SIGMA_INIT_ITERS; it++) power_step(a->c_attn.weight->data + (int64_t)m * C * C, C, u);
-    }
-}
-
-typedef struct {
-    double sigma[2];
-    qkt_real *v; /* (2, C): v = W u / sigma */
-    qkt_real *u; /* (2, C): the u used (a copy: the buffer may advance before backward) */
-} sigma_saved;
-
-/* W_hat (3C, C) = [c_q W_q; c_k W_k; W_v], c_m = gamma_m / sigma_m. With S_m = sum(G_m * W_m)
- * over the block (G = dL/dW_hat):  dW_m += c_m G_m - gamma_m S_m / sigma_m^2 v_m u_m^T;
- * dgamma_m += S_m / sigma_m;  dW_v += G_v. */
-static void sigma_backward(qkt_ctx *ctx, qkt_node *n) {
-    qkt_tensor *w = n->in[0], *g = n->in[1];
-    const sigma_saved *s = n->saved;
-    int C = w->shape[1];
-    const qkt_real *G = n->out->grad, *W = w->data;
-    qkt_real *dW = w->requires_grad ? qkt_grad(ctx, w) : NULL, *dg = g->requires_grad ? qkt_grad(ctx, g) : NULL;
-    int64_t CC = (int64_t)C * C;
-    for (int m = 0; m < 2; m++) {
-        const qkt_real *Gm = G + m * CC, *Wm = W + m * CC, *v = s->v + (int64_t)m * C, *u = s->u + (int64_t)m * C;
-        double S = 0, sig = s->sigma[m], gam = g->data[m], c = gam / sig;
-        for (int64_t i = 0; i < CC; i++) S += (double)Gm[i] * Wm[i];
-        if (dg) dg[m] += (qkt_real)(S / sig);
-        if (dW) {
-            qkt_real *dWm = dW + m * CC;
-            double k = gam * S / (sig * sig);
-            for (int i = 0; i < C; i++)
-                for (int j = 0; j < C; j++)
-                    dWm[(int64_t)i * C + j] += (qkt_real)(c * Gm[(int64_t)i * C + j] - k * v[i] * u[j]);
-        }
-    }
-    if (dW)
-        for (int64_t i = 2 * CC; i < 3 * CC; i++) dW[i] += G[i];
-}
-
-static qkt_tensor *sigma_weight(qkt_ctx *ctx, const qkt_attn *a) {
-    qkt_tensor *w = a->c_attn.weight, *g = a->vp[0], *ub = a->vp[1];
-    int C = a->n_embd;
-    int64_t CC = (int64_t)C * C;
-    sigma_saved *s = qkt_arena_alloc(&ctx->arena, sizeof *s);
-    s->v = qkt_arena_alloc(&ctx->arena, 2 * (size_t)C * sizeof(qkt_real));
-    s->u = qkt_arena_alloc(&ctx->arena, 2 * (size_t)C * sizeof(qkt_real));
-    memcpy(s->u, ub->data, 2 * (size_t)C * sizeof(qkt_real));
-    qkt_tensor *y = qkt_op_output(ctx, 2, w->shape);
-    double *acc = qkt_malloc((size_t)C * 2 * sizeof *acc), *ud = acc + C;
-    for (int m = 0; m < 2; m++) {
-        for (int j = 0; j < C; j++) ud[j] = s->u[(int64_t)m * C + j];
-        matvec(w->data + m * CC, C, C, ud, acc, false);
-        double sig = 0;
-        for (int i = 0; i < C; i++) sig += acc[i] * acc[i];
-        sig = fmax(sqrt(sig), SIGMA_EPS);
-        s->sigma[m] = sig;
-        for (int i = 0; i < C; i++) s->v[(int64_t)m * C + i] = (qkt_real)(acc[i] / sig);
-        qkt_real c = (qkt_real)(g->data[m] / sig);
-        for (int64_t i = 0; i < CC; i++) y->data[m * CC + i] = c * w->data[m * CC + i];
-    }
-    free(acc);
-    memcpy(y->data + 2 * CC, w->data + 2 * CC, (size_t)CC * sizeof(qkt_real));
-    qkt_node *n = qkt_op_record_custom(ctx, "sigma_reparam", sigma_backward, y, 2, (qkt_tensor *[]){w, g});
-    if (n) n->saved = s;
-    return y;
+    for (int m = 0; m < 2; m++) /* u: a random unit vector, then power iterations on the initialised W */
+        qkt_sigma_init_u(a->c_attn.weight->data + (int64_t)m * C * C, C, C, t->data + (int64_t)m * C, SIGMA_INIT_ITERS, r);
 }
 static void sigma_advance(const qkt_attn *a) {
     int C = a->n_embd;
-    for (int m = 0; m < 2; m++) power_step(a->c_attn.weight->data + (int64_t)m * C * C, C, a->vp[1]->data + (int64_t)m * C);
+    for (int m = 0; m < 2; m++)
+        qkt_sigma_power_step(a->c_attn.weight->data + (int64_t)m * C * C, C, C, a->vp[1]->data + (int64_t)m * C);
 }
-static void sigma_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_attn_qk *io) {
-    io->packed = qkt_affine(ctx, io->x, sigma_weight(ctx, a), a->c_attn.bias);
+static void sigma_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_attn_qk *io) { /* W_hat (3C, C) = [c_q W_q; c_k W_k; W_v] */
+    io->packed = qkt_affine(ctx, io->x, qkt_sigma_reparam(ctx, a->c_attn.weight, a->vp[0], a->vp[1], 2, a->n_embd), a->c_attn.bias);
 }
 
 /* ---------------------------------------------------------------- the registry */
@@ -260,9 +159,13 @@ static entry table[QKT_VARIANTS_MAX] = {
     [QKT_ATTN_COSINE] = {.v = {.name = "cosine", .summary = "cos(q_h, k_h) exp(min(tau_h, log 100)), tau init log 10",
                                .scale = s_one, .init_scale = cosine_init_scale, .add = cosine_add, .init = cosine_init,
                                .forward = cosine_forward}},
-    [QKT_ATTN_SIGMA_REPARAM] = {.v = {.name = "sigma_reparam", .summary = "W_q, W_k -> gamma/sigma(W) W, then 1/sqrt(d_k)",
-                                      .scale = s_sqrt_dk, .add = sigma_add, .init = sigma_init, .forward = sigma_forward,
-                                      .advance = sigma_advance}},
+    [QKT_ATTN_SIGMA_REPARAM] = {.v = {.name = "sigma_reparam",
+                                      .summary = "every Linear W -> gamma/sigma(W) W, gamma init sigma(W_0) (Zhai et al.), then 1/sqrt(d_k)",
+                                      .scale = s_sqrt_dk, .sigma_linears = true}},
+    [QKT_ATTN_SIGMA_QK] = {.v = {.name = "sigma_qk",
+                                 .summary = "W_q, W_k alone -> gamma/sigma(W) W, gamma init 1 (q, k start divided by sigma(W_0)), then 1/sqrt(d_k)",
+                                 .scale = s_sqrt_dk, .add = sigma_add, .init = sigma_init, .forward = sigma_forward,
+                                 .advance = sigma_advance}},
     /* the family "power" (its members are named power:ALPHA) */
     [QKT_ATTN_SCALE_COUNT] = {.v = {.name = "power", .summary = "s = d_k^-ALPHA", .family = true, .scale = s_power}},
 };

@@ -34,7 +34,9 @@ typedef enum qkt_attn_scale {
     QKT_ATTN_QK_LAYERNORM,    /* "qk_layernorm": LayerNorm(d_k) on q and k, then 1/sqrt(d_k) */
     QKT_ATTN_COSINE,          /* "cosine":       q_h, k_h L2-normalised, s_h = exp(min(tau[h], log 100)),
                                *                 tau learned, init log 10 (Swin Transformer v2) */
-    QKT_ATTN_SIGMA_REPARAM,   /* "sigma_reparam": W_q, W_k -> gamma / sigma(W) W (Zhai et al. 2023),
+    QKT_ATTN_SIGMA_REPARAM,   /* "sigma_reparam": every Linear of every block W -> gamma / sigma(W) W,
+                               *                 gamma init sigma(W_0) (Zhai et al. 2023), then 1/sqrt(d_k) */
+    QKT_ATTN_SIGMA_QK,        /* "sigma_qk":     W_q, W_k alone -> gamma / sigma(W) W, gamma init 1,
                                *                 then 1/sqrt(d_k) */
     QKT_ATTN_SCALE_COUNT      /* the built-in variants; "power:ALPHA" (s = d_k^-ALPHA) and registered
                                * variants have ids from here on */
@@ -46,8 +48,8 @@ const char *qkt_attn_scale_name(qkt_attn_scale s);
 int qkt_attn_scale_parse(const char *name, qkt_attn_scale *out, qkt_err *err);
 /* The scale s a variant applies to q.k at init, without attn_temp, for width n_embd and
  * key width d_k: 1/sqrt(d_k), 1, 1/d_k, 1/sqrt(n_embd), d_k^-ALPHA; learned: exp(log_scale)
- * at init = 1/sqrt(d_k); qk_layernorm and sigma_reparam: 1/sqrt(d_k) (after the LayerNorm,
- * the reparametrisation); cosine: its temperature at init, 10 (on unit q, k); a
+ * at init = 1/sqrt(d_k); qk_layernorm, sigma_reparam and sigma_qk: 1/sqrt(d_k) (after the
+ * LayerNorm, the reparametrisation); cosine: its temperature at init, 10 (on unit q, k); a
  * registered variant: its `scale` hook times its `init_scale` hook. */
 double qkt_attn_scale_at_init(qkt_attn_scale kind, int n_embd, int d_k);
 
@@ -121,13 +123,41 @@ qkt_gpt_config qkt_gpt_config_default(void);
 int qkt_gpt_config_validate(const qkt_gpt_config *c, qkt_err *err);
 
 /* ---------------------------------------------------------------- layers */
-/* y = x W^T + b. W: (out, in) (PyTorch layout), b: (out) or NULL. x: (..., in). */
+/* y = x W^T + b. W: (out, in) (PyTorch layout), b: (out) or NULL. x: (..., in).
+ * With sigma_gamma set (qkt_linear_sigma_add), W is used as W_hat = gamma / sigma(W) W. */
 typedef struct qkt_linear {
     qkt_tensor *weight, *bias;
+    qkt_tensor *sigma_gamma, *sigma_u; /* (1) and the buffer (in): sigmaReparam, or NULL */
 } qkt_linear;
 /* Registers `<prefix>.weight` (out, in) with QKT_PARAM_DECAY and, if bias, `<prefix>.bias`. */
 void qkt_linear_add(qkt_linear *l, qkt_params *p, const char *prefix, int in, int out, bool bias);
 qkt_tensor *qkt_linear_forward(qkt_ctx *ctx, const qkt_linear *l, qkt_tensor *x);
+
+/* Spectral reparametrisation (Zhai et al. 2023, sigmaReparam). For nb row blocks of
+ * `rows` rows of w (out, in):  W_hat_m = gamma_m / sigma_m W_m,  sigma_m = ||W_m u_m|| (>= 1e-12),
+ * u (nb, in) a fixed input (no gradient through u or v = W u / sigma: d sigma / dW = v u^T);
+ * rows past the blocks are copied. gamma (nb) gets dL/dgamma_m = sum(G_m * W_m) / sigma_m. */
+#define QKT_SIGMA_MAX_BLOCKS 4
+qkt_tensor *qkt_sigma_reparam(qkt_ctx *ctx, qkt_tensor *w, qkt_tensor *gamma, const qkt_tensor *u, int nb, int rows);
+/* One power iteration on W (rows, cols) from the unit vector u (cols), in place (in double):
+ * u <- normalise(W^T normalise(W u)); returns ||W u|| of the u it started from. A zero W u leaves u. */
+double qkt_sigma_power_step(const qkt_real *W, int rows, int cols, qkt_real *u);
+/* sigma = ||W u|| (>= 1e-12), as qkt_sigma_reparam computes it. */
+double qkt_sigma_of(const qkt_real *W, int rows, int cols, const qkt_real *u);
+/* u (cols) = a random unit vector from r, then `iters` power iterations on W, or (iters 0)
+ * iterations until sigma's estimate moves by less than 1e-9 of itself (at most 2000). */
+void qkt_sigma_init_u(const qkt_real *W, int rows, int cols, qkt_real *u, int iters, qkt_rng *r);
+/* Makes l a sigmaReparam Linear: registers `<prefix>.sigma_u` (in), a QKT_PARAM_BUFFER, then
+ * `<prefix>.sigma_gamma` (1), trained, not decayed (after l->weight: it reads its shape). */
+void qkt_linear_sigma_add(qkt_linear *l, qkt_params *p, const char *prefix);
+/* Init of l's tensor t (its sigma_u or sigma_gamma), l->weight already initialised: u to
+ * convergence from a random unit vector drawn from r; gamma = sigma(W_0) from that u, so
+ * W_hat = W at init (to float rounding). */
+void qkt_linear_sigma_init(const qkt_linear *l, const qkt_tensor *t, qkt_rng *r);
+/* One power iteration on l's u (nothing for a plain Linear). */
+void qkt_linear_advance(const qkt_linear *l);
+/* The weight the forward uses: l->weight, or W_hat (a recorded op) for a sigmaReparam Linear. */
+qkt_tensor *qkt_linear_weight(qkt_ctx *ctx, const qkt_linear *l);
 
 /* y[..., :] = W[idx[...], :]. W: (n, C). */
 typedef struct qkt_embed {
@@ -162,12 +192,13 @@ qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x);
 
 /* Causal multi-head self-attention, x (B, T, C) -> (B, T, C):
  *   q, k, v = split(c_attn(x));  [the variant's forward hook may change q, k (qk_layernorm,
- *   cosine) or the projection (sigma_reparam), and give a per-head log multiplier]
+ *   cosine) or the projection (sigma_qk), and give a per-head log multiplier]
  *   y = c_proj(softmax(s_h attn_temp q_h k_h^T + causal/pad mask) v_h, heads merged).
  * Registered (in this order): c_attn (3C, C) with rows q, k, v, heads contiguous in
  * each; c_proj (C, C); then the variant's own tensors (vp[]): learned: log_scale (H);
- * qk_layernorm: q_ln, k_ln (d_k); cosine: logit_scale (H); sigma_reparam: sigma_gamma (2)
- * (gamma of W_q, W_k) and the buffer sigma_u (2, C) (their power-iteration vectors). */
+ * qk_layernorm: q_ln, k_ln (d_k); cosine: logit_scale (H); sigma_qk: sigma_gamma (2)
+ * (gamma of W_q, W_k) and the buffer sigma_u (2, C) (their power-iteration vectors).
+ * (sigma_reparam's tensors belong to the Linears; the model registers them, qkt_gpt.) */
 #define QKT_ATTN_MAX_VP 8
 typedef struct qkt_attn_variant qkt_attn_variant;
 typedef struct qkt_attn {
@@ -191,10 +222,11 @@ void qkt_attn_add(qkt_attn *a, qkt_params *p, const char *prefix, const qkt_gpt_
 typedef struct qkt_attn_call {
     const uint8_t *key_pad;     /* (B, T), nonzero = key blocked; or NULL */
     qkt_attn_capture *capture;  /* filled when non-NULL (its probs / logits (B, H, T, T) set by the caller) */
-    bool hold_state;            /* do not advance persistent state (sigma_reparam's u) in this forward */
+    bool hold_state;            /* do not advance persistent state (sigma_reparam's, sigma_qk's u) in this forward */
 } qkt_attn_call;
 /* A training forward (ctx->training and recording) first advances the variant's
- * persistent state (its `advance` hook), unless call->hold_state. */
+ * persistent state (its `advance` hook), unless call->hold_state. (The block forward
+ * advances its sigmaReparam Linears the same way.) */
 qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const qkt_attn_call *call);
 
 /* ---------------------------------------------------------------- the variant registry */
@@ -230,6 +262,10 @@ struct qkt_attn_variant {
     /* Advances the layer's persistent state (QKT_PARAM_BUFFER tensors) by one step: called
      * before `forward` on a training forward, or by qkt_gpt_advance_state. Single-threaded. */
     void (*advance)(const qkt_attn *a);
+    /* Zhai et al.'s sigmaReparam on every Linear of every block (attn.c_attn, attn.c_proj,
+     * mlp.c_fc, mlp.c_proj; not the embeddings or the tied LM head): qkt_gpt_init makes each a
+     * sigmaReparam Linear (qkt_linear_sigma_add), qkt_gpt_init_weights gives gamma = sigma(W_0). */
+    bool sigma_linears;
     void *user;          /* free for the variant */
 };
 /* Copies v into the registry (name included; summary and user are kept as pointers) and
@@ -249,7 +285,8 @@ qkt_tensor *qkt_attn_param(qkt_attn *a, qkt_params *p, const char *suffix, int n
 qkt_tensor *qkt_attn_project(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x);
 void qkt_attn_split(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *packed, qkt_attn_qk *io);
 
-/* Pre-LN block: x = x + drop(attn(ln_1(x)));  x = x + drop(mlp(ln_2(x))). */
+/* Pre-LN block: x = x + drop(attn(ln_1(x)));  x = x + drop(mlp(ln_2(x))). A training
+ * forward first advances the u of its sigmaReparam Linears, unless call->hold_state. */
 typedef struct qkt_block {
     qkt_ln ln_1, ln_2;
     qkt_attn attn;
@@ -268,6 +305,10 @@ qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, c
  *     .ln_2.{weight,bias}, .mlp.c_fc.{weight,bias}, .mlp.c_proj.{weight,bias},
  *   transformer.ln_f.{weight,bias}.
  * (No biases when cfg.bias is false.) The LM head is wte (tied), not a parameter.
+ * A variant with sigma_linears (sigma_reparam) appends, after ln_f, for each layer i and
+ * each of its Linears L in the order attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj:
+ *   transformer.h.i.L.sigma_u (in) (a buffer), transformer.h.i.L.sigma_gamma (1),
+ * so every other tensor keeps its index, and its init, of the sqrt_dk model.
  * QKT_PARAM_DECAY is set on exactly the 2-D weights (embeddings and Linear weights). */
 #define QKT_GPT_WTE "transformer.wte.weight"
 #define QKT_GPT_WPE "transformer.wpe.weight"
@@ -295,9 +336,11 @@ void qkt_gpt_free(qkt_gpt *g);
  *   (0.02 stands for cfg.init_std when that is set);
  *   biases 0; LayerNorm weights 1, biases 0; log_scale log(1/sqrt(d_k)).
  * A variant's own tensors get its `init` hook (learned: log_scale log(1/sqrt(d_k)); cosine:
- * logit_scale log 10; sigma_reparam: gamma 1, u from 50 power iterations on the initialised
- * W from a random unit vector). Tensors added to the store after the model's own (a
- * user's module) are left to the user.
+ * logit_scale log 10; sigma_qk: gamma 1, u from 50 power iterations on the initialised
+ * W from a random unit vector); a sigmaReparam Linear's (sigma_reparam): u from power
+ * iterations to convergence, gamma = sigma(W_0) (qkt_linear_sigma_init), so the model
+ * computes what the sqrt_dk model of the same seed does. Tensors added to the store
+ * after the model's own (a user's module) are left to the user.
  * rng advances by one draw per parameter tensor. */
 void qkt_gpt_init_weights(qkt_gpt *g, qkt_rng *rng);
 
@@ -314,7 +357,7 @@ typedef struct qkt_gpt_opts {
     bool hold_state;            /* a training forward does not advance persistent state (qkt_dp) */
 } qkt_gpt_opts;
 /* Advances every layer's persistent state once, as a training forward does first
- * (sigma_reparam: one power iteration); qkt_dp calls it once before its replicas. */
+ * (sigma_reparam, sigma_qk: one power iteration per u); qkt_dp calls it once before its replicas. */
 void qkt_gpt_advance_state(qkt_gpt *g);
 
 /* Forward on idx (B, T) tokens in [0, V), T <= block_size (checked: programmer error;

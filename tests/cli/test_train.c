@@ -95,8 +95,8 @@ static void expect_same_run(const char *a, const char *b, int n_rows, int line) 
 }
 
 /* The scale variants with their own tensors or state, and the model options, resume
- * bit-identically too: sigma_reparam's power-iteration vectors (a checkpointed buffer;
- * with 2 replicas on 2 threads, resumed on 1), cosine's temperatures, a power:ALPHA named
+ * bit-identically too: sigma_reparam's power-iteration vectors (checkpointed buffers, one
+ * per Linear; with 2 replicas on 2 threads, resumed on 1), sigma_qk's, cosine's temperatures, a power:ALPHA named
  * on the command line, and --norm rmsnorm --mlp swiglu --pos rope|alibi on mqar and on a
  * text file. */
 static void test_resume_variants(void) {
@@ -114,7 +114,7 @@ static void test_resume_variants(void) {
     const char *v[] = {TINY_MODEL " --attn-scale sigma_reparam --replicas 2", TINY_MODEL " --attn-scale cosine",
                        TINY_MODEL " --attn-scale power:0.75",
                        TINY_MODEL " --norm rmsnorm --mlp swiglu --pos rope --attn-scale cosine",
-                       TINY_MODEL " --norm rmsnorm --pos alibi --attn-scale sigma_reparam", text_run};
+                       TINY_MODEL " --norm rmsnorm --pos alibi --attn-scale sigma_qk", text_run};
     for (int i = 0; i < (int)(sizeof v / sizeof *v); i++) {
         char args[3000], a[512], b[512];
         snprintf(a, sizeof a, "%s/var%d_straight", tmp, i);

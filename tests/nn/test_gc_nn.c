@@ -7,7 +7,9 @@
  * differences (h = 1e-6) of L = sum(r * f) for a random projection r, and per tensor
  * err = max |analytic - numeric| / max(max |numeric|, max |analytic|, 1e-6). The layer
  * input x is a tensor of the same store, so dL/dx is checked too. A planted wrong
- * backward proves the loop can fail. (Named test_gc_* so CMake builds it in float64.) */
+ * backward proves the loop can fail, and a sigma taken as a constant in sigmaReparam's op
+ * (the gradient of a detached spectral norm) is caught too. (Named test_gc_* so CMake
+ * builds it in float64.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +118,24 @@ static void randomize(qkt_params *p, uint64_t seed, double x_scale) {
         for (int64_t j = 0; j < t->size; j++) t->data[j] = (qkt_real)(s * qkt_rng_normal(&r));
         if (t->ndim == 1 && strstr(t->name, "ln") && strstr(t->name, ".weight")) /* LayerNorm gains near 1 */
             for (int64_t j = 0; j < t->size; j++) t->data[j] += 1;
+    }
+}
+
+/* sigma_reparam's Linears as the model has them (randomize draws u of norm ~sqrt(in) and gammas
+ * near 0, which leave some layers' gradients at rounding-noise size): u a converged unit vector,
+ * gamma = sigma(W) times a factor in [0.5, 1.5] (so W_hat is not W). */
+static void sigma_linears_realistic(qkt_gpt *g, uint64_t seed) {
+    qkt_rng r;
+    qkt_rng_seed(&r, seed);
+    for (int l = 0; l < g->cfg.n_layer; l++) {
+        qkt_block *b = &g->h[l];
+        qkt_linear *ls[4] = {&b->attn.c_attn, &b->attn.c_proj, &b->mlp.c_fc, &b->mlp.c_proj};
+        for (int k = 0; k < 4; k++) {
+            if (!ls[k]->sigma_u) continue;
+            qkt_linear_sigma_init(ls[k], ls[k]->sigma_u, &r);
+            qkt_linear_sigma_init(ls[k], ls[k]->sigma_gamma, &r);
+            ls[k]->sigma_gamma->data[0] *= (qkt_real)(0.5 + qkt_rng_uniform(&r));
+        }
     }
 }
 
@@ -258,6 +278,7 @@ static void test_gpt(void) {
         EXPECT(qkt_gpt_init(&g, &cfg, &err) == 0, "%s", err.msg);
         /* Large-ish random weights (not the 0.02 init) so every path carries gradient. */
         randomize(&g.params, 500 + (uint64_t)s, 1.0);
+        sigma_linears_realistic(&g, 550 + (uint64_t)s);
         nn_case c = {.fn = f_gpt, .gpt = &g, .idx = idx, .targets = tgt, .B = B, .T = T, .cfg = cfg};
         snprintf(name, sizeof name, "gpt loss %s", qkt_attn_scale_name(s));
         c.name = name;
@@ -309,14 +330,17 @@ static void test_options(void) {
         {"gpt rmsnorm gelu rope sigma_reparam", QKT_NORM_RMSNORM, QKT_MLP_GELU, QKT_POS_ROPE, QKT_ATTN_SIGMA_REPARAM},
         {"gpt layernorm swiglu pos none", QKT_NORM_LAYERNORM, QKT_MLP_SWIGLU, QKT_POS_NONE, QKT_ATTN_SQRT_DK},
         {"gpt rmsnorm gelu alibi learned", QKT_NORM_RMSNORM, QKT_MLP_GELU, QKT_POS_ALIBI, QKT_ATTN_LEARNED},
+        {"gpt layernorm swiglu sigma_reparam", QKT_NORM_LAYERNORM, QKT_MLP_SWIGLU, QKT_POS_LEARNED, QKT_ATTN_SIGMA_REPARAM},
+        {"gpt rmsnorm swiglu alibi sigma_qk", QKT_NORM_RMSNORM, QKT_MLP_SWIGLU, QKT_POS_ALIBI, QKT_ATTN_SIGMA_QK},
     };
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
         qkt_gpt_config cfg = cfg_of(cases[k].scale);
         cfg.n_head = 2, cfg.norm = cases[k].norm, cfg.mlp = cases[k].mlp, cfg.pos = cases[k].pos;
         qkt_gpt g;
         qkt_err err = {{0}};
         EXPECT(qkt_gpt_init(&g, &cfg, &err) == 0, "%s", err.msg);
         randomize(&g.params, 800 + (uint64_t)k, 1.0);
+        sigma_linears_realistic(&g, 850 + (uint64_t)k);
         nn_case c = {.fn = f_gpt, .gpt = &g, .idx = idx, .targets = tgt, .B = 2, .T = 5, .cfg = cfg, .name = cases[k].name};
         c.p = g.params;
         double e = check_store(&c, 810 + (uint64_t)k);
@@ -372,8 +396,8 @@ static void test_dp_variant(qkt_attn_scale variant) {
                qkt_attn_scale_name(variant), n);
         qkt_dp_free(&dp);
     }
-    if (variant == QKT_ATTN_SIGMA_REPARAM)
-        EXPECT(memcmp(state, before, (size_t)P * sizeof *state), "sigma_reparam: a training step did not advance u");
+    if (variant == QKT_ATTN_SIGMA_REPARAM || variant == QKT_ATTN_SIGMA_QK)
+        EXPECT(memcmp(state, before, (size_t)P * sizeof *state), "%s: a training step did not advance u", qkt_attn_scale_name(variant));
     qkt_set_threads(1);
     qkt_ctx_free(&ctx);
     free(ref), free(before), free(state);
@@ -382,6 +406,64 @@ static void test_dp_variant(qkt_attn_scale variant) {
 static void test_dp(void) {
     test_dp_variant(QKT_ATTN_LEARNED);
     test_dp_variant(QKT_ATTN_SIGMA_REPARAM);
+    test_dp_variant(QKT_ATTN_SIGMA_QK);
+}
+
+/* ---------------------------------------------------------------- sigmaReparam's op */
+/* y = x W_hat^T with W_hat from qkt_sigma_reparam: one block of every row (a sigma_reparam
+ * Linear) or 2 blocks of 2 rows and 2 rows copied (sigma_qk's form); gamma, W and x are
+ * checked, u is a buffer. The planted version computes the same W_hat with sigma taken as a
+ * constant (no d sigma / dW = v u^T term, the gradient of a detached spectral norm): the
+ * check must catch it. */
+static int sigma_nb;
+static qkt_tensor *f_sigma(qkt_ctx *ctx, const nn_case *c) {
+    qkt_tensor *w = qkt_params_find(&c->p, "w"), *g = qkt_params_find(&c->p, "gamma"), *u = qkt_params_find(&c->p, "u");
+    int rows = sigma_nb == 1 ? w->shape[0] : 2;
+    return qkt_affine(ctx, c->x, qkt_sigma_reparam(ctx, w, g, u, sigma_nb, rows), NULL);
+}
+static qkt_tensor *f_sigma_detached(qkt_ctx *ctx, const nn_case *c) {
+    qkt_tensor *w = qkt_params_find(&c->p, "w"), *g = qkt_params_find(&c->p, "gamma"), *u = qkt_params_find(&c->p, "u");
+    double sigma = qkt_sigma_of(w->data, w->shape[0], w->shape[1], u->data); /* a plain number: no gradient */
+    return qkt_affine(ctx, c->x, qkt_scale(ctx, qkt_mul(ctx, w, g), 1 / sigma), NULL);
+}
+static void sigma_case(nn_case *c, const char *name, nn_fn fn, int nb, uint64_t seed) {
+    memset(c, 0, sizeof *c);
+    c->name = name, c->fn = fn, c->B = 2, c->T = 3;
+    sigma_nb = nb;
+    qkt_params_init(&c->p);
+    qkt_params_add(&c->p, "w", 2, (int[]){6, 5}, QKT_PARAM_DECAY);
+    qkt_params_add(&c->p, "gamma", 1, (int[]){nb}, 0);
+    qkt_params_add(&c->p, "u", 2, (int[]){nb, 5}, QKT_PARAM_BUFFER);
+    c->x = qkt_params_add(&c->p, "x", 3, (int[]){2, 3, 5}, 0);
+    qkt_params_finalize(&c->p);
+    randomize(&c->p, seed, 1.0);
+}
+static void test_sigma_op(void) {
+    nn_case c;
+    sigma_case(&c, "sigma_reparam op, one block", f_sigma, 1, 900);
+    double e = check_store(&c, 901);
+    EXPECT(e <= TOL, "sigma_reparam op: err %g", e);
+    qkt_params_free(&c.p);
+    sigma_case(&c, "sigma_reparam op, 2 blocks + copied rows", f_sigma, 2, 910);
+    e = check_store(&c, 911);
+    EXPECT(e <= TOL, "sigma_reparam op, 2 blocks: err %g", e);
+    qkt_params_free(&c.p);
+    /* the planted wrong backward: the same forward values, sigma detached */
+    sigma_case(&c, "sigma_reparam op, planted: sigma detached", f_sigma_detached, 1, 900);
+    nn_case ref;
+    sigma_case(&ref, "ref", f_sigma, 1, 900);
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
+    qkt_tensor *ya = f_sigma(&ctx, &ref), *yb = f_sigma_detached(&ctx, &c);
+    double d = 0;
+    for (int64_t i = 0; i < ya->size; i++) d = fmax(d, fabs(ya->data[i] - yb->data[i]));
+    EXPECT(d < 1e-12, "the planted forward differs from the op's (%g)", d);
+    qkt_ctx_free(&ctx);
+    qkt_params_free(&ref.p);
+    c.plant = true; /* (only for the printed verdict: f_sigma_detached takes x as it is) */
+    e = check_store(&c, 901);
+    EXPECT(e > 0.1, "a detached sigma's gradient not caught (err %g)", e);
+    qkt_params_free(&c.p);
 }
 
 int main(void) {
@@ -394,5 +476,6 @@ int main(void) {
     test_power_cosine_clamp();
     test_options();
     test_dp();
+    test_sigma_op();
     return qkt_test_finish();
 }

@@ -625,7 +625,7 @@ static void test_config(void) {
     expect_invalid(b, "ln_eps");
     b = c, b.attn_scale = (qkt_attn_scale)99;
     expect_invalid(b, "attn_scale");
-    const char *names[] = {"sqrt_dk", "none", "dk", "sqrt_dmodel", "learned", "qk_layernorm", "cosine", "sigma_reparam"};
+    const char *names[] = {"sqrt_dk", "none", "dk", "sqrt_dmodel", "learned", "qk_layernorm", "cosine", "sigma_reparam", "sigma_qk"};
     for (int i = 0; i < QKT_ATTN_SCALE_COUNT; i++) {
         qkt_attn_scale s = QKT_ATTN_SCALE_COUNT;
         EXPECT(!strcmp(qkt_attn_scale_name((qkt_attn_scale)i), names[i]), "name of %d", i);

@@ -1,7 +1,8 @@
 /* nn: the scale-variant registry (built-ins, power:ALPHA members, a program's own
  * variant, bad names), the new variants' init and state (cosine's temperature,
- * sigma_reparam's u: advanced by training forwards only, sigma near the spectral norm),
- * and tensors added to a model's store after finalize. */
+ * sigma_qk's u: advanced by training forwards only, sigma near the spectral norm;
+ * sigma_reparam: every Linear reparametrised, the same function as sqrt_dk at init), and
+ * tensors added to a model's store after finalize. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ static void test_names(void) {
     EXPECT(qkt_attn_scale_parse("cube", &a, &err) == -1 && strstr(err.msg, "sigma_reparam") && strstr(err.msg, "power:ALPHA"),
            "unknown: %s", err.msg);
     char list[512];
-    EXPECT(strstr(qkt_attn_scale_list(list, sizeof list), "cosine, sigma_reparam, power:ALPHA") &&
+    EXPECT(strstr(qkt_attn_scale_list(list, sizeof list), "cosine, sigma_reparam, sigma_qk, power:ALPHA") &&
                !strstr(list, "power:0.75"),
            "list: %s", list);
 }
@@ -111,23 +112,23 @@ static void test_register(void) {
     qkt_gpt_free(&h);
 }
 
-/* ---------------------------------------------------------------- sigma_reparam state */
-static double spectral_norm(const qkt_real *W, int C) { /* 2000 power iterations in double */
-    double *u = malloc(2 * (size_t)C * sizeof *u), *v = u + C, s = 0;
+/* ---------------------------------------------------------------- sigma_qk state */
+static double spectral_norm_rc(const qkt_real *W, int R, int C) { /* 2000 power iterations in double */
+    double *u = malloc(((size_t)R + C) * sizeof *u), *v = u + C, s = 0;
     for (int j = 0; j < C; j++) u[j] = 1.0 / (j + 1);
     for (int it = 0; it < 2000; it++) {
         double n = 0;
-        for (int i = 0; i < C; i++) {
+        for (int i = 0; i < R; i++) {
             v[i] = 0;
             for (int j = 0; j < C; j++) v[i] += W[i * C + j] * u[j];
             n += v[i] * v[i];
         }
         s = sqrt(n);
-        for (int i = 0; i < C; i++) v[i] /= s;
+        for (int i = 0; i < R; i++) v[i] /= s;
         n = 0;
         for (int j = 0; j < C; j++) {
             u[j] = 0;
-            for (int i = 0; i < C; i++) u[j] += W[i * C + j] * v[i];
+            for (int i = 0; i < R; i++) u[j] += W[i * C + j] * v[i];
             n += u[j] * u[j];
         }
         for (int j = 0; j < C; j++) u[j] /= sqrt(n);
@@ -135,9 +136,10 @@ static double spectral_norm(const qkt_real *W, int C) { /* 2000 power iterations
     free(u);
     return s;
 }
+static double spectral_norm(const qkt_real *W, int C) { return spectral_norm_rc(W, C, C); }
 
 static void test_sigma_state(void) {
-    qkt_gpt_config c = small_cfg(QKT_ATTN_SIGMA_REPARAM);
+    qkt_gpt_config c = small_cfg(QKT_ATTN_SIGMA_QK);
     qkt_gpt g;
     make_gpt(&g, &c, 9);
     int C = c.n_embd;
@@ -181,6 +183,142 @@ static void test_sigma_state(void) {
     free(u0);
     qkt_gpt_free(&g);
     qkt_gpt_free(&g2);
+}
+
+/* ---------------------------------------------------------------- sigma_reparam (Zhai et al.) */
+static const char *const sigma_linears[4] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
+
+/* Every Linear of every block has u (in) (a buffer) and gamma (1) = ||W u||, the spectral
+ * norm of its initialised W; they come after every other tensor, which keeps its index and
+ * init from the sqrt_dk model of the same seed; u moves in training forwards only. */
+static void test_sigma_reparam(void) {
+    qkt_gpt_config c = small_cfg(QKT_ATTN_SIGMA_REPARAM), cr = small_cfg(QKT_ATTN_SQRT_DK);
+    c.mlp = cr.mlp = QKT_MLP_SWIGLU; /* c_fc (2F, C), c_proj (C, F): not square */
+    c.qk_init = cr.qk_init = QKT_QK_INIT_UNIT;
+    qkt_gpt g, ref;
+    make_gpt(&g, &c, 9);
+    make_gpt(&ref, &cr, 9);
+    EXPECT(!qkt_params_find(&g.params, "transformer.h.0.attn.sigma_gamma"), "sigma_reparam has sigma_qk's tensors");
+    EXPECT(g.params.n == ref.params.n + 8 * c.n_layer, "%d tensors, sqrt_dk %d", g.params.n, ref.params.n);
+    for (int i = 0; i < ref.params.n; i++) {
+        qkt_tensor *a = g.params.t[i], *b = ref.params.t[i];
+        EXPECT(!strcmp(a->name, b->name) && a->size == b->size && !memcmp(a->data, b->data, (size_t)a->size * sizeof *a->data),
+               "tensor %d: %s vs sqrt_dk's %s", i, a->name, b->name);
+    }
+    qkt_real *u0 = malloc((size_t)g.params.size * sizeof *u0);
+    for (int l = 0; l < c.n_layer; l++)
+        for (int k = 0; k < 4; k++) {
+            char name[128];
+            snprintf(name, sizeof name, "transformer.h.%d.%s.weight", l, sigma_linears[k]);
+            qkt_tensor *w = qkt_params_find(&g.params, name);
+            snprintf(name, sizeof name, "transformer.h.%d.%s.sigma_u", l, sigma_linears[k]);
+            qkt_tensor *u = qkt_params_find(&g.params, name);
+            snprintf(name, sizeof name, "transformer.h.%d.%s.sigma_gamma", l, sigma_linears[k]);
+            qkt_tensor *gam = qkt_params_find(&g.params, name);
+            EXPECT(w && u && gam && u->ndim == 1 && u->shape[0] == w->shape[1] && gam->size == 1 && gam->requires_grad &&
+                       !u->requires_grad, "%s: u (in), gamma (1)", name);
+            if (!(w && u && gam)) continue;
+            int ui = -1, gi = -1;
+            for (int i = 0; i < g.params.n; i++) ui = g.params.t[i] == u ? i : ui, gi = g.params.t[i] == gam ? i : gi;
+            EXPECT((g.params.flags[ui] & QKT_PARAM_BUFFER) && !(g.params.flags[gi] & QKT_PARAM_DECAY) && gi == ui + 1,
+                   "%s: u a buffer, gamma right after it, not decayed", name);
+            double sn = spectral_norm_rc(w->data, w->shape[0], w->shape[1]);
+            EXPECT(fabs(gam->data[0] - sn) < 1e-4 * sn, "%s: gamma %.7f vs the spectral norm %.7f", name, gam->data[0], sn);
+            EXPECT(fabs(gam->data[0] - qkt_sigma_of(w->data, w->shape[0], w->shape[1], u->data)) < 1e-6 * sn,
+                   "%s: gamma is not ||W u||", name);
+        }
+    memcpy(u0, g.params.data, (size_t)g.params.size * sizeof *u0);
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
+    loss_of(&g, &ctx, QKT_MODE_EVAL);
+    loss_of(&g, &ctx, QKT_MODE_GRAD);
+    EXPECT(!memcmp(u0, g.params.data, (size_t)g.params.size * sizeof *u0), "an eval or GRAD forward moved the store");
+    qkt_gpt g2;
+    make_gpt(&g2, &c, 9);
+    for (int i = ref.params.n; i < g.params.n; i++) /* every u a unit vector far from converged, so a step moves it */
+        if (!g.params.t[i]->requires_grad)
+            for (int64_t j = 0; j < g.params.t[i]->size; j++)
+                g.params.t[i]->data[j] = g2.params.t[i]->data[j] = (qkt_real)(1 / sqrt((double)g.params.t[i]->size));
+    memcpy(u0, g.params.data, (size_t)g.params.size * sizeof *u0);
+    loss_of(&g, &ctx, QKT_MODE_TRAIN);
+    for (int l = 0; l < c.n_layer; l++)
+        for (int k = 0; k < 4; k++) {
+            char name[128];
+            snprintf(name, sizeof name, "transformer.h.%d.%s.sigma_u", l, sigma_linears[k]);
+            qkt_tensor *u = qkt_params_find(&g.params, name);
+            int64_t off = qkt_params_offset(&g.params, u);
+            EXPECT(memcmp(u0 + off, u->data, (size_t)u->size * sizeof *u0), "%s: a training forward did not advance it", name);
+        }
+    qkt_gpt_advance_state(&g2);
+    EXPECT(!memcmp(g.params.data, g2.params.data, (size_t)g.params.size * sizeof *u0),
+           "qkt_gpt_advance_state differs from a training forward's advance");
+    /* a training step's gradient reaches every gamma */
+    qkt_ctx_reset(&ctx);
+    int32_t idx[16], tgt[16];
+    for (int i = 0; i < 16; i++) idx[i] = (int32_t)((i * 7 + 3) % 11), tgt[i] = (int32_t)((i * 5 + 1) % 11);
+    qkt_params_zero_grad(&g2.params);
+    qkt_backward(&ctx, qkt_gpt_forward(&ctx, &g2, idx, tgt, 2, 8, NULL, NULL), NULL);
+    for (int i = ref.params.n; i < g2.params.n; i++)
+        if (g2.params.t[i]->requires_grad)
+            EXPECT(g2.params.t[i]->grad[0] != 0, "no gradient reached %s", g2.params.t[i]->name);
+    qkt_ctx_free(&ctx);
+    free(u0);
+    qkt_gpt_free(&g);
+    qkt_gpt_free(&g2);
+    qkt_gpt_free(&ref);
+}
+
+/* max |logits(a) - logits(b)| / max |logits(b)| on one batch, eval mode, or a training
+ * forward (which advances u first) when train. */
+static double logit_gap(qkt_gpt *a, qkt_gpt *b, bool train) {
+    int32_t idx[16];
+    for (int i = 0; i < 16; i++) idx[i] = (int32_t)((i * 7 + 3) % 11);
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
+    qkt_ctx_set_mode(&ctx, train ? QKT_MODE_TRAIN : QKT_MODE_EVAL);
+    qkt_tensor *la, *lb;
+    qkt_gpt_forward(&ctx, a, idx, NULL, 2, 8, &la, NULL);
+    qkt_gpt_forward(&ctx, b, idx, NULL, 2, 8, &lb, NULL);
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < la->size; i++) d = fmax(d, fabs((double)la->data[i] - lb->data[i])), m = fmax(m, fabs(lb->data[i]));
+    qkt_ctx_free(&ctx);
+    return d / m;
+}
+
+/* "The same function at init": sigma_reparam's logits are the sqrt_dk model's of the same
+ * seed (the same weights) to float rounding, in eval and in the first training forward; with
+ * gamma 1 instead of sigma(W_0) they are not (the check can fail), and sigma_qk's are not. */
+static void test_sigma_same_function(void) {
+    const qkt_qk_init inits[2] = {QKT_QK_INIT_UNIT, QKT_QK_INIT_GPT2};
+    for (int k = 0; k < 2; k++) {
+        qkt_gpt_config c = small_cfg(QKT_ATTN_SIGMA_REPARAM), cr = small_cfg(QKT_ATTN_SQRT_DK), cq = small_cfg(QKT_ATTN_SIGMA_QK);
+        c.n_embd = cr.n_embd = cq.n_embd = 48, c.n_head = cr.n_head = cq.n_head = 3; /* d_k 16 */
+        c.qk_init = cr.qk_init = cq.qk_init = inits[k];
+        qkt_gpt g, ref, qk;
+        make_gpt(&g, &c, 31);
+        make_gpt(&ref, &cr, 31);
+        make_gpt(&qk, &cq, 31);
+        double e = logit_gap(&g, &ref, false), t = logit_gap(&g, &ref, true);
+        EXPECT(e < 1e-5 && t < 1e-5, "qk_init %s: sigma_reparam's logits at init differ from sqrt_dk's by %.3g (eval), %.3g (train)",
+               qkt_qk_init_name(inits[k]), e, t);
+        for (int i = ref.params.n; i < g.params.n; i++)
+            if (g.params.t[i]->requires_grad) g.params.t[i]->data[0] = 1; /* gamma 1, as sigma_qk's */
+        double one = logit_gap(&g, &ref, false);
+        EXPECT(one > 1e-2, "qk_init %s: gamma 1 gives sqrt_dk's logits too (%.3g): the check cannot fail",
+               qkt_qk_init_name(inits[k]), one);
+        for (int i = 0; i < qk.params.n; i++) /* sigma_qk with sqrt_dk's weights */
+            if (qkt_params_find(&ref.params, qk.params.t[i]->name))
+                memcpy(qk.params.t[i]->data, qkt_params_find(&ref.params, qk.params.t[i]->name)->data,
+                       (size_t)qk.params.t[i]->size * sizeof(qkt_real));
+        for (int it = 0; it < 50; it++) qkt_gpt_advance_state(&qk); /* u power-iterated on these weights */
+        double q = logit_gap(&qk, &ref, false);
+        EXPECT(q > 1e-2, "qk_init %s: sigma_qk gives sqrt_dk's logits at init (%.3g)", qkt_qk_init_name(inits[k]), q);
+        printf("qk_init %-4s: sigma_reparam vs sqrt_dk logits at init: %.2e (eval) %.2e (train); gamma 1: %.2e; sigma_qk: %.2e\n",
+               qkt_qk_init_name(inits[k]), e, t, one, q);
+        qkt_gpt_free(&g);
+        qkt_gpt_free(&ref);
+        qkt_gpt_free(&qk);
+    }
 }
 
 /* ---------------------------------------------------------------- growing the store */
@@ -271,6 +409,8 @@ int main(void) {
     test_names();
     test_register();
     test_sigma_state();
+    test_sigma_reparam();
+    test_sigma_same_function();
     test_grow();
     test_positions();
     return qkt_test_finish();

@@ -99,8 +99,8 @@ class LayerNorm(nn.Module):
         return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
 
 
-# ------------------------------------------------------------------ model branch: scale variants power:ALPHA, cosine, sigma_reparam
-# (docs/nn.md has the formulas). A training forward of sigma_reparam first advances the
+# ------------------------------------------------------------------ model branch: scale variants power:ALPHA, cosine, sigma_qk
+# (docs/nn.md has the formulas). A training forward of sigma_qk first advances the
 # persistent vectors u by one power iteration (qkt step's forward is a training one).
 COSINE_TAU_MAX = math.log(100.0)
 
@@ -109,7 +109,7 @@ def extra_scale_init(att, c):
     """Registers the variant's own tensors, as qkt names them."""
     if att.kind == "cosine":
         att.logit_scale = nn.Parameter(torch.full((att.H,), math.log(10.0)))
-    if att.kind == "sigma_reparam":
+    if att.kind == "sigma_qk":
         att.sigma_gamma = nn.Parameter(torch.ones(2))
         att.register_buffer("sigma_u", F.normalize(torch.randn(2, att.C), dim=1))
 
@@ -117,10 +117,10 @@ def extra_scale_init(att, c):
 def extra_fixed_scale(att):
     if att.kind.startswith("power:"):
         return att.d ** -float(att.kind.split(":", 1)[1])
-    return {"cosine": 1.0, "sigma_reparam": 1 / math.sqrt(att.d)}.get(att.kind)
+    return {"cosine": 1.0, "sigma_qk": 1 / math.sqrt(att.d)}.get(att.kind)
 
 
-def sigma_reparam_weight(att):
+def sigma_qk_weight(att):
     """[gamma_q / sigma_q W_q; gamma_k / sigma_k W_k; W_v], sigma = ||W u|| with u advanced
     first (training) and no gradient through u or v = W u / sigma."""
     C, W = att.C, att.c_attn.weight
@@ -206,8 +206,8 @@ class Attention(nn.Module):
 
     def forward(self, x):
         B, T, C = x.shape
-        if self.kind == "sigma_reparam":
-            q, k, v = F.linear(x, sigma_reparam_weight(self), self.c_attn.bias).split(C, dim=2)
+        if self.kind == "sigma_qk":
+            q, k, v = F.linear(x, sigma_qk_weight(self), self.c_attn.bias).split(C, dim=2)
         else:
             q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.H, self.d) for t in (q, k, v))  # heads contiguous in C
@@ -441,17 +441,17 @@ def main():
     cases.append(("learned-temp0.7-nobias", dict(base, attn_scale="learned", attn_temp=0.7, bias=False), 0.3, 301))
     cases.append(("qk_layernorm-nobias-L3", dict(base, attn_scale="qk_layernorm", bias=False, n_layer=3), 0.3, 302))
     cases.append(("sqrt_dmodel-H1-T20", dict(base, attn_scale="sqrt_dmodel", n_head=1), 0.3, 303))
-    # model branch: power:ALPHA, cosine, sigma_reparam
-    for i, s in enumerate(["power:0.75", "power:1", "cosine", "sigma_reparam"]):
+    # model branch: power:ALPHA, cosine, sigma_qk
+    for i, s in enumerate(["power:0.75", "power:1", "cosine", "sigma_qk"]):
         cases.append((f"{s}", dict(base, attn_scale=s), 0.02, 500 + i))
         cases.append((f"{s}-large-init0.3", dict(base, attn_scale=s), 0.3, 510 + i))
     cases.append(("cosine-temp0.7-nobias", dict(base, attn_scale="cosine", attn_temp=0.7, bias=False), 0.3, 520))
-    cases.append(("sigma_reparam-nobias-L3", dict(base, attn_scale="sigma_reparam", bias=False, n_layer=3), 0.3, 521))
+    cases.append(("sigma_qk-nobias-L3", dict(base, attn_scale="sigma_qk", bias=False, n_layer=3), 0.3, 521))
     # model branch: --norm rmsnorm, --mlp swiglu, --pos rope|alibi|none (n_head 4: d_k 12, even)
     opts = dict(base, n_head=4)
     cases.append(("rmsnorm-swiglu-rope-cosine", dict(opts, attn_scale="cosine", norm="rmsnorm", mlp="swiglu", pos="rope"), 0.3, 530))
     cases.append(("rmsnorm-rope-sqrt_dk", dict(opts, attn_scale="sqrt_dk", norm="rmsnorm", pos="rope"), 0.02, 531))
-    cases.append(("swiglu-alibi-sigma_reparam", dict(opts, attn_scale="sigma_reparam", mlp="swiglu", pos="alibi"), 0.3, 532))
+    cases.append(("swiglu-alibi-sigma_qk", dict(opts, attn_scale="sigma_qk", mlp="swiglu", pos="alibi"), 0.3, 532))
     cases.append(("alibi-H3-learned", dict(base, attn_scale="learned", pos="alibi"), 0.3, 533))
     cases.append(("pos-none-rmsnorm", dict(opts, attn_scale="sqrt_dk", norm="rmsnorm", pos="none"), 0.3, 534))
     with tempfile.TemporaryDirectory(prefix="qkt-torch-") as tmp:
