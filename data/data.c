@@ -125,6 +125,8 @@ int qkt_data_task_count(void) { return qkt__n_tasks; }
 
 const char *qkt_data_task_name(int i) { return i >= 0 && i < qkt__n_tasks ? qkt__tasks[i].name : NULL; }
 
+int qkt_data_task_retrieval(int i) { return i >= 0 && i < qkt__n_tasks && qkt__tasks[i].retrieval; }
+
 /* "mqar, induction, ..., bigram or text:PATH" from the task table. */
 static const char *source_names(char *buf, size_t n) {
     buf[0] = 0;

@@ -2,6 +2,8 @@
 #ifndef QKT_DATA_INTERNAL_H
 #define QKT_DATA_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "qkt_data.h"
 
 #define QKT_DATA_MAX_PARAMS 4
@@ -27,6 +29,7 @@ typedef struct qkt_data_task {
     int (*setup)(qkt_data *d, qkt_err *err);
     void (*gen)(qkt_data *d, qkt_rng *r);
     void (*token_str)(const qkt_data *d, int32_t tok, char buf[16]);
+    bool retrieval; /* an answer is looked up by content at one earlier position (qkt_data_task_retrieval) */
 } qkt_data_task;
 
 extern const qkt_data_task qkt__tasks[];

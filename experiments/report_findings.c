@@ -501,6 +501,7 @@ void qkt__report_findings(qkt__report *r) {
     claim_lr(r);
     claim_collapse(r, &L);
     claim_mup(r);
+    qkt__report_claim_sharpen(r);
     qkt__findings_print(r);
     qkt_buf_printf(&r->md, "\n### Sanity checks\n\nThese hold by construction (the arithmetic of the dot product and of the scale), so they "
                            "check the measurement code rather than test a hypothesis.\n\n"

@@ -252,7 +252,7 @@ static void chart_maps(qkt__report *r, qkt_buf *b, bool *first) {
 
 /* ---------------------------------------------------------------- the findings of report.md */
 /* Where a claim's evidence is: its chart and what to select there. An id not listed falls
- * back on its first character, then on the training chart. */
+ * back on its number (the digits it starts with: "10b" -> "10"), then on the training chart. */
 static const struct {
     const char *id, *chart, *metric;
     bool task2;
@@ -261,12 +261,14 @@ static const struct {
     {"4", "train", "grad_norm_wq", false},     {"5", "train", "val_loss", false},         {"5c", "train", "val_loss", true},
     {"5d", "train", "val_loss", true},         {"6", "lr_sweep", "final val_loss", false}, {"6a", "lr", "logit_max", false},
     {"7", "lr_sweep", "final val_loss", false}, {"7a", "lr", "norm_entropy", false},       {"8", "growth", NULL, false},
+    {"10", "train", "norm_entropy", false},    {"10c", "train", "norm_entropy", true},    {"10d", "train", "norm_entropy", true},
 };
 
 static int evidence_of(const char *id) {
+    size_t k = strspn(id, "0123456789");
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < (int)(sizeof evidence / sizeof *evidence); i++)
-            if (pass ? evidence[i].id[0] == id[0] && !evidence[i].id[1] : !strcmp(evidence[i].id, id)) return i;
+            if (pass ? k && !strncmp(evidence[i].id, id, k) && !evidence[i].id[k] : !strcmp(evidence[i].id, id)) return i;
     return 4;
 }
 

@@ -200,6 +200,34 @@ void qkt__report_part_efficiency(qkt__report *r);
  * (4a, 4b), and claim 9, where the harm of the unscaled form comes from (9a-9d). */
 void qkt__report_claim_grad(qkt__report *r);
 void qkt__report_claim_origin(qkt__report *r);
+/* ---------------------------------------------------------------- report_sharpen.c: claim 10
+ * Does training still sharpen the scaled model's attention on a retrieval task (10a, 10c on the
+ * second task), and does it end as peaked as the unscaled model's (10b, 10d)? Per run, the
+ * normalised entropy of the sharpest head (min over layers and heads) at step 0 and at the end. */
+#define QKT_REPORT_PEAK_MARGIN 0.05 /* 10b: "as peaked" = at most this much flatter (normalised entropy) */
+typedef enum {
+    QKT_SHARPEN_OK,
+    QKT_SHARPEN_NO_RETRIEVAL, /* the task needs no focus: nothing to test */
+    QKT_SHARPEN_NO_INIT,      /* no entropy at step 0 */
+    QKT_SHARPEN_NO_END,       /* no entropy at the end (runs missing or diverged) */
+    QKT_SHARPEN_FEW_PAIRS     /* fewer than 2 seeds with both values */
+} qkt__sharpen_why_code;
+typedef struct {
+    qkt_paired fall;       /* sqrt_dk: end - init, paired by seed */
+    qkt_paired gap;        /* at the end: sqrt_dk - none */
+    qkt_paired gap_margin; /* ... minus QKT_REPORT_PEAK_MARGIN: the test of 10b */
+    qkt__verdict v_fall, v_gap;
+    qkt__sharpen_why_code why_fall, why_gap; /* QKT_SHARPEN_OK unless the verdict is untestable */
+} qkt__sharpen;
+/* The rule of claim 10 on per-seed sharpest-head entropies (NaN: missing; n seeds): s_init,
+ * s_end of sqrt_dk, u_end of none. 10a: qkt__report_verdict of end - init with sign -1
+ * (reproduced: it falls; contradicted: it rises). 10b: the same on sqrt_dk - none - margin
+ * (reproduced: scaled shown less than the margin flatter; contradicted: shown more). Not
+ * testable without retrieval, without the values, or with fewer than 2 pairs. */
+void qkt__report_sharpen_rule(const double *s_init, const double *s_end, const double *u_end, int n, bool retrieval, uint64_t seed,
+                              qkt__sharpen *o);
+const char *qkt__sharpen_why(qkt__sharpen_why_code w);
+void qkt__report_claim_sharpen(qkt__report *r);
 /* The findings table (claims of the literature, measurement, verdict, source): first in report.md. */
 void qkt__report_findings(qkt__report *r);
 /* The paired comparisons of part 2 (effect sizes, intervals, counts, power). */

@@ -115,6 +115,10 @@ double qkt_data_seq_accuracy(const qkt_real *logits, const int32_t *targets, int
  * Error messages, help and the tests loop over it, so a new task cannot go unlisted. */
 int qkt_data_task_count(void);
 const char *qkt_data_task_name(int i);
+/* 1 if the task's answers are retrieved by content: each is the token stored with an earlier
+ * key, or the one after an earlier occurrence, so answering needs attention focused on one
+ * earlier position (mqar, induction, recall); 0 for the others (and i outside the table). */
+int qkt_data_task_retrieval(int i);
 
 /* Help text for every source and parameter (with defaults), generated from the task
  * tables; written into buf (truncated to n), returns the full length like snprintf. */

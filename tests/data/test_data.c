@@ -320,6 +320,11 @@ static void test_checker(void) {
     qkt_data_free(d);
     EXPECT(qkt_data_task_count() >= 6 && !qkt_data_task_name(qkt_data_task_count()) && !qkt_data_task_name(-1),
            "task table: %d tasks", qkt_data_task_count());
+    /* the tasks answered by a content lookup at one earlier position (claim 10 of the study tests only these) */
+    char ret[256] = "";
+    for (int k = -1; k <= qkt_data_task_count(); k++)
+        if (qkt_data_task_retrieval(k)) snprintf(ret + strlen(ret), sizeof ret - strlen(ret), "%s ", qkt_data_task_name(k));
+    EXPECT(!strcmp(ret, "mqar induction recall "), "retrieval tasks: %s", ret);
 }
 
 /* bigram: the chain is fixed by chain_seed (not the run seed); empirical conditional

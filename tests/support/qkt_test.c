@@ -103,6 +103,20 @@ char *qkt_test_read_file(const char *path, size_t *n) {
     return buf;
 }
 
+char *qkt_test_md_row(const char *path, const char *id) {
+    char *s = qkt_test_read_file(path, NULL), key[64], *row = NULL;
+    if (!s) return NULL;
+    snprintf(key, sizeof key, "\n| %s |", id);
+    char *p = strstr(s, key);
+    if (p) {
+        size_t k = strcspn(p + 1, "\n");
+        row = malloc(k + 1);
+        if (row) memcpy(row, p + 1, k), row[k] = 0;
+    }
+    free(s);
+    return row;
+}
+
 void qkt_test_isa_or_skip(void) {
     qkt_err err;
     if (qkt_isa_select(&err) == 0) {

@@ -56,5 +56,8 @@ bool qkt_test_one_msg(const char *msg);
 #define QKT_TEST_TINY_MODEL "--n-layer 1 --n-head 2 --n-embd 16 --block-size 32"
 /* The whole file, NUL-terminated (malloc'd; *n gets the size, n may be NULL), or NULL. */
 char *qkt_test_read_file(const char *path, size_t *n);
+/* The line of a markdown file whose first cell is `id` ("| id | ..."), without its newline
+ * (malloc'd), or NULL if the file cannot be read or has no such row. */
+char *qkt_test_md_row(const char *path, const char *id);
 
 #endif
