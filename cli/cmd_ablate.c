@@ -257,6 +257,13 @@ static int print_plan(const qkt_ablate_cfg *c) {
     for (int k = 0; k <= QKT_CELL_START2; k++) printf("%s %s %d", k ? "," : "", qkt_cell_kind_name((qkt_cell_kind)k), per[k]);
     printf("\n");
     free(plan);
+    static qkt_ablate_rerun r; /* the reruns: each plans the same cells */
+    for (int k = 0; k < qkt_ablate_reruns(c); k++) {
+        qkt_ablate_rerun_get(c, k, &r);
+        n = qkt_ablate_plan(&r.cfg, &plan);
+        printf("robustness rerun %s: %d cells (robust/%s/)\n", r.title, n, r.label);
+        free(plan);
+    }
     return 0;
 }
 

@@ -52,6 +52,12 @@ int main(void) {
     check_rows(md, cell, "after the run");
     EXPECT(md && strstr(md, "**Robustness reruns.**") && strstr(md, "- **Robustness.**"), "report.md lacks the reruns' paragraph or reading");
     free(md);
+    /* report.html reads the table with its extra column: the verdicts stay verdicts */
+    char *html = qkt_test_read_file(qkt_test_path(tmp, "t/report.html"), NULL);
+    EXPECT(html && strstr(html, "\"findings\":[{\"id\":\"2\"") && !strstr(html, "\"verdict\":\"holds under") &&
+               !strstr(html, "\"verdict\":\"Vaswani"),
+           "report.html's findings do not parse with the \"holds under\" column");
+    free(html);
     char *fm = qkt_test_read_file(qkt_test_path(tmp, "t/robust/seed2/findings.md"), NULL);
     EXPECT(fm && strstr(fm, "| verdict | source |"), "robust/seed2/findings.md missing or without its findings table");
     free(fm);
