@@ -134,7 +134,7 @@ typedef enum { QKT__HOLDS, QKT__FRAGILE, QKT__NOT_RERUN } qkt__robustness;
  * where it differs from main_v. */
 qkt__robustness qkt__robust_judge(const char *main_v, const char *const *got, int n, bool *differs);
 /* The "holds under" cell of a row: "holds under seed 2, isa avx2", "**fragile**: seed 3
- * gives *not detectable*; holds under seed 2", "not rerun", with "; not rerun: ..." for
+ * gives not detectable at this size; holds under seed 2", "not rerun", with "; not rerun: ..." for
  * reruns that have no verdict. */
 void qkt__robust_cell(char *buf, size_t n, const char *const *titles, const char *main_v, const char *const *got, int n_reruns);
 /* Before the findings: the reruns' verdicts (each rerun's findings are computed from its

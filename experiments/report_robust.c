@@ -1,7 +1,6 @@
 /* The robustness reruns in the report (report_internal.h): each rerun's findings computed
  * from its own metrics.csv, the comparison rule, the findings table's "holds under" column
  * and the paragraph naming the fragile rows. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +44,7 @@ void qkt__robust_cell(char *buf, size_t n, const char *const *titles, const char
     if (j == QKT__FRAGILE) {
         qkt_buf_printf(&b, "**fragile**: ");
         for (int i = 0, k = 0; i < n_reruns; i++)
-            if (differs[i]) qkt_buf_printf(&b, "%s%s gives *%s*", k++ ? ", " : "", titles[i], got[i]);
+            if (differs[i]) qkt_buf_printf(&b, "%s%s gives %s", k++ ? ", " : "", titles[i], got[i]); /* the name carries its own markup */
     }
     int held = 0, absent = 0;
     for (int i = 0; i < n_reruns; i++) held += got[i] && !differs[i], absent += !got[i];
