@@ -36,7 +36,7 @@ static void check_rows(const char *md, const char *cell, const char *when) {
 int main(void) {
     const char *tmp = qkt_test_tmpdir("robust");
     const char *study = "--name t --variants sqrt_dk,none --d-k 8 --seeds 2 --steps 2 --task2 none --lr-grid 0.001 --lr-variants sqrt_dk "
-                        "--lr-steps 2 --init-d-k 4 --growth-d-k 8 --workers 2";
+                        "--lr-steps 2 --init-d-k 4,64 --growth-d-k 8 --workers 2";
     /* a kernel path other than the one the study runs on */
     qkt_test_qkt(NULL, NULL, out, sizeof out, "version");
     const bool on_baseline = strstr(out, "kernels baseline") != NULL;
@@ -74,6 +74,24 @@ int main(void) {
     /* the same command again: every cell, the reruns' too, is kept */
     rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s %s --out %s", study, robust, tmp);
     EXPECT(rc == 0 && !strstr(out, " done (") && strstr(out, "already done, kept"), "resumed: exit %d, cells ran again:\n%s", rc, out);
+
+    /* a planted difference: seed 2's part-1 file removed, its claim 2 reads no iid numbers and
+     * reaches another verdict: row 2 is fragile, and the paragraph and the reading say why */
+    remove(qkt_test_path(tmp, "t/robust/seed2/cells/init_iid.csv"));
+    rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s %s --out %s --report-only", study, robust, tmp);
+    EXPECT(rc == 0, "--report-only after the plant: exit %d\n%s", rc, out);
+    md = qkt_test_read_file(qkt_test_path(tmp, "t/report.md"), NULL);
+    const char *row2 = md ? strstr(md, "\n| 2 | ") : NULL, *end2 = row2 ? strchr(row2 + 1, '\n') : NULL;
+    const char *mark = row2 ? strstr(row2, "(**fragile**) | **fragile**: seed 2 gives ") : NULL;
+    EXPECT(mark && mark < end2, "row 2 is not marked fragile by seed 2:\n%.*s", row2 && end2 ? (int)(end2 - row2) : 0, row2 ? row2 : "");
+    EXPECT(md && strstr(md, "**fragile** (a rerun reached another verdict): 2 (seed 2: ") && strstr(md, "- **Robustness.** "),
+           "the paragraph or the reading does not name row 2 and seed 2");
+    if (md && row2) { /* the other rows still hold */
+        int fragile = 0;
+        for (const char *q = strstr(md, "| verdict | holds under |"); q && (q = strstr(q, "(**fragile**) |")); q++) fragile++;
+        EXPECT(fragile == 1, "%d rows fragile, expected row 2 alone", fragile);
+    }
+    free(md);
 
     /* a rerun cell deleted: named, and that rerun is not compared */
     remove(qkt_test_path(tmp, "t/robust/seed2/cells/train_none_dk8_s1.csv"));
