@@ -47,6 +47,8 @@ static const struct {
     {"min-lr-frac", "min_lr_frac", "the cosine schedule's final LR as a fraction of --lr (0 .. 1)"},
     {"growth-steps", "growth_steps", "steps of the logit-growth check"},
     {"growth-lr", "growth_lr", "learning rate of the logit-growth check"},
+    {"robust-seeds", "robust_seeds", "robustness reruns: the verdict-carrying cells again with these study seeds, comma-separated"},
+    {"robust-isa", "robust_isa", "robustness rerun with its cells on this kernel path (their QKT_ISA; qkt version names the widest)"},
     {"workers", "workers", "cells run side by side (default: cores; under mpirun, per rank: cores / ranks on the host)"},
 };
 #define N_OWN ((int)(sizeof own / sizeof *own))
@@ -201,6 +203,11 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     if (!workers) c->workers = (int)sysconf(_SC_NPROCESSORS_ONLN) / qkt_dist_local_size();
     if (c->workers < 1) c->workers = 1;
     if (qkt_ablate_validate(c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    if (c->robust_isa[0] && qkt_isa_check(c->robust_isa, &err) != 0) /* a path this CPU runs, and not the study's own */
+        return fprintf(stderr, "qkt ablate: --robust-isa: %s\n", err.msg), 2;
+    if (c->robust_isa[0] && !strcmp(c->robust_isa, qkt_isa_name()))
+        return fprintf(stderr, "qkt ablate: --robust-isa %s: the study's cells run on %s already (QKT_ISA or this CPU's widest path); "
+                               "name another path\n", c->robust_isa, c->robust_isa), 2;
     /* The task must open before any work (the cells would all fail otherwise). */
     qkt_data *probe;
     qkt_data_opts dop = {.seq_len = c->run.tc.model.block_size, .seed = c->run.tc.seed};
@@ -250,6 +257,13 @@ static int print_plan(const qkt_ablate_cfg *c) {
     for (int k = 0; k <= QKT_CELL_START2; k++) printf("%s %s %d", k ? "," : "", qkt_cell_kind_name((qkt_cell_kind)k), per[k]);
     printf("\n");
     free(plan);
+    static qkt_ablate_rerun r; /* the reruns: each plans the same cells */
+    for (int k = 0; k < qkt_ablate_reruns(c); k++) {
+        qkt_ablate_rerun_get(c, k, &r);
+        n = qkt_ablate_plan(&r.cfg, &plan);
+        printf("robustness rerun %s: %d cells (robust/%s/)\n", r.title, n, r.label);
+        free(plan);
+    }
     return 0;
 }
 

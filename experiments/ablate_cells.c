@@ -68,7 +68,7 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
                 x->kind = QKT_CELL_TRAIN;
                 x->variant = c->variants[vi];
                 x->d_k = c->dks[di], x->seed = s, x->lr = c->run.tc.lr, x->steps = (int)c->run.tc.steps;
-                x->maps = s == 0 && di == c->n_dk - 1;
+                x->maps = s == 0 && di == c->n_dk - 1 && !c->verdict_cells_only; /* a rerun draws no heatmaps */
                 qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
             }
     for (int s = 0; s < c->seeds && c->task2[0]; s++) /* part 2c: the second task */
@@ -105,7 +105,7 @@ int qkt_ablate_plan(const qkt_ablate_cfg *c, qkt_cell **out) {
                 x->d_k = c->lr_dk, x->seed = s, x->lr = c->lrs[li], x->steps = c->lr_steps;
                 qkt_cell_id(x->id, sizeof x->id, x->kind, x->variant, x->d_k, x->seed, x->lr);
             }
-    for (int di = c->n_init_dk - 1; di >= 0; di--)
+    for (int di = c->n_init_dk - 1; di >= 0 && !c->verdict_cells_only; di--) /* part 1's GPT at init: no verdict reads it */
         for (int vi = 0; vi < QKT_STUDY_N_FIXED; vi++) {
             qkt_cell *x = add(&v, &n, &cap);
             x->kind = QKT_CELL_INIT;

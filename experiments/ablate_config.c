@@ -37,6 +37,10 @@ const qkt__ab_key qkt__ab_keys[] = {
     {"start_d_k", 41, QKT__K_INT, AB(start_dk), 0, 0, 0, 1024, false, true}, /* missing: 0, no 2x2 cells */
     {"task2_start_d_k", 43, QKT__K_INT, AB(task2_start_dk), 0, 0, 0, 1024, false, true}, /* missing: 0 */
     {"lr_seeds", 42, QKT__K_INT, AB(lr_seeds), 0, 0, 1, QKT_AB_MAX_LR_SEEDS, false, true}, /* missing: 1 */
+    /* robustness reruns (qkt_ablate_rerun_get); missing: none */
+    {"robust_seeds", 44, QKT__K_INTS, AB(robust_seeds), AB(n_robust_seeds), 0, 0, 1e9, false, true},
+    {"robust_isa", 45, QKT__K_STR, AB(robust_isa), 0, SZ(robust_isa), 0, 0, false, true},
+    {"verdict_cells_only", 46, QKT__K_INT, AB(verdict_cells_only), 0, 0, 0, 1, false, true},
 };
 const int qkt__n_ab_keys = (int)(sizeof qkt__ab_keys / sizeof *qkt__ab_keys);
 
@@ -90,6 +94,8 @@ int qkt_ablate_fields(qkt_train_field *out, int cap) {
         }
     return n;
 }
+
+bool qkt__ab_key_omit_unset(const qkt__ab_key *k) { return !strncmp(k->key, "robust_", 7) || !strcmp(k->key, "verdict_cells_only"); }
 
 const qkt__ab_key *qkt__ab_key_find(const char *key) {
     for (int i = 0; i < qkt__n_ab_keys; i++)
@@ -300,7 +306,8 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
                 return qkt_err_set(err, "%s %g: expected a number %s", k->key, v, k->lo_open ? "> 0" : "in [0, 1]");
         }
         if (k->type == QKT__K_VARS && check_variants(k->key, (const qkt_attn_scale *)p, n, err)) return -1;
-        if (k->type == QKT__K_INTS && (c->task2[0] || strcmp(k->key, "task2_d_k")) && check_ints(k->key, (const int *)p, n, k->lo, k->hi, err))
+        if (k->type == QKT__K_INTS && (c->task2[0] || strcmp(k->key, "task2_d_k")) && (n || strcmp(k->key, "robust_seeds")) &&
+            check_ints(k->key, (const int *)p, n, k->lo, k->hi, err))
             return -1;
         if (k->type == QKT__K_DBLS) {
             if (n < 1) return qkt_err_set(err, "%s: expected at least one learning rate", k->key);
@@ -311,6 +318,12 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
             if (r >= 0) return qkt_err_set(err, "%s: %.17g is listed twice", k->key, ((const double *)p)[r]);
         }
     }
+    for (int i = 0; i < c->n_robust_seeds; i++)
+        if ((uint64_t)c->robust_seeds[i] == c->run.tc.seed)
+            return qkt_err_set(err, "robust_seeds: %d is the study's own seed (a rerun needs another)", c->robust_seeds[i]);
+    for (const char *q = c->robust_isa; *q; q++)
+        if (!(*q >= 'a' && *q <= 'z') && !(*q >= '0' && *q <= '9'))
+            return qkt_err_set(err, "robust_isa '%s': expected a kernel path's name (baseline, avx2, avx512)", c->robust_isa);
     if (c->run.tc.model.pos == QKT_POS_ROPE)
         for (int i = 0; i < c->n_dk; i++)
             if (c->dks[i] % 2) return qkt_err_set(err, "pos rope needs even key widths, d_k %d is odd", c->dks[i]);

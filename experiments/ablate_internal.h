@@ -21,5 +21,8 @@ typedef struct {
 extern const qkt__ab_key qkt__ab_keys[];
 extern const int qkt__n_ab_keys;
 const qkt__ab_key *qkt__ab_key_find(const char *key);
+/* Left out of config.json when 0, "" or an empty list: the robustness reruns' keys, so a
+ * study without reruns keeps its config.json's text. */
+bool qkt__ab_key_omit_unset(const qkt__ab_key *k);
 
 #endif

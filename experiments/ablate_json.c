@@ -39,6 +39,7 @@ static void put_field(cJSON *j, const qkt_train_field *f, const qkt_train_run *r
 static void put_key(cJSON *j, const qkt__ab_key *k, const qkt_ablate_cfg *c) {
     const char *p = (const char *)c + k->off;
     int n = k->n_off ? *(const int *)((const char *)c + k->n_off) : 0;
+    if (qkt__ab_key_omit_unset(k) && (k->n_off ? !n : k->type == QKT__K_STR ? !*p : !*(const int *)p)) return;
     switch (k->type) {
     case QKT__K_STR: cJSON_AddStringToObject(j, k->key, p); break;
     case QKT__K_INT: cJSON_AddNumberToObject(j, k->key, *(const int *)p); break;

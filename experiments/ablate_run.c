@@ -34,11 +34,15 @@ int qkt_ablate_check_resume(const char *run_dir, const qkt_ablate_cfg *c, bool *
     *resuming = qkt_file_exists(path);
     if (!*resuming) return 0;
     /* The same study means the same config.json text once the settings that do not
-     * change results (workers: a machine setting; the command as typed) are equal. */
+     * change results (workers: a machine setting; the command as typed; the reruns asked
+     * for, which have directories of their own) are equal. */
     qkt_ablate_cfg old;
     if (qkt_ablate_load_config(run_dir, &old, err) != 0) return -1;
     old.workers = c->workers;
     memcpy(old.command, c->command, sizeof c->command);
+    old.n_robust_seeds = c->n_robust_seeds; /* reruns may be added to a finished study */
+    memcpy(old.robust_seeds, c->robust_seeds, sizeof c->robust_seeds);
+    memcpy(old.robust_isa, c->robust_isa, sizeof c->robust_isa);
     char *a = qkt_ablate_config_json(&old), *b = qkt_ablate_config_json(c);
     int rc = strcmp(a, b) ? first_difference(a, b, run_dir, err) : 0;
     free(a), free(b);
@@ -57,8 +61,9 @@ double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell) {
     return (cell->steps + 2.0) * (width * width + 64.0 * c->run.tc.model.block_size * width) / 1e6;
 }
 
-/* The sweep of every planned cell, as separate `qkt _cell` processes. */
-static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *exe, bool verbose,
+/* The sweep of every planned cell, as separate `qkt _cell` processes (on kernel path isa,
+ * NULL: this process's). */
+static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *exe, const char *isa, bool verbose,
                      const volatile sig_atomic_t *stop, qkt_err *err) {
     qkt_cell *plan;
     int n = qkt_ablate_plan(c, &plan);
@@ -84,12 +89,14 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
     double *w = qkt_malloc((size_t)n * sizeof *w);
     int n_start = 0;
     for (int i = 0; i < n; i++) ids[i] = plan[i].id, w[i] = qkt_ablate_cell_cost(c, &plan[i]), n_start += plan[i].kind == QKT_CELL_START || plan[i].kind == QKT_CELL_START2;
-    if (verbose)
+    if (verbose && c->verdict_cells_only)
+        qkt_logf(QKT_LOG_INFO, "qkt ablate: %d cells that carry verdicts, %d side by side", n, c->workers);
+    else if (verbose)
         qkt_logf(QKT_LOG_INFO, "qkt ablate: parts 1-4, %d cells (init %d d_k x %d variants, train %d variants x %d d_k x %d seeds, "
                                "second task %d d_k, form x start %d, lr %d x %d x %d seeds, growth %d x %d), %d side by side with one thread each",
                  n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->task2[0] ? c->n_task2_dk : 0, n_start, c->n_lr_variants,
                  c->n_lr, c->lr_seeds, c->n_growth_dk, QKT_STUDY_N_GROWTH, c->workers);
-    qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose, stop, qkt_dist_size() > 1};
+    qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose, stop, qkt_dist_size() > 1, isa};
     qkt_sweep_result res;
     int rc = qkt_sweep_run(&s, &res, err);
     if (rc) {
@@ -124,6 +131,40 @@ static int agree(int rc, qkt_err *err) {
     return rc;
 }
 
+/* The reruns c asks for, one after the other, each like the study: its directory and
+ * config.json (a different one there is refused, as the study's is), part 1, its cells. */
+static int run_reruns(const char *run_dir, const qkt_ablate_cfg *c, const char *exe, bool verbose, const volatile sig_atomic_t *stop,
+                      qkt_err *err) {
+    const int n = qkt_ablate_reruns(c);
+    const bool lead = qkt_dist_rank() == 0;
+    if (c->robust_isa[0] && qkt_isa_check(c->robust_isa, err) != 0) {
+        qkt_err tmp = *err;
+        return qkt_err_set(err, "robust_isa: %s", tmp.msg);
+    }
+    qkt_ablate_rerun *r = qkt_malloc(sizeof *r);
+    int rc = 0;
+    for (int k = 0; k < n && !rc; k++) {
+        qkt_ablate_rerun_get(c, k, r);
+        char dir[1100], cells[1200];
+        qkt_ablate_rerun_dir(run_dir, r, dir, sizeof dir);
+        snprintf(cells, sizeof cells, "%s/cells", dir);
+        bool resuming = false;
+        if (lead) {
+            if (verbose) qkt_logf(QKT_LOG_INFO, "qkt ablate: robustness rerun %d of %d (%s) in %s", k + 1, n, r->title, dir);
+            if (qkt_ablate_check_resume(dir, &r->cfg, &resuming, err) || qkt_ablate_start(dir, &r->cfg, err) || qkt_mkdirs(cells, err) ||
+                qkt_ablate_init_iid(dir, &r->cfg, err))
+                rc = -1;
+        }
+        if (qkt_dist_size() > 1) {
+            qkt_dist_bcast(&rc, sizeof rc, 0);
+            if (rc && !lead) rc = qkt_err_set(err, "rank 0 stopped before the rerun's cells (it says why)");
+        }
+        if (!rc) rc = run_cells(dir, &r->cfg, exe, r->isa[0] ? r->isa : NULL, verbose, stop, err);
+    }
+    free(r);
+    return rc;
+}
+
 int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const volatile sig_atomic_t *stop, qkt_err *err) {
     qkt_ablate_cfg c;
     char cells[1100];
@@ -143,5 +184,6 @@ int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const vol
         if (agree(rc, err)) return -1;
     }
     if (rc) return -1;
-    return run_cells(run_dir, &c, exe, verbose, stop, err);
+    if (run_cells(run_dir, &c, exe, NULL, verbose, stop, err)) return -1;
+    return run_reruns(run_dir, &c, exe, verbose, stop, err);
 }

@@ -16,7 +16,7 @@
 /* ---------------------------------------------------------------- gather */
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static int gather(const char *run_dir, qkt_err *err) {
+int qkt__report_gather(const char *run_dir, qkt_err *err) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/cells", run_dir);
     DIR *d = opendir(dir);
@@ -114,25 +114,29 @@ int qkt_ablate_missing(const char *run_dir, const qkt_ablate_cfg *c, char *ids_o
     return missing;
 }
 
+double qkt__report_chance(const qkt_ablate_cfg *c) {
+    double chance = NAN, acc;
+    qkt_data *d;
+    qkt_err de;
+    qkt_data_opts o = {.seq_len = c->run.tc.model.block_size, .seed = c->run.tc.seed};
+    if (qkt_data_open(&d, c->run.data, &o, &de) == 0) { /* the LR runs' "did not train" is measured against it */
+        qkt_data_chance(d, &chance, &acc);
+        qkt_data_free(d);
+    }
+    return chance;
+}
+
 int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     qkt_ablate_cfg c;
     if (qkt_ablate_load_config(run_dir, &c, err) != 0) return -1;
     char missing_ids[1024];
     int seeds_used, n_missing = qkt_ablate_missing(run_dir, &c, missing_ids, sizeof missing_ids, &seeds_used);
-    if (gather(run_dir, err) != 0) return -1;
+    if (qkt__report_gather(run_dir, err) != 0) return -1;
     qkt_table t;
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.csv", run_dir);
     if (qkt_table_load(path, &t, err) != 0) return -1;
-    qkt__report r = {.c = &c, .t = &t, .dir = run_dir, .err = err, .chance = NAN, .seeds_used = seeds_used};
-    qkt_data *d;
-    qkt_err de;
-    qkt_data_opts o = {.seq_len = c.run.tc.model.block_size, .seed = c.run.tc.seed};
-    if (qkt_data_open(&d, c.run.data, &o, &de) == 0) { /* the LR runs' "did not train" is measured against it */
-        double acc;
-        qkt_data_chance(d, &r.chance, &acc);
-        qkt_data_free(d);
-    }
+    qkt__report r = {.c = &c, .t = &t, .dir = run_dir, .err = err, .chance = qkt__report_chance(&c), .seeds_used = seeds_used};
     qkt_buf_printf(&r.md, "# qkt ablation `%s`: why attention divides by sqrt(d_k)\n\n", c.name);
     qkt_buf_printf(&r.md, "Reproduce: `%s` (the full configuration is in `config.json`). "
                           "Redraw: `qkt plot %s`. Data: `metrics.csv` (tidy), `summary.csv` (one row per run).\n\n",
@@ -142,6 +146,7 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
                               "table, plot and test below, which use the seeds present (as few as %d of the %d planned per training "
                               "cell). Rerun the command above to compute them (finished cells are kept).\n\n",
                        n_missing, n_missing == 1 ? " is" : "s are", missing_ids, seeds_used, c.seeds);
+    qkt__robust_load(&r); /* the reruns' verdicts, before the table that compares with them */
     /* The reading comes first in report.md but needs the parts' results (the growth
      * slopes): the parts are written to a second buffer, appended after it. */
     qkt__report_findings(&r);
@@ -166,6 +171,7 @@ int qkt_ablate_report(const char *run_dir, qkt_err *err) {
     if (!rc) rc = qkt_write_atomic(path, r.md.s, r.md.n, err);
     if (!rc) qkt__report_html(&r);
     qkt_buf_free(&r.md);
+    qkt__robust_free(&r);
     qkt_table_free(&t);
     if (!rc && r.n_plots_failed) rc = qkt_err_set(err, "%d plots could not be written", r.n_plots_failed);
     return rc;

@@ -34,6 +34,8 @@ typedef struct {
     int seeds_used; /* the fewest seeds present in a training cell (c->seeds when none is missing) */
     struct qkt__finding *rows; /* the findings table's rows, printed together (report_table.c) */
     int n_rows;
+    struct qkt__robust *robust; /* the reruns' verdicts to compare each row's with (report_robust.c), or NULL */
+    qkt_buf *verdicts;          /* non-NULL: each row's verdict is also appended here as "id\tverdict\n" */
 } qkt__report;
 
 /* ---------------------------------------------------------------- report_common.c */
@@ -119,6 +121,39 @@ void qkt__findings_print(qkt__report *r);
 qkt__verdict qkt__verdict_holm(qkt__verdict v, double adj);
 /* Two tests of one claim: reproduced if one is and none contradicts, and the reverse. */
 qkt__verdict qkt__verdict_combine(qkt__verdict a, qkt__verdict b);
+
+/* ---------------------------------------------------------------- report_robust.c: the reruns' verdicts
+ * A row's verdict on a rerun (qkt_ablate_rerun_get) is compared as its whole text (the
+ * verdict after Holm's adjustment, with the text before it: "reproduced (iid); GPT: ...").
+ * The rule, per row: fragile if any rerun's verdict differs from the study's (a "not
+ * testable" study verdict too: a rerun that can test the claim did not keep it); holds if
+ * at least one rerun reached it and none differs; not rerun if no rerun has the row (its
+ * directory missing, or cells of it missing: an incomplete rerun is not compared). */
+typedef enum { QKT__HOLDS, QKT__FRAGILE, QKT__NOT_RERUN } qkt__robustness;
+/* got[i]: rerun i's verdict of the row, NULL when not rerun; differs[i] (may be NULL) is set
+ * where it differs from main_v. */
+qkt__robustness qkt__robust_judge(const char *main_v, const char *const *got, int n, bool *differs);
+/* The "holds under" cell of a row: "holds under seed 2, isa avx2", "**fragile**: seed 3
+ * gives not detectable at this size; holds under seed 2", "not rerun", with "; not rerun: ..." for
+ * reruns that have no verdict. */
+void qkt__robust_cell(char *buf, size_t n, const char *const *titles, const char *main_v, const char *const *got, int n_reruns);
+/* Before the findings: the reruns' verdicts (each rerun's findings are computed from its
+ * metrics.csv and written to its findings.md), and a note naming the cells an incomplete
+ * rerun lacks, as the study's own "Incomplete run". Sets r->robust when c asks for reruns. */
+void qkt__robust_load(qkt__report *r);
+/* Hooks of the findings table (report_table.c): the extra column's header ("" without
+ * reruns); a row's cell (recording its verdict text v), NULL without reruns, *fragile set;
+ * after the table, the paragraph naming the fragile rows and the rerun that differed. */
+const char *qkt__robust_header(const qkt__report *r);
+const char *qkt__robust_row(qkt__report *r, const char *id, const char *v, bool *fragile);
+void qkt__robust_after_table(qkt__report *r);
+/* One sentence for the reading (what the numbers say): the fragile rows, or nothing. */
+void qkt__robust_reading(qkt__report *r);
+void qkt__robust_free(qkt__report *r);
+/* report.c's gathering of cells/ into metrics.csv, and the task's chance loss (NaN if its
+ * data cannot be opened), for the reruns' findings. */
+int qkt__report_gather(const char *run_dir, qkt_err *err);
+double qkt__report_chance(const qkt_ablate_cfg *c);
 
 /* "mean [lo, hi], p = .. (n = ..)" with fmt for the numbers; degenerate cases in words. */
 void qkt__report_fmt_paired(char *buf, size_t n, const qkt_paired *p, const char *fmt);

@@ -144,6 +144,7 @@ void qkt__report_reading(qkt__report *r, double slope_sqrt, double slope_dk) {
     reading_init(r);
     for (int di = 0; di < r->c->n_dk; di++) reading_train(r, r->c->dks[di]);
     reading_lr(r);
+    qkt__robust_reading(r);
     if (r->c->n_growth_dk < 2) {
         qkt_buf_printf(&r->md, "- **Logit growth.** One d_k only: no slope against d_k (give `--growth-d-k` at least two values).\n\n");
         return;

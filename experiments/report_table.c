@@ -57,11 +57,13 @@ void qkt__findings_print(qkt__report *r) {
     for (int i = 0; i < r->n_rows; i++)
         for (int j = 0; j < r->rows[i].t.n; j++) p[k++] = r->rows[i].t.p[j];
     qkt_stats_holm(p, n, adj);
-    qkt_buf_printf(&r->md, "| # | claim | measurement | p (Holm, %d tests) | verdict | source |\n|---|---|---|---|---|---|\n", n_tests);
+    const char *extra = qkt__robust_header(r); /* the reruns' column, or "" */
+    qkt_buf_printf(&r->md, "| # | claim | measurement | p (Holm, %d tests) | verdict |%s source |\n|---|---|---|---|---|%s---|\n", n_tests, extra,
+                   *extra ? "---|" : "");
     k = 0;
     for (int i = 0; i < r->n_rows; i++) {
         struct qkt__finding *f = &r->rows[i];
-        char ps[64] = "-", vs[200];
+        char ps[64] = "-", vs[256];
         qkt__verdict v = f->t.v[0], before = f->t.v[0];
         if (f->t.n >= 1) {
             qkt__verdict a = qkt__verdict_holm(f->t.v[0], adj[k]);
@@ -76,13 +78,19 @@ void qkt__findings_print(qkt__report *r) {
             }
             k += f->t.n;
         }
-        if (f->t.n == 0 && f->t.v[0] < 0) snprintf(vs, sizeof vs, "%s", f->pre ? f->pre : "");
-        else snprintf(vs, sizeof vs, "%s%s%s", f->pre ? f->pre : "", qkt__verdict_name(v),
-                      v != before ? " (not after Holm's adjustment)" : "");
-        qkt_buf_printf(&r->md, "| %s | %s | %s | %s | %s | %s |\n", f->id, f->claim, f->meas, ps, vs, f->src);
+        char vt[200]; /* the verdict as the reruns compare it */
+        if (f->t.n == 0 && f->t.v[0] < 0) snprintf(vt, sizeof vt, "%s", f->pre ? f->pre : "");
+        else snprintf(vt, sizeof vt, "%s%s", f->pre ? f->pre : "", qkt__verdict_name(v));
+        bool fragile = false;
+        const char *held = qkt__robust_row(r, f->id, vt, &fragile);
+        snprintf(vs, sizeof vs, "%s%s%s", vt, v != before && !(f->t.n == 0 && f->t.v[0] < 0) ? " (not after Holm's adjustment)" : "",
+                 fragile ? " (**fragile**)" : "");
+        qkt_buf_printf(&r->md, "| %s | %s | %s | %s | %s |%s%s%s %s |\n", f->id, f->claim, f->meas, ps, vs, held ? " " : "", held ? held : "",
+                       held ? " |" : "", f->src);
         free(f->claim), free(f->src), free(f->meas), free(f->pre);
     }
     free(r->rows);
     r->rows = NULL, r->n_rows = 0;
     free(p), free(adj);
+    qkt__robust_after_table(r);
 }

@@ -83,12 +83,13 @@ static pid_t spawn_cell(const qkt_sweep *s, const char *id) {
     /* One thread per cell: environment first so OpenMP and OpenBLAS read it at start. */
     int n_env = 0;
     while (environ[n_env]) n_env++;
-    char **env = qkt_calloc((size_t)n_env + 4, sizeof *env);
+    char **env = qkt_calloc((size_t)n_env + 5, sizeof *env), isa[64];
     int k = 0;
     for (int i = 0; i < n_env; i++)
         if (strncmp(environ[i], "OMP_NUM_THREADS=", 16) && strncmp(environ[i], "OPENBLAS_NUM_THREADS=", 21) &&
-            strncmp(environ[i], "QKT_THREADS=", 12))
+            strncmp(environ[i], "QKT_THREADS=", 12) && (!s->isa || strncmp(environ[i], "QKT_ISA=", 8)))
             env[k++] = environ[i];
+    if (s->isa) snprintf(isa, sizeof isa, "QKT_ISA=%s", s->isa), env[k++] = isa;
     env[k++] = "OMP_NUM_THREADS=1";
     env[k++] = "OPENBLAS_NUM_THREADS=1";
     env[k++] = "QKT_THREADS=1";

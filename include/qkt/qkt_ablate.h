@@ -70,6 +70,17 @@ typedef struct qkt_ablate_cfg {
     double growth_lr;
     int workers;
     char command[1024];       /* the command line that made the run (for the report) */
+    /* Robustness reruns (qkt_ablate_rerun): the verdict-carrying cells again with each study
+     * seed of robust_seeds (config.json "robust_seeds", missing or empty = none) and on the
+     * kernel path robust_isa (QKT_ISA in the cells' environment; "robust_isa", "" = none);
+     * the findings table says per verdict whether it held. verdict_cells_only: this is such a
+     * rerun, which plans only the cells a verdict reads (no GPT-at-init cells, no attention
+     * maps; "verdict_cells_only", missing = 0). The three keys are left out of config.json
+     * when unset, so a study without reruns keeps its config.json. */
+    int n_robust_seeds;
+    int robust_seeds[QKT_AB_MAX_LIST];
+    char robust_isa[16];
+    int verdict_cells_only;
 } qkt_ablate_cfg;
 
 /* Presets: "quick" (the default, minutes on 2 cores) and "full" (settings as data,
@@ -158,8 +169,28 @@ double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell);
  * holds the run directory's lock (qkt_dir_lock). -1 if any cell failed or it was stopped.
  * In an MPI job of several ranks (qkt_dist_init) every rank calls it: rank 0 (holding
  * the lock) runs part 1, then the cells are spread over the ranks (qkt_sweep.mpi); the
- * run directory must be on a filesystem every host sees. */
+ * run directory must be on a filesystem every host sees. Then each rerun c asks for
+ * (qkt_ablate_rerun_get) the same way in run_dir/robust/<label>/; a robust_isa this CPU
+ * does not run is refused (-1, one line) before any rerun cell. */
 int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const volatile sig_atomic_t *stop, qkt_err *err);
+
+/* ---------------------------------------------------------------- robustness reruns
+ * A rerun is a replicate study of the cells that carry verdicts, in run_dir/robust/<label>/
+ * with its own config.json, cells/ and metrics.csv (resumed like the study: finished cells
+ * are kept). Reruns 0 .. n_robust_seeds-1 take the study seed robust_seeds[k]; the last, if
+ * robust_isa is set, keeps the seed and runs its cells with QKT_ISA=robust_isa. */
+typedef struct qkt_ablate_rerun {
+    char label[48];     /* its directory under run_dir/robust/: "seed2", "isa_avx2" */
+    char title[48];     /* its name in the report: "seed 2", "isa avx2" */
+    char isa[16];       /* the kernel path of its cells, "" = the study's own */
+    qkt_ablate_cfg cfg; /* the study's settings with that seed, verdict_cells_only = 1, no reruns */
+} qkt_ablate_rerun;
+/* How many reruns c asks for. */
+int qkt_ablate_reruns(const qkt_ablate_cfg *c);
+/* Rerun k (0 .. qkt_ablate_reruns(c) - 1) of c into *r. */
+void qkt_ablate_rerun_get(const qkt_ablate_cfg *c, int k, qkt_ablate_rerun *r);
+/* run_dir/robust/<label> into path (n bytes). */
+void qkt_ablate_rerun_dir(const char *run_dir, const qkt_ablate_rerun *r, char *path, size_t n);
 
 /* ---------------------------------------------------------------- report */
 /* Gathers the cells' CSV files into metrics.csv, then writes summary.csv, the plots and

@@ -28,6 +28,8 @@ typedef struct {
                                out, each rank runs `workers` at a time; rank 0's result counts
                                them all (docs/distributed.md). RUN must be on a filesystem
                                every host sees. */
+    const char *isa;        /* NULL, or the kernel path of every cell: QKT_ISA=isa in the cells'
+                               environment only (this process's is left as it is) */
 } qkt_sweep;
 
 typedef struct {
