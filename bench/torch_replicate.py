@@ -212,11 +212,12 @@ def init_weights(torch, model, c, init_std, qk_init, mult):
             # other 1-D tensors are a variant's own, initialised by crosscheck.GPT as qkt does
 
 
-def make_opt(torch, model, h):
+def make_opt(torch, model, weight_decay, beta2):
+    """AdamW as qkt train's: decay on the 2-D tensors only; the lr is set at every step."""
     params = list(model.parameters())
-    return torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": h["weight_decay"]},
+    return torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
                               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-                             lr=h["lr"], betas=(0.9, h["beta2"]), eps=1e-8)
+                             lr=0.0, betas=(0.9, beta2), eps=1e-8)
 
 
 def train_step(torch, model, opt, x, y, lr, clip):
@@ -254,16 +255,16 @@ def val_loss(torch, model, vx, vy):
 
 
 def run_cell(job):
-    """Trains one cell; returns (key, final val loss or NaN, diverged step or -1, seconds)."""
+    """Trains one cell; returns (key, final val loss or NaN, diverged step or -1, CPU seconds)."""
     import torch
     torch.set_num_threads(1)
     cc = crosscheck_module()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     c, h = job["model"], job["hyper"]
     torch.manual_seed(job["torch_seed"])
     model = cc.GPT(c)
     init_weights(torch, model, c, h["init_std"], h["qk_init"], job["mult"])
-    opt = make_opt(torch, model, h)
+    opt = make_opt(torch, model, h["weight_decay"], h["beta2"])
     tx, ty = torch.from_numpy(job["train"][0]), torch.from_numpy(job["train"][1])
     vx, vy = torch.from_numpy(job["val"][0]), torch.from_numpy(job["val"][1])
     B, s_ = h["batch_size"], h["sched"]
@@ -275,7 +276,7 @@ def run_cell(job):
             diverged = s
             break
     final = val_loss(torch, model, vx, vy) if diverged < 0 else float("nan")
-    return job["key"], final, diverged, time.perf_counter() - t0
+    return job["key"], final, diverged, time.process_time() - t0
 
 
 # ------------------------------------------------------------------ qkt's numbers
@@ -348,6 +349,8 @@ def replicate(a):
     import numpy as np  # noqa: F401
     import torch
     c = load_run(a.run)
+    if not os.path.isfile(os.path.join(a.run, "metrics.csv")):
+        fail(f"{a.run}: no metrics.csv (is the run finished?)")
     seeds = int(c["seeds"]) if a.seeds is None else a.seeds
     if not 1 <= seeds <= int(c["seeds"]):
         fail(f"--seeds {a.seeds}: expected 1 .. the run's {c['seeds']}")
@@ -374,11 +377,12 @@ def replicate(a):
     t_data = time.perf_counter() - t_start
     print(f"torch_replicate.py: {len(jobs)} cells ({len(tasks)} tasks x 4 cells x {seeds} seeds x {steps} steps), "
           f"{a.jobs} at a time; batches dumped in {t_data:.1f} s", flush=True)
-    res = {}
+    res, cpu = {}, 0.0
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(a.jobs) as pool:
         for i, (key, final, div, sec) in enumerate(pool.imap_unordered(run_cell, jobs)):
             res[key] = (final, div)
+            cpu += sec
             if (i + 1) % 8 == 0 or i + 1 == len(jobs):
                 print(f"  {i + 1}/{len(jobs)} cells, {time.perf_counter() - t_start:.0f} s", flush=True)
     wall = time.perf_counter() - t_start
@@ -407,8 +411,9 @@ def replicate(a):
     foot = ["",
             f"{seeds} seeds (data seeds {c['seed']}..{c['seed'] + seeds - 1}: the run's batches via `qkt data --dump`; "
             f"PyTorch's own init draws, by qkt's init rule), {steps} steps of batch {B}. Run: `{c.get('command', a.run)}`; "
-            f"replication: `{cmd}`, torch {tv_}, {len(jobs)} cells in {wall:.0f} s on {os.cpu_count()} cores "
-            f"({cpu_name()}), {a.jobs} processes with one thread each."]
+            f"replication: `{cmd}`, torch {tv_}, {len(jobs)} cells in {wall:.0f} s wall ({cpu:.0f} CPU s of training) on "
+            f"{os.cpu_count()} cores ({cpu_name()}, load average {os.getloadavg()[0]:.1f} at the end), {a.jobs} processes "
+            f"with one thread each."]
     table = "\n".join(head + rows + foot)
     print(table)
     if a.csv:
@@ -421,7 +426,8 @@ def replicate(a):
         i, j = text.index(BEGIN) + len(BEGIN), text.index(END)
         open(a.doc, "w").write(text[:i] + "\n" + table + "\n" + text[j:])
         print(f"torch_replicate.py: wrote the table into {a.doc}")
-    print(f"torch_replicate.py: {len(jobs)} cells, {wall:.0f} s wall (dumping batches {t_data:.0f} s)")
+    print(f"torch_replicate.py: {len(jobs)} cells, {wall:.0f} s wall (dumping batches {t_data:.0f} s), "
+          f"{cpu:.0f} CPU s of training ({cpu / len(jobs):.1f} per cell)")
     return 0
 
 
@@ -470,7 +476,7 @@ def check_variant(torch, cc, qkt, c, variant, tmp):
     with torch.no_grad():
         for n, p in model.state_dict().items():
             p.copy_(torch.from_numpy(wJ[n].astype(np.float32)))
-    opt = make_opt(torch, model, dict(lr=lr, weight_decay=float(c["weight_decay"]), beta2=float(c["beta2"])))
+    opt = make_opt(torch, model, float(c["weight_decay"]), float(c["beta2"]))
     off, pos = 0, {}
     for n in store:
         pos[n] = (off, wJ[n].size)
