@@ -33,8 +33,8 @@ torch_crosscheck test holds to qkt's loss and gradients), trained in float32 wit
 schedule (optim/schedule.c). A step whose loss or gradient norm is not finite ends the run as
 diverged (final loss NaN, left out of the pairs), as in qkt.
 
---check (no training run needed; with RUN_DIR it uses the run's task and settings at the largest
-d_k): for sqrt_dk and none, `qkt train` runs K steps, pausing after step J (--pause-at) and
+--check (no training run needed: mqar and recall at d_k 16; with RUN_DIR the run's task and task2
+and settings at the largest d_k): for each task, for sqrt_dk and none, `qkt train` runs K steps, pausing after step J (--pause-at) and
 resuming. PyTorch loads the paused checkpoint (weights and AdamW moments), and must reproduce
 qkt's train loss of step J on the dumped train batch J (the batch mapping), then qkt's losses of
 steps J+1 .. K and weights after step K (schedule, AdamW, clipping); the final checkpoint's
@@ -432,7 +432,7 @@ def replicate(a):
 
 
 # ------------------------------------------------------------------ --check
-CHECK_DEFAULT = dict(task="mqar", seq_len=32, n_layer=2, n_head=2, d_k=[16], batch_size=8, steps=8, eval_batches=2,
+CHECK_DEFAULT = dict(task="mqar", task2="recall", seq_len=32, n_layer=2, n_head=2, d_k=[16], batch_size=8, steps=8, eval_batches=2,
                      warmup=3, lr=0.003, min_lr_frac=0.1, weight_decay=0.1, grad_clip=1.0, beta2=0.95, attn_temp=1.0,
                      qk_init_mult=1.0, seed=1, norm="layernorm", mlp="gelu", pos="learned")
 
@@ -450,12 +450,13 @@ def check_variant(torch, cc, qkt, c, variant, tmp):
     """Returns a list of failure lines (empty: passed); prints one line per comparison."""
     import numpy as np
     bad = []
+    tag = f"{c['task']} {variant}"
     D, T, B, E = max(c["d_k"]), int(c["seq_len"]), int(c["batch_size"]), int(c["eval_batches"])
     K, J = 8, 4
     warm = min(int(c["warmup"]), 3)
     lr, min_lr, S = float(c["lr"]), float(c["lr"]) * float(c["min_lr_frac"]), int(c["seed"])
     V = vocab_of(qkt, c["task"], T)
-    out = os.path.join(tmp, variant)
+    out = os.path.join(tmp, f"{c['task']}.{variant}")
     flags = ["--data", c["task"], "--n-layer", str(c["n_layer"]), "--n-head", str(c["n_head"]),
              "--n-embd", str(c["n_head"] * D), "--block-size", str(T), "--attn-scale", variant,
              "--attn-temp", repr(float(c["attn_temp"])), "--norm", c["norm"], "--mlp", c["mlp"], "--pos", c["pos"],
@@ -464,7 +465,7 @@ def check_variant(torch, cc, qkt, c, variant, tmp):
              "--beta2", repr(float(c["beta2"])), "--grad-clip", repr(float(c["grad_clip"])), "--seed", str(S),
              "--eval-every", "0", "--eval-batches", str(E), "--threads", "1", "--log-every", "1000", "--out", out]
     run_qkt(qkt, ["train"] + flags + ["--pause-at", str(J)])
-    ckJ = os.path.join(tmp, f"{variant}.step{J}.safetensors")
+    ckJ = out + f".step{J}.safetensors"
     shutil.copy(os.path.join(out, "ckpt.safetensors"), ckJ)
     run_qkt(qkt, ["train", "--resume", out, "--threads", "1", "--log-every", "1000"])
     log = read_log(os.path.join(out, "log.csv"))
@@ -483,7 +484,7 @@ def check_variant(torch, cc, qkt, c, variant, tmp):
         off += wJ[n].size
     m, v, st = wJ["optim.m"].astype(np.float32), wJ["optim.v"].astype(np.float32), float(wJ["optim.step"])
     if m.size != off:
-        bad.append(f"{variant}: optim.m has {m.size} values, the model's tensors {off}")
+        bad.append(f"{tag}: optim.m has {m.size} values, the model's tensors {off}")
         return bad
     params = dict(model.named_parameters())
     for n in names:
@@ -502,9 +503,9 @@ def check_variant(torch, cc, qkt, c, variant, tmp):
         worst = max(worst, r)
         tol = 1e-5 if s == J else 1e-4
         if not r <= tol:
-            bad.append(f"{variant}: train loss of step {s + 1}: qkt {lq:.8g}, torch {lt:.8g} (rel {r:.1e} > {tol:g})"
+            bad.append(f"{tag}: train loss of step {s + 1}: qkt {lq:.8g}, torch {lt:.8g} (rel {r:.1e} > {tol:g})"
                        + (" -- the dumped train batch is not the one qkt trained on" if s == J else ""))
-    print(f"{'ok  ' if not bad else 'FAIL'} {variant:8s} d_k {D}: train losses of steps {J + 1}..{K} from qkt's step-{J} "
+    print(f"{'ok  ' if not bad else 'FAIL'} {tag:16s} d_k {D}: train losses of steps {J + 1}..{K} from qkt's step-{J} "
           f"checkpoint and AdamW state, on the dumped train batches: max rel diff {worst:.1e}")
     wK, _ = st_read(os.path.join(out, "ckpt.safetensors"))
     # |w_torch - w_qkt| over |w_qkt(K) - w_qkt(J)|, every tensor together: float32 rounding leaves
@@ -515,8 +516,8 @@ def check_variant(torch, cc, qkt, c, variant, tmp):
     werr = dif / max(upd, 1e-30)
     ok = werr <= 1e-3
     if not ok:
-        bad.append(f"{variant}: weights after step {K}: |torch - qkt| = {werr:.1e} of qkt's update over steps {J + 1}..{K} (> 1e-3)")
-    print(f"{'ok  ' if ok else 'FAIL'} {variant:8s} d_k {D}: weights after step {K} (schedule, clipping, AdamW): "
+        bad.append(f"{tag}: weights after step {K}: |torch - qkt| = {werr:.1e} of qkt's update over steps {J + 1}..{K} (> 1e-3)")
+    print(f"{'ok  ' if ok else 'FAIL'} {tag:16s} d_k {D}: weights after step {K} (schedule, clipping, AdamW): "
           f"|torch - qkt| = {werr:.1e} of the update over steps {J + 1}..{K}")
     m64 = cc.GPT(mc).double()
     with torch.no_grad():
@@ -527,11 +528,11 @@ def check_variant(torch, cc, qkt, c, variant, tmp):
     r = rel(vt, vq)
     ok = r <= 1e-5
     if not ok:
-        bad.append(f"{variant}: val loss after step {K}: qkt {vq:.8g}, torch {vt:.8g} (rel {r:.1e} > 1e-5) -- "
+        bad.append(f"{tag}: val loss after step {K}: qkt {vq:.8g}, torch {vt:.8g} (rel {r:.1e} > 1e-5) -- "
                    "the dumped val batches are not qkt's validation set")
-    print(f"{'ok  ' if ok else 'FAIL'} {variant:8s} d_k {D}: val loss after step {K} on the dumped val batches "
+    print(f"{'ok  ' if ok else 'FAIL'} {tag:16s} d_k {D}: val loss after step {K} on the dumped val batches "
           f"({E} x {B} sequences): qkt {vq:.6f}, torch {vt:.6f} (rel {r:.1e})")
-    bt, gout = os.path.join(tmp, f"{variant}.batch.safetensors"), os.path.join(tmp, f"{variant}.grads.safetensors")
+    bt, gout = out + ".batch.safetensors", out + ".grads.safetensors"
     st_write(bt, [("idx", vx[:B].numpy().astype(np.int32)), ("targets", vy[:B].numpy().astype(np.int32))])
     run_qkt(qkt, ["step", "--ckpt", os.path.join(out, "ckpt.safetensors"), "--batch", bt, "--out", gout, "--threads", "1"])
     g, _ = st_read(gout)
@@ -542,8 +543,8 @@ def check_variant(torch, cc, qkt, c, variant, tmp):
                for n, p in m64.named_parameters())
     ok = r <= 1e-5 and gerr <= 1e-4
     if not ok:
-        bad.append(f"{variant}: qkt step on one batch: loss rel diff {r:.1e} (tol 1e-5), gradient {gerr:.1e} (tol 1e-4)")
-    print(f"{'ok  ' if ok else 'FAIL'} {variant:8s} d_k {D}: qkt step on one batch against torch float64: loss rel diff "
+        bad.append(f"{tag}: qkt step on one batch: loss rel diff {r:.1e} (tol 1e-5), gradient {gerr:.1e} (tol 1e-4)")
+    print(f"{'ok  ' if ok else 'FAIL'} {tag:16s} d_k {D}: qkt step on one batch against torch float64: loss rel diff "
           f"{r:.1e}, gradients max rel diff {gerr:.1e}")
     return bad
 
@@ -555,13 +556,15 @@ def check(a):
     c = load_run(a.run) if a.run else dict(CHECK_DEFAULT)
     t0 = time.perf_counter()
     bad = []
+    tasks = [c["task"]] + ([c["task2"]] if c.get("task2") and c["task2"] != "none" else [])
     with tempfile.TemporaryDirectory(prefix="qkt-torch-replicate-") as tmp:
-        for variant in ("sqrt_dk", "none"):
-            bad += check_variant(torch, cc, a.qkt, c, variant, tmp)
+        for task in tasks:
+            for variant in ("sqrt_dk", "none"):
+                bad += check_variant(torch, cc, a.qkt, dict(c, task=task), variant, tmp)
     for b in bad:
         print("FAIL " + b)
     print(f"torch_replicate.py --check: {'passed' if not bad else f'{len(bad)} mismatches'} "
-          f"({c['task']}, d_k {max(c['d_k'])}, {time.perf_counter() - t0:.1f} s)")
+          f"({', '.join(tasks)}, d_k {max(c['d_k'])}, {time.perf_counter() - t0:.1f} s)")
     return 1 if bad else 0
 
 

@@ -1,6 +1,6 @@
 # bench/torch_replicate.py --check, label "torch": the PyTorch model, batches (qkt data --dump),
-# schedule and AdamW of the replication against `qkt train` and `qkt step` (mqar, d_k 16,
-# sqrt_dk and none). Skipped (77) like torch_crosscheck when the interpreter has no torch.
+# schedule and AdamW of the replication against `qkt train` and `qkt step` (mqar and recall,
+# d_k 16, sqrt_dk and none). Skipped (77) like torch_crosscheck when the interpreter has no torch.
 if(EXISTS ${QKT_TORCH_PYTHON})
   add_test(NAME torch_replicate_check
            COMMAND ${QKT_TORCH_PYTHON} ${PROJECT_SOURCE_DIR}/bench/torch_replicate.py --check --qkt $<TARGET_FILE:qkt>)
