@@ -346,11 +346,12 @@ def cpu_name():
 
 
 def replicate(a):
-    import numpy as np  # noqa: F401
     import torch
     c = load_run(a.run)
     if not os.path.isfile(os.path.join(a.run, "metrics.csv")):
         fail(f"{a.run}: no metrics.csv (is the run finished?)")
+    if a.doc and not all(m in open(a.doc).read() for m in (BEGIN, END)):  # before minutes of training
+        fail(f"{a.doc} has no '{BEGIN}' ... '{END}' block")
     seeds = int(c["seeds"]) if a.seeds is None else a.seeds
     if not 1 <= seeds <= int(c["seeds"]):
         fail(f"--seeds {a.seeds}: expected 1 .. the run's {c['seeds']}")
@@ -422,7 +423,7 @@ def replicate(a):
     if a.doc:
         text = open(a.doc).read()
         if BEGIN not in text or END not in text:
-            fail(f"{a.doc} has no '{BEGIN}' ... '{END}' block")
+            fail(f"{a.doc} lost its '{BEGIN}' ... '{END}' block while the cells trained")
         i, j = text.index(BEGIN) + len(BEGIN), text.index(END)
         open(a.doc, "w").write(text[:i] + "\n" + table + "\n" + text[j:])
         print(f"torch_replicate.py: wrote the table into {a.doc}")
