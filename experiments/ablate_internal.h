@@ -21,5 +21,7 @@ typedef struct {
 extern const qkt__ab_key qkt__ab_keys[];
 extern const int qkt__n_ab_keys;
 const qkt__ab_key *qkt__ab_key_find(const char *key);
+/* A cell in a child forked by the sweep (qkt_sweep.cell_fn; ablate_study.c). */
+int qkt__ablate_cell_in_child(const char *run_dir, const char *id, qkt_err *err, void *user);
 
 #endif
