@@ -58,17 +58,18 @@ static void binary_backward_a(qkt_op op, bool fresh, const qkt_real *dY, const q
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 #define GELU_C 0.044715
 
+/* t = tanh(k (x + c x^3)); y = 0.5 x (1 + t) */
+static inline qkt_real gelu_t(qkt_real v) { return qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)); }
+static inline qkt_real gelu_of(qkt_real v, qkt_real t) { return (qkt_real)0.5 * v * (1 + t); }
+/* dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
+static inline qkt_real gelu_grad_of(qkt_real v, qkt_real t) {
+    return (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
+}
+static inline qkt_real gelu_grad(qkt_real v) { return gelu_grad_of(v, gelu_t(v)); }
+
 static void gelu_forward(const qkt_real *X, qkt_real *Y, int64_t n) {
 #pragma omp parallel for simd if (n > QKT_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        qkt_real v = X[i];
-        Y[i] = (qkt_real)0.5 * v * (1 + qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)));
-    }
-}
-/* u = k (x + c x^3), t = tanh u:  dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
-static inline qkt_real gelu_grad(qkt_real v) {
-    qkt_real t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
-    return (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
+    for (int64_t i = 0; i < n; i++) Y[i] = gelu_of(X[i], gelu_t(X[i]));
 }
 /* gelu_forward's and gelu_grad's expressions on one tanh per element, one thread (a
  * product's epilogue: the block was just computed on this thread). */
@@ -77,17 +78,14 @@ static void gelu_epilogue(qkt_real *C, qkt_real *G, int rows, int cols, int ldc)
         qkt_real *c = C + (size_t)r * ldc, *g = G ? G + (size_t)r * ldc : NULL;
         if (!g) {
 #pragma omp simd
-            for (int j = 0; j < cols; j++) {
-                qkt_real v = c[j];
-                c[j] = (qkt_real)0.5 * v * (1 + qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)));
-            }
+            for (int j = 0; j < cols; j++) c[j] = gelu_of(c[j], gelu_t(c[j]));
             continue;
         }
 #pragma omp simd
         for (int j = 0; j < cols; j++) {
-            qkt_real v = c[j], t = qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
-            g[j] = (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
-            c[j] = (qkt_real)0.5 * v * (1 + t);
+            qkt_real v = c[j], t = gelu_t(v);
+            g[j] = gelu_grad_of(v, t);
+            c[j] = gelu_of(v, t);
         }
     }
 }

@@ -106,15 +106,27 @@ void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
 /* y = x W^T + b in one node: every sum of the gemm starts at the bias (qkt__gemm_bias:
  * in the registers on the own-gemm paths, written into y first for BLAS), so no
  * separate (rows, out) tensor exists for x W^T, and backward takes db from dy directly. */
-qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
-    QKT_LIVE_OPT(ctx, "affine", 2, x, w, b);
-    QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "affine (x, W)", x, w);
+/* The names an affine-shaped op's usage errors give: its own, then its two shape checks. */
+static const struct {
+    const char *op, *xw, *wb;
+} affine_names[] = {{"affine", "affine (x, W)", "affine (W, b)"}, {"affine_gelu", "affine_gelu (x, W)", "affine_gelu (W, b)"}};
+
+/* x (..., in), W (out, in) and b (out) or NULL, checked for op affine_names[k]; y's shape
+ * (x's with out last) into shape. Returns x's rows. */
+static int64_t affine_shape(qkt_ctx *ctx, int k, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b, int *shape) {
+    QKT_LIVE_OPT(ctx, affine_names[k].op, 2, x, w, b);
+    QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], affine_names[k].xw, x, w);
     int in = w->shape[1], out = w->shape[0];
-    if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, "affine (W, b)", w, b);
-    int64_t rows = x->size / in;
-    int shape[QKT_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
+    if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, affine_names[k].wb, w, b);
+    memcpy(shape, x->shape, QKT_MAX_DIMS * sizeof *shape);
     shape[x->ndim - 1] = out;
+    return x->size / in;
+}
+
+qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
+    int shape[QKT_MAX_DIMS];
+    int64_t rows = affine_shape(ctx, 0, x, w, b, shape);
+    int in = w->shape[1], out = w->shape[0];
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
     qkt__gemm_bias((int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, y->data, out);
     qkt_op_record(ctx, QKT_OP_AFFINE, y, 3, (qkt_tensor *[]){x, w, b});
@@ -144,14 +156,9 @@ void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) { affine_backward_dy(ctx, n
  * a pass over it exists, and backward needs no tanh: du = gelu'(u) dh, then the affine's
  * products. The bits of qkt_gelu(qkt_affine(x, W, b)) on every path and thread count. */
 qkt_tensor *qkt_affine_gelu(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b) {
-    QKT_LIVE_OPT(ctx, "affine_gelu", 2, x, w, b);
-    QKT_CHECK_SHAPES(x->ndim >= 1 && w->ndim == 2 && qkt__last(x) == w->shape[1], "affine_gelu (x, W)", x, w);
-    int in = w->shape[1], out = w->shape[0];
-    if (b) QKT_CHECK_SHAPES(b->ndim == 1 && b->shape[0] == out, "affine_gelu (W, b)", w, b);
-    int64_t rows = x->size / in;
     int shape[QKT_MAX_DIMS];
-    memcpy(shape, x->shape, sizeof shape);
-    shape[x->ndim - 1] = out;
+    int64_t rows = affine_shape(ctx, 1, x, w, b, shape);
+    int in = w->shape[1], out = w->shape[0];
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
     /* gelu'(u), (rows, out): only when backward may run */
     qkt_real *g = ctx->no_grad ? NULL : qkt_arena_alloc(&ctx->arena, (size_t)y->size * sizeof *g);

@@ -114,6 +114,22 @@ void *qkt__aligned_alloc(size_t align, size_t n, const char *file, int line) {
     return p;
 }
 
+static qkt_names g_names = QKT_NAMES_FIELDS;
+qkt_names qkt_set_names(qkt_names n) {
+    qkt_names prev = g_names;
+    g_names = n;
+    return prev;
+}
+qkt_names qkt_get_names(void) { return g_names; }
+
+int qkt__err_call(qkt_err *err, const char *call) {
+    if (err && g_names == QKT_NAMES_FIELDS) {
+        qkt_err tmp = *err;
+        qkt_err_set(err, "%s: %s", call, tmp.msg);
+    }
+    return -1;
+}
+
 int qkt_err_set(qkt_err *err, const char *fmt, ...) {
     if (err) {
         va_list ap;

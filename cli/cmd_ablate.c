@@ -1,5 +1,5 @@
 /* qkt ablate: the sqrt(d_k) study. Flags -> a config (the preset plus the flags), then
- * the library: the resume check, the run (qkt_ablate_run) and the report. */
+ * the library's one call (qkt_ablate_run_study: lock, resume check, run, report). */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -208,19 +208,12 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     if (c->robust_isa[0] && !strcmp(c->robust_isa, qkt_isa_name()))
         return fprintf(stderr, "qkt ablate: --robust-isa %s: the study's cells run on %s already (QKT_ISA or this CPU's widest path); "
                                "name another path\n", c->robust_isa, c->robust_isa), 2;
-    /* The task must open before any work (the cells would all fail otherwise). */
-    qkt_data *probe;
-    qkt_data_opts dop = {.seq_len = c->run.tc.model.block_size, .seed = c->run.tc.seed};
-    if (qkt_data_open(&probe, c->run.data, &dop, &err) != 0) return fprintf(stderr, "qkt ablate: --task: %s\n", err.msg), 2;
-    qkt_data_free(probe);
-    if (c->task2[0]) {
-        if (qkt_data_open(&probe, c->task2, &dop, &err) != 0) return fprintf(stderr, "qkt ablate: --task2: %s\n", err.msg), 2;
-        qkt_data_free(probe);
-    }
+    /* The tasks must open before any work (the cells would all fail otherwise): "task: ..." */
+    if (qkt_ablate_check_tasks(c, &err) != 0) return fprintf(stderr, "qkt ablate: --%s\n", err.msg), 2;
     return 0;
 }
 
-/* The study in dir, locked: resume check, config, cells, report. Exit status. */
+/* The study in dir (qkt_ablate_run_study), then what it cost. Exit status. */
 static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir);
 
 /* SIGINT, SIGTERM or SIGHUP (an ssh session dropped): the sweep ends its running cells
@@ -238,14 +231,6 @@ static void catch_stops(void) {
     qkt_cli_sigaction(SIGTERM, &sa);
     qkt_cli_sigaction(SIGHUP, &sa);
     signal(SIGPIPE, SIG_IGN); /* stderr piped to a reader that left: keep going */
-}
-
-/* The run directory, locked for this process's life (one writer). */
-static int lock_run(const char *dir, const char *out, qkt_lock *lk) {
-    qkt_err err;
-    if (qkt_mkdirs(dir, &err) != 0) return fprintf(stderr, "qkt ablate: --out %s: %s\n", out, err.msg), 2;
-    if (qkt_dir_lock(lk, dir, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
-    return 0;
 }
 
 /* --plan: "N cells: init N, train N, ..." on stdout (the kinds in qkt_cell_kind order). */
@@ -289,19 +274,13 @@ static int ablate(int argc, char **argv) {
     ablate_args a;
     qkt_ablate_cfg c;
     char dir[1024];
-    const bool lead = qkt_dist_rank() == 0;
     int quiet = qkt_cli_mute();
     /* setup's -1 (go on) is 0 to the agreement, so any rank's exit status wins */
     int rc = qkt_dist_agree(setup(argc, argv, &a, &c, dir, sizeof dir) + 1) - 1;
-    qkt_lock lk = {.fd = -1};
-    bool go = rc < 0; /* else --help (0) or a bad flag (2) */
-    if (go) rc = qkt_dist_agree(lead ? lock_run(dir, a.out, &lk) : 0), go = rc == 0;
     qkt_cli_unmute(quiet);
-    if (!go) return rc;
+    if (rc >= 0) return rc; /* --help (0) or a bad flag (2) */
     catch_stops();
-    rc = run_study(&a, &c, dir);
-    qkt_dir_unlock(&lk);
-    return rc;
+    return run_study(&a, &c, dir);
 }
 
 int qkt_cmd_ablate(int argc, char **argv) {
@@ -315,22 +294,16 @@ int qkt_cmd_ablate(int argc, char **argv) {
 static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir) {
     qkt_err err;
     const bool lead = qkt_dist_rank() == 0;
-    int rc = 0;
-    bool resuming = false;
-    if (lead && qkt_ablate_check_resume(dir, c, &resuming, &err) != 0) rc = (fprintf(stderr, "qkt ablate: %s\n", err.msg), 2);
-    if (!rc && resuming) fprintf(stderr, "qkt ablate: resuming %s (finished cells are kept)\n", dir);
-    if (lead && !rc && qkt_ablate_start(dir, c, &err) != 0) /* before any work, like a bad flag */
-        rc = (fprintf(stderr, "qkt ablate: --out %s: %s\n", a->out, err.msg), 2);
+    char exe[1024];
+    int rc = self_exe(exe, sizeof exe) != 0 ? (fprintf(stderr, "qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1) : 0;
     if ((rc = qkt_dist_agree(rc)) != 0) return rc;
     time_t t0 = time(NULL);
-    if (!a->report_only) {
-        char exe[1024];
-        if (self_exe(exe, sizeof exe) != 0) rc = (fprintf(stderr, "qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1);
-        if ((rc = qkt_dist_agree(rc)) != 0) return rc;
-        rc = qkt_ablate_run(dir, exe, lead, &g_stop, &err);
-        if (rc && lead) fprintf(stderr, "qkt ablate: %s\n", err.msg);
-        if (rc) return g_stop ? 130 : 1;
-    }
+    qkt_ablate_study_opts o = {exe, lead, a->report_only, &g_stop};
+    qkt_ablate_status st = qkt_ablate_run_study(c, dir, &o, &err);
+    if (st == QKT_ABLATE_ERR_DIR && lead) fprintf(stderr, "qkt ablate: --out %s: %s\n", a->out, err.msg);
+    else if (st && lead) fprintf(stderr, "qkt ablate: %s\n", err.msg);
+    if (st == QKT_ABLATE_STOPPED) return 130;
+    if (st) return st == QKT_ABLATE_ERR_RUN || st == QKT_ABLATE_ERR_REPORT ? 1 : 2;
     if (!lead) return 0; /* rank 0 writes metrics.csv, summary.csv, the plots and the report */
     char ids[1024];
     int seeds, missing = a->report_only ? qkt_ablate_missing(dir, c, ids, sizeof ids, &seeds) : 0;
@@ -338,7 +311,6 @@ static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir) {
         fprintf(stderr, "qkt ablate: warning: %d planned cell%s missing or unfinished (%s); report.md says so and uses the seeds "
                         "present (as few as %d of %d); run without --report-only to compute them\n",
                 missing, missing == 1 ? " is" : "s are", ids, seeds, c->seeds);
-    if (qkt_ablate_report(dir, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 1;
     qkt_ablate_efficiency e;
     char eff[600];
     if (qkt_ablate_efficiency_read(dir, c, &e, &err) == 0) qkt_ablate_efficiency_text(&e, eff, sizeof eff);

@@ -29,20 +29,7 @@ int qkt_cmd_cell(int argc, char **argv) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() == 1) return fprintf(stderr, "qkt _cell: the qkt ablate that started this cell is gone\n"), 1;
 #endif
-    qkt_ablate_cfg c;
     qkt_err err;
-    if (qkt_ablate_load_config(run, &c, &err) != 0) return fprintf(stderr, "qkt _cell: %s\n", err.msg), 2;
-    qkt_set_threads(1);
-    qkt_cell *plan;
-    int n = qkt_ablate_plan(&c, &plan), found = -1;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(plan[i].id, id)) found = i;
-    if (found < 0) {
-        free(plan);
-        return fprintf(stderr, "qkt _cell: no cell '%s' in %s/config.json\n", id, run), 2;
-    }
-    rc = qkt_ablate_run_cell(run, &c, &plan[found], &err);
-    free(plan);
-    if (rc != 0) return fprintf(stderr, "qkt _cell %s: %s\n", id, err.msg), 1;
+    if (qkt_ablate_run_cell_id(run, id, &err) != 0) return fprintf(stderr, "qkt _cell %s: %s\n", id, err.msg), 1;
     return 0;
 }

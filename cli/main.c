@@ -77,6 +77,7 @@ int main(int argc, char **argv) {
     qkt_thread_env_reexec(argv); /* returns at once when the environment is set already */
     qkt_set_fatal_handler(on_fatal, NULL);
     qkt_set_log_handler(on_log, NULL, isatty(STDERR_FILENO));
+    qkt_set_names(QKT_NAMES_FLAGS); /* refused settings are named by the flags users type */
 #ifdef QKT_WITH_MPI
     qkt_dist_use_mpi(); /* libqkt_mpi: qkt train / qkt ablate under mpirun join the job */
 #endif

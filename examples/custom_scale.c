@@ -8,9 +8,9 @@
  * 2. trains it in a run directory with the training session (as `qkt train`), pausing
  *    halfway and resuming; the checkpoint's metadata names the variant;
  * 3. reloads the checkpoint (qkt_gpt_open) and checks the weights are the trainer's;
- * 4. runs a tiny study (as `qkt ablate`) on sqrt_dk, power:0.75 and qk_rmsnorm: the
- *    study runs its cells as child processes of this same program (`custom_scale _cell
- *    --run DIR --cell ID`), which registers the variant again before running the cell.
+ * 4. runs a tiny study (as `qkt ablate`) on sqrt_dk, power:0.75 and qk_rmsnorm in one
+ *    call (qkt_ablate_run_study): its cells run in children forked from this program, so
+ *    the registered variant is there with them.
  *
  * Build: cc custom_scale.c $(pkg-config --cflags --libs qkt) -lm -o custom_scale
  * Run:   ./custom_scale [DIR] [STEPS]    (DIR default custom_scale_runs, STEPS default 40) */
@@ -53,21 +53,6 @@ static int register_variant(void) {
     qkt_err err;
     if (qkt_attn_variant_register(&v, NULL, &err)) return fprintf(stderr, "custom_scale: %s\n", err.msg), -1;
     return 0;
-}
-
-/* ---------------------------------------------------------------- a study cell (child process) */
-static int run_cell(const char *run_dir, const char *id) {
-    qkt_ablate_cfg c;
-    qkt_err err;
-    if (qkt_ablate_load_config(run_dir, &c, &err)) return fprintf(stderr, "custom_scale _cell: %s\n", err.msg), 2;
-    qkt_set_threads(1);
-    qkt_cell *plan;
-    int n = qkt_ablate_plan(&c, &plan), rc = 2;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(plan[i].id, id)) rc = qkt_ablate_run_cell(run_dir, &c, &plan[i], &err) ? 1 : 0;
-    if (rc) fprintf(stderr, "custom_scale _cell %s: %s\n", id, rc == 2 ? "no such cell" : err.msg);
-    free(plan);
-    return rc;
 }
 
 /* ---------------------------------------------------------------- 2, 3: train, resume, reload */
@@ -117,7 +102,7 @@ static int train(const char *dir, int steps) {
 }
 
 /* ---------------------------------------------------------------- 4: a tiny study */
-static int study(const char *dir, const char *self, int steps) {
+static int study(const char *dir, int steps) {
     qkt_ablate_cfg c;
     qkt_err err;
     if (qkt_ablate_preset("quick", &c, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
@@ -136,15 +121,7 @@ static int study(const char *dir, const char *self, int steps) {
     c.workers = 2;
     char run_dir[1024];
     snprintf(run_dir, sizeof run_dir, "%s/%s", dir, c.name);
-    bool resuming;
-    qkt_lock lk;
-    if (qkt_ablate_validate(&c, &err) || qkt_ablate_check_dir(run_dir, &err) || qkt_mkdirs(run_dir, &err) ||
-        qkt_dir_lock(&lk, run_dir, &err))
-        return fprintf(stderr, "custom_scale: %s\n", err.msg), 1;
-    int rc = qkt_ablate_check_resume(run_dir, &c, &resuming, &err) || (!resuming && qkt_ablate_start(run_dir, &c, &err)) ||
-             qkt_ablate_run(run_dir, self, false, NULL, &err) || qkt_ablate_report(run_dir, &err);
-    qkt_dir_unlock(&lk);
-    if (rc) return fprintf(stderr, "custom_scale: study: %s\n", err.msg), 1;
+    if (qkt_ablate_run_study(&c, run_dir, NULL, &err)) return fprintf(stderr, "custom_scale: study: %s\n", err.msg), 1;
     printf("study of sqrt_dk, power:0.75, qk_rmsnorm: %s/report.md\n", run_dir);
     return 0;
 }
@@ -152,16 +129,10 @@ static int study(const char *dir, const char *self, int steps) {
 int main(int argc, char **argv) {
     qkt_thread_env_reexec(argv); /* OpenMP threads that sleep when idle (docs/library.md) */
     if (register_variant()) return 1;
-    if (argc == 6 && !strcmp(argv[1], "_cell") && !strcmp(argv[2], "--run") && !strcmp(argv[4], "--cell"))
-        return run_cell(argv[3], argv[5]); /* started by the study below, in a child process */
     const char *dir = argc > 1 ? argv[1] : "custom_scale_runs";
     int steps = argc > 2 ? atoi(argv[2]) : 40;
     if (steps < 4) return fprintf(stderr, "custom_scale: STEPS must be at least 4\n"), 2;
-    char self[4096];
-    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (k <= 0) return fprintf(stderr, "custom_scale: cannot find this program's path\n"), 1;
-    self[k] = 0;
     qkt_err err;
     if (qkt_mkdirs(dir, &err)) return fprintf(stderr, "custom_scale: %s\n", err.msg), 1;
-    return train(dir, steps) || study(dir, self, steps);
+    return train(dir, steps) || study(dir, steps);
 }

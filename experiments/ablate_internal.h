@@ -24,5 +24,7 @@ const qkt__ab_key *qkt__ab_key_find(const char *key);
 /* Left out of config.json when 0, "" or an empty list: the robustness reruns' keys, so a
  * study without reruns keeps its config.json's text. */
 bool qkt__ab_key_omit_unset(const qkt__ab_key *k);
+/* A cell in a child forked by the sweep (qkt_sweep.cell_fn; ablate_study.c). */
+int qkt__ablate_cell_in_child(const char *run_dir, const char *id, qkt_err *err, void *user);
 
 #endif

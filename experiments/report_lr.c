@@ -6,6 +6,15 @@
 #include "qkt_plot.h"
 #include "report_internal.h"
 
+/* The rest of a table's header after "| variant |": a column per LR, then `tail` (the
+ * last columns' names, `extra` of them), and the rule line of `rule` cells. */
+static void lr_header(qkt_buf *md, const qkt_ablate_cfg *c, const char *tail, int extra, const char *rule) {
+    for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
+    qkt_buf_printf(md, " %s |\n|---|", tail);
+    for (int i = 0; i < c->n_lr + extra; i++) qkt_buf_printf(md, "%s", rule);
+    qkt_buf_printf(md, "\n");
+}
+
 void qkt__report_part_lr(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     const qkt_table *t = r->t;
@@ -15,10 +24,7 @@ void qkt__report_part_lr(qkt__report *r) {
                        "E_lr[min(loss, loss at init) - best loss], the best loss being the lowest final loss of any variant at any LR of the sweep "
                        "(lower = less sensitive).\n\n| variant |",
                    c->lr_dk, c->lr_steps, c->lr_seeds);
-    for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
-    qkt_buf_printf(md, " best lr | LR sensitivity |\n|---|");
-    for (int i = 0; i < c->n_lr + 2; i++) qkt_buf_printf(md, "---:|");
-    qkt_buf_printf(md, "\n");
+    lr_header(md, c, "best lr | LR sensitivity", 2, "---:|");
     static double X[QKT_AB_MAX_LIST][QKT_AB_MAX_LIST], Y[QKT_AB_MAX_LIST][QKT_AB_MAX_LIST];
     qkt_series s[QKT_AB_MAX_LIST];
     for (int v = 0; v < c->n_lr_variants; v++) {
@@ -55,10 +61,7 @@ void qkt__report_part_lr(qkt__report *r) {
                        "the largest attention logit up to that rise (the whole run if none), and the lowest normalised entropy (mean over "
                        "heads) over the same evaluations.\n\n| variant |",
                    c->lr_eval_every, QKT_REPORT_TRAIN_MARGIN, chs, QKT_REPORT_RISE, QKT_REPORT_RISE_EVALS);
-    for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
-    qkt_buf_printf(md, " trained up to |\n|---|");
-    for (int i = 0; i < c->n_lr + 1; i++) qkt_buf_printf(md, "---|");
-    qkt_buf_printf(md, "\n");
+    lr_header(md, c, "trained up to", 1, "---|");
     for (int v = 0; v < c->n_lr_variants; v++) {
         const char *name = qkt_attn_scale_name(c->lr_variants[v]);
         qkt_buf_printf(md, "| %s |", name);
@@ -92,10 +95,7 @@ void qkt__report_part_lr(qkt__report *r) {
     /* over seeds: what claims 6b and 7b decide on */
     qkt_buf_printf(md, "**Failure rate over %d seeds** per learning rate (runs that failed / runs), and the largest good LR (the last LR of the run "
                        "of trained LRs from the smallest) per seed.\n\n| variant |", c->lr_seeds);
-    for (int i = 0; i < c->n_lr; i++) qkt_buf_printf(md, " lr %g |", c->lrs[i]);
-    qkt_buf_printf(md, " largest good LR per seed |\n|---|");
-    for (int i = 0; i < c->n_lr + 1; i++) qkt_buf_printf(md, "---|");
-    qkt_buf_printf(md, "\n");
+    lr_header(md, c, "largest good LR per seed", 1, "---|");
     for (int v = 0; v < c->n_lr_variants; v++) {
         const char *name = qkt_attn_scale_name(c->lr_variants[v]);
         qkt_buf_printf(md, "| %s |", name);

@@ -15,6 +15,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "qkt_io.h"
 #include "qkt_sweep.h"
@@ -72,9 +75,33 @@ void qkt_cell_paths(const char *run_dir, const char *id, char *csv, char *log, c
     if (progress) snprintf(progress, n, "%s/cells/%s.progress", run_dir, id);
 }
 
+/* A cell in a child forked from this process (s->exe NULL): s->cell_fn there, its
+ * refusal the log's last line. The child is the sweep's own process, so it ends here. */
+static pid_t fork_cell(const qkt_sweep *s, const char *id, const char *log) {
+    fflush(NULL); /* what the parent buffered is written once, by the parent */
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644), in = open("/dev/null", O_RDONLY);
+    if (fd < 0 || in < 0 || dup2(in, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
+    if (in > 2) close(in);
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL), signal(SIGHUP, SIG_DFL); /* the sweep's stop ends it */
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* the parent killed outright: end with it */
+    if (getppid() == 1) _exit(1);
+#endif
+    static qkt_err err;
+    static char line[QKT_ERR_LEN + 256];
+    if (s->cell_fn(s->run_dir, id, &err, s->cell_user) == 0) _exit(0);
+    int n = snprintf(line, sizeof line, "qkt _cell %s: %s\n", id, err.msg);
+    ssize_t w = write(fd, line, n < (int)sizeof line ? (size_t)n : sizeof line - 1);
+    (void)w; /* a log that cannot be written: the parent notes it (qkt__sweep_empty_log_note) */
+    _exit(1);
+}
+
 static pid_t spawn_cell(const qkt_sweep *s, const char *id) {
     char log[1024];
     qkt_cell_paths(s->run_dir, id, NULL, log, NULL, sizeof log);
+    if (!s->exe) return fork_cell(s, id, log);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "qkt_trainer.h"
+#include "train_internal.h"
 
 static double clock_s(clockid_t id) {
     struct timespec t;
@@ -44,8 +45,10 @@ int qkt_bench_steps(const qkt_train_config *c, int warmup, int steps, qkt_bench_
               "warmup >= 0, steps >= 1)", c->data ? c->data : "NULL", warmup, steps);
     qkt_train_config cfg = *c;
     cfg.steps = (int64_t)warmup + steps; /* the schedule's length */
+    qkt_train_config_resolve(&cfg);
+    if (qkt__train_config_check(&cfg, err)) return qkt__err_call(err, "qkt_bench_steps");
     qkt_trainer t;
-    if (qkt_trainer_init(&t, &cfg, err)) return -1;
+    if (qkt__trainer_init_valid(&t, &cfg, err)) return -1;
     int V = t.cfg.model.vocab_size;
     size_t n = (size_t)t.cfg.batch_size * t.T;
     qkt_rng rng;

@@ -26,35 +26,44 @@ void qkt_train_config_resolve(qkt_train_config *c) {
 
 #define BAD(...) return qkt_err_set(err, __VA_ARGS__)
 
-/* A field's name in messages: its `qkt train` flag, else its JSON key. */
-static const char *label(const qkt_train_field *f, char *buf, size_t n) {
-    if (!f->flag) return f->name;
-    snprintf(buf, n, "--%s", f->flag);
-    return buf;
+/* A field's name in messages (qkt_train_field_label): "n_embd", or "--n-embd" for the CLI. */
+#define L(name) qkt_train_field_label(qkt_train_field_find(name), lb[nl++ % 4], 64)
+/* ... and bare, inside a phrase: "batch_size" or "batch-size". */
+static const char *bare(const char *name) {
+    const qkt_train_field *f = qkt_train_field_find(name);
+    return qkt_get_names() == QKT_NAMES_FLAGS && f->flag ? f->flag : f->name;
 }
 
 /* Each field of the table against its bounds (in train.json's order), then the checks
  * between fields. */
-int qkt_train_config_validate(const qkt_train_config *c, qkt_err *err) {
+int qkt__train_config_check(const qkt_train_config *c, qkt_err *err) {
     const qkt_gpt_config *m = &c->model;
+    char lb[4][64];
+    int nl = 0;
     for (int i = 0; i < qkt_train_field_count(); i++) {
         const qkt_train_field *f = qkt_train_field_at(i);
         const void *p = qkt_train_field_ptr_tc(f, (qkt_train_config *)c);
-        char l[64];
-        if (p && qkt_train_field_check(p, f, label(f, l, sizeof l), err)) return -1;
+        if (p && qkt_train_field_check(p, f, qkt_train_field_label(f, lb[0], 64), err)) return -1;
     }
-    if (m->n_embd % m->n_head) BAD("--n-embd %d is not divisible by --n-head %d", m->n_embd, m->n_head);
+    if (m->n_embd % m->n_head) BAD("%s %d is not divisible by %s %d", L("n_embd"), m->n_embd, L("n_head"), m->n_head);
     if (m->pos == QKT_POS_ROPE && (m->n_embd / m->n_head) % 2) /* rope turns pairs of a head's dimensions */
-        BAD("--pos rope needs an even d_k = --n-embd / --n-head, got %d / %d = %d", m->n_embd, m->n_head, m->n_embd / m->n_head);
+        BAD("%s rope needs an even d_k = %s / %s, got %d / %d = %d", L("pos"), L("n_embd"), L("n_head"), m->n_embd, m->n_head,
+            m->n_embd / m->n_head);
     if ((int64_t)c->batch_size * m->block_size > QKT_TRAIN_MAX_BATCH_TOKENS)
-        BAD("--batch-size %d: expected a positive integer with batch-size x block-size <= 2^28", c->batch_size);
+        BAD("%s %d: expected a positive integer with %s x %s <= 2^28", L("batch_size"), c->batch_size, bare("batch_size"),
+            bare("block_size"));
     if (c->replicas > c->batch_size)
-        BAD("--replicas %d: expected an integer in [1, %d] and at most --batch-size %d", c->replicas, QKT_DP_MAX, c->batch_size);
-    if (!(c->min_lr <= c->lr)) BAD("--min-lr %g: expected a number in [0, --lr %g]", c->min_lr, c->lr);
+        BAD("%s %d: expected an integer in [1, %d] and at most %s %d", L("replicas"), c->replicas, QKT_DP_MAX, L("batch_size"),
+            c->batch_size);
+    if (!(c->min_lr <= c->lr)) BAD("%s %g: expected a number in [0, %s %g]", L("min_lr"), c->min_lr, L("lr"), c->lr);
     if (c->warmup_steps > c->steps)
-        BAD("--warmup-steps %" PRId64 ": expected an integer in [0, --steps %" PRId64 "]", c->warmup_steps, c->steps);
+        BAD("%s %" PRId64 ": expected an integer in [0, %s %" PRId64 "]", L("warmup_steps"), c->warmup_steps, L("steps"), c->steps);
     if (c->warmup_steps > c->lr_decay_steps)
-        BAD("--warmup-steps %" PRId64 ": expected an integer in [0, --lr-decay-steps %" PRId64 "]", c->warmup_steps,
+        BAD("%s %" PRId64 ": expected an integer in [0, %s %" PRId64 "]", L("warmup_steps"), c->warmup_steps, L("lr_decay_steps"),
             c->lr_decay_steps);
     return 0;
+}
+
+int qkt_train_config_validate(const qkt_train_config *c, qkt_err *err) {
+    return qkt__train_config_check(c, err) ? qkt__err_call(err, "qkt_train_config_validate") : 0;
 }

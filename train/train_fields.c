@@ -118,6 +118,12 @@ void qkt__train_run_fields_default(qkt_train_run *r) {
         if (!in_tc(&fields[i])) set_default(&fields[i], qkt_train_field_ptr(&fields[i], r));
 }
 
+const char *qkt_train_field_label(const qkt_train_field *f, char *buf, size_t n) {
+    if (qkt_get_names() != QKT_NAMES_FLAGS || !f->flag) return f->name;
+    snprintf(buf, n, "--%s", f->flag);
+    return buf;
+}
+
 /* ---------------------------------------------------------------- describe, check */
 static bool is_int(const qkt_train_field *f) { return f->type == QKT_FIELD_INT || f->type == QKT_FIELD_I64; }
 

@@ -33,6 +33,10 @@ qkt_session_end qkt__session_follow(qkt_session *s, const volatile sig_atomic_t 
 
 /* The table's defaults of the fields of r outside r->tc (train_fields.c). */
 void qkt__train_run_fields_default(qkt_train_run *r);
+/* qkt_train_config_validate and qkt_train_run_validate without the call's name (a public
+ * call that validates adds its own: qkt__err_call). */
+int qkt__train_config_check(const qkt_train_config *c, qkt_err *err);
+int qkt__train_run_check(const qkt_train_run *r, qkt_err *err);
 /* qkt_trainer_init of a config already resolved and validated (the session validates it
  * once, with the run's own fields). */
 int qkt__trainer_init_valid(qkt_trainer *t, const qkt_train_config *c, qkt_err *err);

@@ -24,18 +24,21 @@ void qkt_train_run_default(qkt_train_run *r) {
 
 #define BAD(...) return qkt_err_set(err, __VA_ARGS__)
 
-/* The run's own fields (those outside r->tc), named by their flag. */
-int qkt_train_run_validate(const qkt_train_run *r, qkt_err *err) {
-    if (qkt_train_config_validate(&r->tc, err)) return -1;
+/* The run's own fields (those outside r->tc), named as qkt_train_field_label says. */
+int qkt__train_run_check(const qkt_train_run *r, qkt_err *err) {
+    if (qkt__train_config_check(&r->tc, err)) return -1;
     if (r->tc.optim != QKT_OPTIM_ADAMW) BAD("optim: only adamw is supported by qkt train");
     for (int i = 0; i < qkt_train_field_count(); i++) {
         const qkt_train_field *f = qkt_train_field_at(i);
         if (qkt_train_field_ptr_tc(f, (qkt_train_config *)&r->tc)) continue; /* checked above */
-        char flag[64];
-        snprintf(flag, sizeof flag, "--%s", f->flag ? f->flag : f->name);
-        if (qkt_train_field_check(qkt_train_field_ptr(f, (qkt_train_run *)r), f, flag, err)) return -1;
+        char l[64];
+        if (qkt_train_field_check(qkt_train_field_ptr(f, (qkt_train_run *)r), f, qkt_train_field_label(f, l, sizeof l), err)) return -1;
     }
     return 0;
+}
+
+int qkt_train_run_validate(const qkt_train_run *r, qkt_err *err) {
+    return qkt__train_run_check(r, err) ? qkt__err_call(err, "qkt_train_run_validate") : 0;
 }
 
 /* ---------------------------------------------------------------- JSON */
@@ -120,7 +123,7 @@ static int from_json(const cJSON *o, const char *path, qkt_train_run *r, qkt_err
     /* a run written before lr_decay_steps existed decayed over its steps */
     if (!cJSON_GetObjectItemCaseSensitive(o, "lr_decay_steps")) r->tc.lr_decay_steps = r->tc.steps;
     qkt_err e2;
-    if (qkt_train_run_validate(r, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
+    if (qkt__train_run_check(r, &e2)) return qkt_err_set(err, "%s: %s", path, e2.msg);
     return 0;
 }
 

@@ -148,7 +148,7 @@ static int restore(qkt_session *s, qkt_err *err) {
 /* The run's trainer: data and model (validates the data spec against the block size). */
 qkt_session_status qkt__session_open_trainer(qkt_session *s, qkt_err *err) {
     qkt_train_config_resolve(&s->run.tc);
-    if (qkt_train_run_validate(&s->run, err)) return QKT_SESSION_ERR_CONFIG;
+    if (qkt__train_run_check(&s->run, err)) return qkt__err_call(err, "qkt_session_open"), QKT_SESSION_ERR_CONFIG;
     if (qkt__trainer_init_valid(&s->t, &s->run.tc, err)) return QKT_SESSION_ERR_DATA;
     absolute_text_spec(qkt_data_spec(s->t.data), s->run.data, sizeof s->run.data);
     s->run.tc.model.vocab_size = s->t.gpt.cfg.vocab_size;

@@ -11,7 +11,7 @@
 int qkt_trainer_init(qkt_trainer *t, const qkt_train_config *c, qkt_err *err) {
     qkt_train_config r = *c;
     qkt_train_config_resolve(&r);
-    if (qkt_train_config_validate(&r, err)) return memset(t, 0, sizeof *t), -1;
+    if (qkt__train_config_check(&r, err)) return memset(t, 0, sizeof *t), qkt__err_call(err, "qkt_trainer_init");
     return qkt__trainer_init_valid(t, &r, err);
 }
 

@@ -16,13 +16,16 @@
 #include "qkt_dist.h"
 #include "qkt_io.h"
 #include "qkt_trainer.h"
+#include "qkt_train_fields.h"
 
 int qkt_trainer_distribute(qkt_trainer *t, qkt_err *err) {
     int n = qkt_dist_size();
     if (n < 2) return 0;
+    char l[64];
+    const char *rep = qkt_train_field_label(qkt_train_field_find("replicas"), l, sizeof l);
     if (t->cfg.replicas != n)
-        return qkt_err_set(err, "--replicas %d, but the MPI job has %d ranks: under MPI the ranks are the replicas (start %d "
-                                "ranks, or leave --replicas out of a new run)", t->cfg.replicas, n, t->cfg.replicas);
+        return qkt_err_set(err, "%s %d, but the MPI job has %d ranks: under MPI the ranks are the replicas (start %d "
+                                "ranks, or leave %s out of a new run)", rep, t->cfg.replicas, n, t->cfg.replicas, rep);
     qkt_dp_free(&t->dp);
     qkt_dp_init(&t->dp, &t->ctx, &t->gpt.params, 1); /* this rank's shard: one replica */
     t->ranks = n;

@@ -173,6 +173,47 @@ double qkt_ablate_cell_cost(const qkt_ablate_cfg *c, const qkt_cell *cell);
  * (qkt_ablate_rerun_get) the same way in run_dir/robust/<label>/; a robust_isa this CPU
  * does not run is refused (-1, one line) before any rerun cell. */
 int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const volatile sig_atomic_t *stop, qkt_err *err);
+/* exe NULL: each cell runs in a child forked from this process (one thread; the program's
+ * registered variants are there as in the parent), which runs qkt_ablate_run_cell_id. */
+
+/* The cell `id` of the study saved in run_dir, in this process with one thread (what
+ * `qkt _cell --run DIR --cell ID` runs): 0, or -1 with why. */
+int qkt_ablate_run_cell_id(const char *run_dir, const char *id, qkt_err *err);
+/* Do both tasks (run.data and task2) open? -1 with "task: ..." or "task2: ...". */
+int qkt_ablate_check_tasks(const qkt_ablate_cfg *c, qkt_err *err);
+
+/* ---------------------------------------------------------------- the study in one call */
+typedef struct qkt_ablate_study_opts {
+    const char *exe;         /* NULL: cells in forked children (qkt_ablate_run), the program's registered
+                                variants with them; else a program answering `EXE _cell --run DIR --cell ID` */
+    bool verbose;            /* progress through qkt_logf */
+    bool report_only;        /* run no cells: the report of those finished */
+    const volatile sig_atomic_t *stop; /* as qkt_ablate_run's */
+} qkt_ablate_study_opts;
+
+typedef enum {
+    QKT_ABLATE_OK = 0,
+    QKT_ABLATE_ERR_CONFIG,  /* c refused (qkt_ablate_validate), a task that does not open, run_dir's path too long */
+    QKT_ABLATE_ERR_DIR,     /* run_dir or its config.json cannot be written */
+    QKT_ABLATE_ERR_LOCKED,  /* another process holds run_dir's lock */
+    QKT_ABLATE_ERR_OTHER,   /* run_dir holds a study with a different configuration */
+    QKT_ABLATE_ERR_RUN,     /* a cell failed (its log says why; the others are kept) */
+    QKT_ABLATE_STOPPED,     /* opts->stop was set: the running cells were ended, the finished kept */
+    QKT_ABLATE_ERR_REPORT,  /* the report could not be written */
+} qkt_ablate_status;
+
+/* The whole study of c in run_dir, as `qkt ablate` runs it: checks c and its tasks, makes
+ * and locks run_dir (held until it returns), checks a run already there is the same study
+ * (then resumes it: finished cells are kept), writes config.json, runs part 1 and the
+ * unfinished cells (qkt_ablate_run) and writes the report (qkt_ablate_report): run_dir/report.md.
+ * opts may be NULL (cells forked from this process, quiet). In an MPI job every rank calls it.
+ *     qkt_attn_variant_register(&my_variant, &err);       // before: the cells fork from here
+ *     qkt_ablate_preset("quick", &c, &err);
+ *     qkt_ablate_parse_variant("variants", "my_variant", &c.variants[c.n_variants++], &err);
+ *     if (qkt_ablate_run_study(&c, "runs/mine", NULL, &err)) fprintf(stderr, "%s\n", err.msg);
+ * On an error err says why, after "qkt_ablate_run_study: " for a refused configuration. */
+qkt_ablate_status qkt_ablate_run_study(const qkt_ablate_cfg *c, const char *run_dir, const qkt_ablate_study_opts *opts,
+                                       qkt_err *err);
 
 /* ---------------------------------------------------------------- robustness reruns
  * A rerun is a replicate study of the cells that carry verdicts, in run_dir/robust/<label>/

@@ -105,6 +105,17 @@ typedef struct qkt_err {
 } qkt_err;
 /* Sets err->msg (if err is non-NULL) and returns -1, so: return qkt_err_set(err, ...). */
 int qkt_err_set(qkt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* How a refused configuration is named in err: QKT_NAMES_FIELDS (the default) names the
+ * struct field a C caller set, after the public call that refused it:
+ *     "qkt_trainer_init: n_embd 0: expected an integer in [1, 65536]"
+ * QKT_NAMES_FLAGS names the field by its `qkt train` flag, with no call ("--n-embd 0:
+ * expected ..."): for a program whose users type flags, as the qkt program's do.
+ * Process-wide: set it before other calls. Returns the previous setting. */
+typedef enum qkt_names { QKT_NAMES_FIELDS = 0, QKT_NAMES_FLAGS } qkt_names;
+qkt_names qkt_set_names(qkt_names n);
+qkt_names qkt_get_names(void);
+/* Internal: prefixes err's message with the public call's name under QKT_NAMES_FIELDS; -1. */
+int qkt__err_call(qkt_err *err, const char *call);
 
 /* Messages: the library never prints. What it has to say while it works (a sweep's
  * progress, a cell it reruns, a file it skips) goes to one hook, as does the default fatal

@@ -13,7 +13,8 @@ extern "C" {
 #endif
 
 typedef struct {
-    const char *exe;        /* the qkt program: cells run as `qkt _cell --run DIR --cell ID` */
+    const char *exe;        /* the qkt program: cells run as `qkt _cell --run DIR --cell ID`;
+                               NULL: in a child forked from this process, cell_fn (below) */
     const char *run_dir;
     int workers;            /* processes at once */
     int n_cells;
@@ -30,6 +31,13 @@ typedef struct {
                                every host sees. */
     const char *isa;        /* NULL, or the kernel path of every cell: QKT_ISA=isa in the cells'
                                environment only (this process's is left as it is) */
+    /* exe NULL: the forked child (stdin /dev/null, stdout and stderr the cell's log, the
+     * stop signals back to their defaults) runs cell_fn(run_dir, id, err, cell_user) and
+     * ends with status 0 if it returned 0, else 1 after "qkt _cell ID: <err>" in the log.
+     * The child has the parent's state (e.g. its registered variants) but not its other
+     * threads: it must run one thread (qkt_set_threads(1)), as OpenMP does not survive a fork. */
+    int (*cell_fn)(const char *run_dir, const char *id, qkt_err *err, void *user);
+    void *cell_user;
 } qkt_sweep;
 
 typedef struct {

@@ -92,6 +92,9 @@ int qkt_train_field_set(qkt_train_run *r, const qkt_train_field *f, const char *
 /* The same for a value already in the struct: -1 with "n_layer 0: expected ...", named
  * by `label` (the flag, the JSON key; NULL: the field's name). */
 int qkt_train_field_check(const void *value, const qkt_train_field *f, const char *label, qkt_err *err);
+/* The field's name in messages (qkt_set_names): its name ("n_embd") or, under
+ * QKT_NAMES_FLAGS, its flag ("--n-embd"; a field without a flag: its name). */
+const char *qkt_train_field_label(const qkt_train_field *f, char *buf, size_t n);
 /* The value at p (qkt_train_field_ptr) as text: "%d", "%.17g" (exact), the enum's name,
  * "true"/"false", the string. Returns the length snprintf gives. */
 int qkt_train_field_format(const void *p, const qkt_train_field *f, char *buf, size_t n);

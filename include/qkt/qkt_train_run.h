@@ -31,7 +31,8 @@ typedef struct qkt_train_run {
  * resolve), data mqar, eval every 100 steps over 20 batches, checkpoint every 500. */
 void qkt_train_run_default(qkt_train_run *r);
 /* qkt_train_config_validate, then the run's own fields (only AdamW; eval and checkpoint
- * cadence): every check a user can fail, with the flag's name. Does not open the data.
+ * cadence): every check a user can fail, naming the call and the field as
+ * qkt_train_config_validate does. Does not open the data.
  * train.json's keys are the flags' names with '_' for '-'. */
 int qkt_train_run_validate(const qkt_train_run *r, qkt_err *err);
 /* JSON object (malloc'd string) and back. Load checks every key's presence and type,

@@ -53,7 +53,8 @@ qkt_train_config qkt_train_config_default(void);
  * steps, warmup_steps = min(100, lr_decay_steps / 10)); a config without them is unchanged. */
 void qkt_train_config_resolve(qkt_train_config *c);
 /* Every check of a resolved config a user can fail (the data is checked when opened),
- * one line naming the `qkt train` flag: "--n-embd 50 is not divisible by --n-head 3". */
+ * one line naming the call and the struct fields (qkt_set_names):
+ * "qkt_train_config_validate: n_embd 50 is not divisible by n_head 3". */
 int qkt_train_config_validate(const qkt_train_config *c, qkt_err *err);
 
 typedef struct qkt_step_stats {

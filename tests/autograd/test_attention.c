@@ -92,11 +92,11 @@ static void reference(const ref_in *r, const qkt_real *q, const qkt_real *k, con
     free(dz);
 }
 
-static double max_rel(const qkt_real *got, const double *want, size_t n) {
+static double max_rel(const qkt_real *qkt_test_fatal_msg, const double *want, size_t n) {
     double scale = 1e-3, worst = 0;
     for (size_t i = 0; i < n; i++) scale = fabs(want[i]) > scale ? fabs(want[i]) : scale;
     for (size_t i = 0; i < n; i++) {
-        double e = fabs(got[i] - want[i]) / scale;
+        double e = fabs(qkt_test_fatal_msg[i] - want[i]) / scale;
         if (!(e <= worst)) worst = e;
     }
     return worst;
@@ -335,22 +335,15 @@ static void check_dropout(void) {
     qkt_params_free(&p);
 }
 
-static jmp_buf jb;
-static char got[1024];
-static void hook(qkt_fatal_kind kind, const char *msg, void *user) {
-    (void)kind, (void)user;
-    snprintf(got, sizeof got, "%s", msg);
-    longjmp(jb, 1);
-}
 /* Each call must end in the fatal handler with a message containing `want`. */
 static void expect_refused(qkt_ctx *ctx, const char *want, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int H,
                            const qkt_attn_opts *o) {
-    got[0] = 0;
-    if (setjmp(jb) == 0) {
+    qkt_test_fatal_msg[0] = 0;
+    if (setjmp(qkt_test_fatal_jb) == 0) {
         qkt_attention(ctx, q, k, v, H, o);
         EXPECT(0, "not refused (wanted '%s')", want);
     } else {
-        EXPECT(strstr(got, want) != NULL, "got '%s', wanted '%s'", got, want);
+        EXPECT(strstr(qkt_test_fatal_msg, want) != NULL, "qkt_test_fatal_msg '%s', wanted '%s'", qkt_test_fatal_msg, want);
     }
 }
 static void check_misuse(void) {
@@ -361,7 +354,7 @@ static void check_misuse(void) {
     qkt_tensor *v5 = qkt_tensor_zeros(&ctx, 3, (int[]){2, 5, 8});
     qkt_tensor *b_tt = qkt_tensor_zeros(&ctx, 3, (int[]){2, 7, 5}), *b_b = qkt_tensor_zeros(&ctx, 4, (int[]){3, 2, 5, 7});
     qkt_tensor *b2 = qkt_tensor_zeros(&ctx, 2, (int[]){5, 7});
-    qkt_set_fatal_handler(hook, NULL);
+    qkt_set_fatal_handler(qkt_test_fatal_hook, NULL);
     qkt_attn_opts o = {.scale = 1};
     expect_refused(&ctx, "attention (q, k)", q, k6, k6, 2, &o);
     expect_refused(&ctx, "attention (q, k)", q, k3, k3, 2, &o);

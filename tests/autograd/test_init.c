@@ -6,33 +6,26 @@
 
 #include "qkt_test.h"
 
-static jmp_buf jb;
-static char got[1024];
-static void hook(qkt_fatal_kind kind, const char *msg, void *user) {
-    (void)kind, (void)user;
-    snprintf(got, sizeof got, "%s", msg);
-    longjmp(jb, 1);
-}
 
 int main(void) {
     qkt_params p;
     qkt_params_init(&p);
     qkt_tensor *w = qkt_params_add(&p, "w", 2, (int[]){100, 200}, 0);
-    qkt_set_fatal_handler(hook, NULL);
-    got[0] = 0;
+    qkt_set_fatal_handler(qkt_test_fatal_hook, NULL);
+    qkt_test_fatal_msg[0] = 0;
     qkt_rng r;
     qkt_rng_seed(&r, 7);
-    if (setjmp(jb) == 0) {
+    if (setjmp(qkt_test_fatal_jb) == 0) {
         qkt_init_normal(w, &r, 0, 1);
         EXPECT(0, "a parameter before finalize was initialised");
     }
-    EXPECT(strstr(got, "qkt_init_normal: tensor w has no data yet"), "got '%s'", got);
-    got[0] = 0;
-    if (setjmp(jb) == 0) {
+    EXPECT(strstr(qkt_test_fatal_msg, "qkt_init_normal: tensor w has no data yet"), "qkt_test_fatal_msg '%s'", qkt_test_fatal_msg);
+    qkt_test_fatal_msg[0] = 0;
+    if (setjmp(qkt_test_fatal_jb) == 0) {
         qkt_init_uniform(qkt_params_find(&p, "nope"), &r, 0, 1);
         EXPECT(0, "a NULL tensor was initialised");
     }
-    EXPECT(strstr(got, "qkt_init_uniform: the tensor is NULL"), "got '%s'", got);
+    EXPECT(strstr(qkt_test_fatal_msg, "qkt_init_uniform: the tensor is NULL"), "qkt_test_fatal_msg '%s'", qkt_test_fatal_msg);
     qkt_set_fatal_handler(NULL, NULL);
     qkt_params_finalize(&p);
 

@@ -18,6 +18,7 @@
 #include "qkt_io.h"
 #include "qkt_safetensors.h"
 #include "qkt_test.h"
+#include "qkt_test_ckpt.h"
 
 static char out_buf[1 << 16], err_buf[1 << 16], qkt_bin[4096];
 
@@ -74,37 +75,6 @@ static void list_tree(const char *dir, qkt_buf *b) {
 static void write_bytes(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
     EXPECT(f && fwrite(p, 1, n, f) == n && fclose(f) == 0, "cannot write fixture %s", path);
-}
-
-/* Copies checkpoint src to dst with metadata key=value overrides (value NULL: drop the
- * key) and optionally without one tensor: a file whose config lies about its tensors. */
-static void edit_ckpt(const char *src, const char *dst, const char *drop_tensor, const char *const *kv, int n_kv) {
-    qkt_safetensors st;
-    qkt_err err;
-    if (qkt_safetensors_read(src, &st, &err)) {
-        EXPECT(0, "%s", err.msg);
-        return;
-    }
-    qkt_st_write *w = calloc((size_t)st.n, sizeof *w);
-    qkt_st_meta *m = calloc((size_t)(st.n_meta + n_kv), sizeof *m);
-    int nw = 0, nm = 0;
-    for (int i = 0; i < st.n; i++) {
-        const qkt_st_tensor *t = &st.t[i];
-        if (drop_tensor && !strcmp(t->name, drop_tensor)) continue;
-        w[nw] = (qkt_st_write){.name = t->name, .dtype = t->dtype, .ndim = t->ndim, .data = t->data};
-        memcpy(w[nw].shape, t->shape, sizeof t->shape);
-        nw++;
-    }
-    for (int i = 0; i < st.n_meta; i++) {
-        bool replaced = false;
-        for (int k = 0; k < n_kv; k += 2) replaced |= !strcmp(kv[k], st.meta[i].key);
-        if (!replaced) m[nm++] = st.meta[i];
-    }
-    for (int k = 0; k < n_kv; k += 2)
-        if (kv[k + 1]) m[nm++] = (qkt_st_meta){kv[k], kv[k + 1]};
-    EXPECT(qkt_safetensors_write(dst, w, nw, m, nm, &err) == 0, "%s", err.msg);
-    free(w), free(m);
-    qkt_safetensors_free(&st);
 }
 
 static void write_batch(const char *path, int B, int T, int32_t tok) {
@@ -171,13 +141,13 @@ static void make_fixtures(void) {
     static const char *const wide[] = {"n_embd", "32"}, *const deep[] = {"n_layer", "2"}, *const vocab[] = {"vocab_size", "65"};
     static const char *const huge[] = {"n_embd", "65536", "n_layer", "1024", "n_head", "1", "vocab_size", "65536", "block_size", "46340"};
     static const char *const noscale[] = {"attn_scale", NULL}, *const badscale[] = {"attn_scale", "cube"};
-    edit_ckpt("good.st", "wide.st", NULL, wide, 2);
-    edit_ckpt("good.st", "deep.st", NULL, deep, 2);
-    edit_ckpt("good.st", "vocab.st", NULL, vocab, 2);
-    edit_ckpt("good.st", "huge.st", NULL, huge, 10);
-    edit_ckpt("good.st", "noscale.st", NULL, noscale, 2);
-    edit_ckpt("good.st", "badscale.st", NULL, badscale, 2);
-    edit_ckpt("good.st", "nofc.st", "transformer.h.0.mlp.c_fc.weight", NULL, 0);
+    qkt_test_ckpt_rewrite_meta("good.st", "wide.st", NULL, wide, 2);
+    qkt_test_ckpt_rewrite_meta("good.st", "deep.st", NULL, deep, 2);
+    qkt_test_ckpt_rewrite_meta("good.st", "vocab.st", NULL, vocab, 2);
+    qkt_test_ckpt_rewrite_meta("good.st", "huge.st", NULL, huge, 10);
+    qkt_test_ckpt_rewrite_meta("good.st", "noscale.st", NULL, noscale, 2);
+    qkt_test_ckpt_rewrite_meta("good.st", "badscale.st", NULL, badscale, 2);
+    qkt_test_ckpt_rewrite_meta("good.st", "nofc.st", "transformer.h.0.mlp.c_fc.weight", NULL, 0);
     write_batch("batch.st", 2, 8, 3);
     write_batch("long.st", 1, 33, 0);  /* T 33 > the model's block_size 32 */
     write_batch("oov.st", 1, 8, 60);   /* tokens 60..67: past the vocabulary of 64 */

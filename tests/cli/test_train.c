@@ -439,6 +439,10 @@ static void test_bad_flags(void) {
         int rc = run(bad[i].args);
         EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, bad[i].flag), "'qkt %s': exit %d, output:\n%s", bad[i].args, rc, out);
     }
+    /* the library's check, in the flags' spelling and without the call's name (qkt_set_names) */
+    int rc = run("train --data mqar --n-embd 15 --n-head 5 --pos rope");
+    EXPECT(rc == 2 && strstr(out, "--pos rope needs an even d_k = --n-embd / --n-head, got 15 / 5 = 3") && !strstr(out, "n_embd") &&
+               !strstr(out, "qkt_"), "exit %d: %s", rc, out);
 }
 
 static void test_sample(void) {

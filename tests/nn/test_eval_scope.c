@@ -12,21 +12,14 @@
 #include "qkt_nn.h"
 #include "qkt_test.h"
 
-static jmp_buf jb;
-static char got[1024];
-static void hook(qkt_fatal_kind kind, const char *msg, void *user) {
-    (void)user, (void)kind;
-    snprintf(got, sizeof got, "%s", msg);
-    longjmp(jb, 1);
-}
 #define EXPECT_REFUSED(want, stmt, what)                                                      \
     do {                                                                                      \
-        got[0] = 0;                                                                           \
-        if (setjmp(jb) == 0) {                                                                \
+        qkt_test_fatal_msg[0] = 0;                                                                           \
+        if (setjmp(qkt_test_fatal_jb) == 0) {                                                                \
             stmt;                                                                             \
             EXPECT(0, "returned instead of refusing: %s", what);                              \
         } else {                                                                              \
-            EXPECT(strstr(got, (want)) != NULL, "got '%s': %s", got, what);                   \
+            EXPECT(strstr(qkt_test_fatal_msg, (want)) != NULL, "qkt_test_fatal_msg '%s': %s", qkt_test_fatal_msg, what);                   \
         }                                                                                     \
     } while (0)
 
@@ -98,7 +91,7 @@ int main(void) {
     }
 
     /* Misuse is a usage error naming the call. */
-    qkt_set_fatal_handler(hook, NULL);
+    qkt_set_fatal_handler(qkt_test_fatal_hook, NULL);
     qkt_ctx_set_mode(&ctx, QKT_MODE_TRAIN);
     saved = qkt_eval_begin(&ctx);
     EXPECT_REFUSED("qkt_eval_end: saved mode 7", qkt_eval_end(&ctx, 7), "a saved mode that is none");
@@ -122,7 +115,7 @@ int main(void) {
     qkt_tensor *t2 = qkt_reshape(&ctx, t4, QKT_SHAPE(next(Bv * 2), Tv * 4));
     EXPECT(t2->ndim == 2 && t2->shape[0] == 6 && t2->shape[1] == 20, "reshape to QKT_SHAPE(6, 20): ndim %d", t2->ndim);
     EXPECT(counter == 1, "QKT_SHAPE evaluated an argument %d times", counter);
-    qkt_set_fatal_handler(hook, NULL);
+    qkt_set_fatal_handler(qkt_test_fatal_hook, NULL);
     EXPECT_REFUSED("tensor with 5 dims", qkt_tensor_new(&ctx, QKT_SHAPE(1, 2, 3, 4, 5)), "a shape of 5 dims");
     qkt_set_fatal_handler(NULL, NULL);
 

@@ -48,7 +48,7 @@ doc_run() { # name, example file, the doc's file name, then the doc's lines
 line32=$(doc_line 'cc prog\.c .*--libs qkt\)')
 line_static=$(doc_line 'cc prog\.c .*--libs qkt_static\)')
 line64=$(doc_line 'cc my_op_check\.c ')
-for ex in mlp_adam tiny_gpt fixed_scale custom_scale; do
+for ex in mlp_adam tiny_gpt fixed_scale custom_scale study_variant; do
     doc_run "$ex" "$ex.c" prog.c "$line32"
     mv "$tmp/doc_$ex/prog" "$tmp/$ex"
 done
@@ -58,6 +58,8 @@ run "run mlp_adam" "$tmp/mlp_adam" 300
 run "run tiny_gpt" "$tmp/tiny_gpt" 20 1
 run "run fixed_scale" "$tmp/fixed_scale" 10
 run "run custom_scale" "$tmp/custom_scale" "$tmp/custom_scale_runs" 8
+run "run study_variant (its own variant, the study in one call)" "$tmp/study_variant" "$tmp/study_variant_runs" 8
+grep -q "half_sqrt_dk" "$tmp/study_variant_runs/half/report.md" || fail "study_variant's report.md does not name its variant"
 run "run custom_op_silu" "$tmp/custom_op_silu"
 
 # The static library: qkt_static.pc links libqkt.a (the program needs no libqkt.so).

@@ -8,6 +8,14 @@
 
 int qkt_test_passed = 0, qkt_test_failed = 0;
 
+jmp_buf qkt_test_fatal_jb;
+char qkt_test_fatal_msg[1024];
+void qkt_test_fatal_hook(qkt_fatal_kind kind, const char *msg, void *user) {
+    (void)kind, (void)user;
+    snprintf(qkt_test_fatal_msg, sizeof qkt_test_fatal_msg, "%s", msg);
+    longjmp(qkt_test_fatal_jb, 1);
+}
+
 int qkt_test_finish(void) {
     printf("%d passed, %d failed\n", qkt_test_passed, qkt_test_failed);
     fflush(stdout);

@@ -3,6 +3,7 @@
 #ifndef QKT_TEST_H
 #define QKT_TEST_H
 #include <math.h>
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -54,6 +55,13 @@ bool qkt_test_one_msg(const char *msg);
 /* The tests' tiny model: one layer, 2 heads, C 16, T 32, on a small mqar task. */
 #define QKT_TEST_TINY_DATA "--data mqar:n_pairs=4,n_queries=4"
 #define QKT_TEST_TINY_MODEL "--n-layer 1 --n-head 2 --n-embd 16 --block-size 32"
+/* Usage errors caught: with qkt_set_fatal_handler(qkt_test_fatal_hook, NULL), a fatal
+ * error copies its message into qkt_test_fatal_msg and longjmps to qkt_test_fatal_jb:
+ *     if (setjmp(qkt_test_fatal_jb) == 0) { the_call(); EXPECT(0, "not refused"); }
+ *     EXPECT(strstr(qkt_test_fatal_msg, "..."), ...); */
+extern jmp_buf qkt_test_fatal_jb;
+extern char qkt_test_fatal_msg[1024];
+void qkt_test_fatal_hook(qkt_fatal_kind kind, const char *msg, void *user);
 /* The whole file, NUL-terminated (malloc'd; *n gets the size, n may be NULL), or NULL. */
 char *qkt_test_read_file(const char *path, size_t *n);
 /* The line of a markdown file whose first cell is `id` ("| id | ..."), without its newline

@@ -96,7 +96,7 @@ static void test_bench_steps(void) {
     EXPECT(qkt_bench_steps(&c, 0, 2, &st, &err) == 0, "two replicas: %s", err.msg);
 
     c = bench_config(11, 8, 4, 30, 1, 4, 1);
-    EXPECT(qkt_bench_steps(&c, 0, 1, &st, &err) == -1 && strstr(err.msg, "--n-embd 30 is not divisible by --n-head 4"),
+    EXPECT(qkt_bench_steps(&c, 0, 1, &st, &err) == -1 && !strcmp(err.msg, "qkt_bench_steps: n_embd 30 is not divisible by n_head 4"),
            "bad config: %s", err.msg);
     /* a learning rate that blows the weights up: a later step's loss or grad norm is not finite
      * (the step after the blow-up in float32; float64's range holds one step longer) */

@@ -139,7 +139,8 @@ static void test_stop_and_errors(void) {
     qkt_session_close(&s);
     r = tiny_run();
     r.tc.model.n_embd = 15;
-    EXPECT(qkt_session_open(&s, &r, dir, true, &err) == QKT_SESSION_ERR_CONFIG && strstr(err.msg, "--n-embd"), "%s", err.msg);
+    EXPECT(qkt_session_open(&s, &r, dir, true, &err) == QKT_SESSION_ERR_CONFIG &&
+               !strcmp(err.msg, "qkt_session_open: n_embd 15 is not divisible by n_head 2"), "%s", err.msg);
     qkt_session_close(&s);
     r = tiny_run();
     EXPECT(qkt_session_open(&s, &r, "/proc/qkt-session", false, &err) == QKT_SESSION_ERR_DIR, "%s", err.msg);

@@ -1,6 +1,7 @@
 /* The training config's one set of defaults and its one validator: the defaults resolve
  * and validate, the QKT_TRAIN_AUTO fields follow their formulas, each bound accepts its
- * limit and refuses one past it naming the flag, and train.json round-trips. */
+ * limit and refuses one past it naming the struct field and the call (the CLI's flag
+ * spelling under QKT_NAMES_FLAGS), and train.json round-trips. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,12 +9,14 @@
 #include "qkt_train_run.h"
 #include "qkt_test.h"
 
-/* r with one field changed must fail naming `flag` (or pass when flag is NULL). */
-static void expect_validate(const qkt_train_run *r, const char *flag, int line) {
+/* r with one field changed must fail naming the call and `field` (or pass when field is
+ * NULL). */
+static void expect_validate(const qkt_train_run *r, const char *field, int line) {
     qkt_err err = {{0}};
     int rc = qkt_train_run_validate(r, &err);
-    if (!flag) EXPECT(rc == 0, "line %d: %s", line, err.msg);
-    else EXPECT(rc == -1 && strstr(err.msg, flag) && !strchr(err.msg, '\n'), "line %d: rc %d, '%s' lacks %s", line, rc, err.msg, flag);
+    if (!field) EXPECT(rc == 0, "line %d: %s", line, err.msg);
+    else EXPECT(rc == -1 && !strncmp(err.msg, "qkt_train_run_validate: ", 24) && strstr(err.msg, field) && !strstr(err.msg, "--") &&
+                    !strchr(err.msg, '\n'), "line %d: rc %d, '%s' lacks %s", line, rc, err.msg, field);
 }
 
 static qkt_train_run resolved_default(void) {
@@ -51,21 +54,21 @@ static void test_defaults(void) {
     EXPECT(c.warmup_steps == 30 && c.lr_decay_steps == 300, "lr_decay_steps 300: warmup %lld", (long long)c.warmup_steps);
     qkt_train_run rd = resolved_default();
     rd.tc.lr_decay_steps = 10, rd.tc.warmup_steps = 11;
-    expect_validate(&rd, "--lr-decay-steps 10", __LINE__);
+    expect_validate(&rd, "lr_decay_steps 10", __LINE__);
     /* unresolved, the auto fields are refused */
     qkt_train_run_default(&r);
-    expect_validate(&r, "--min-lr", __LINE__);
+    expect_validate(&r, "min_lr", __LINE__);
 }
 
 static void test_bounds(void) {
     /* each int field (f[i] below) at its limit, one past it, and at 0 */
     struct {
         int max;
-        const char *flag;
-    } ints[] = {{QKT_TRAIN_MAX_N_LAYER, "--n-layer"},
-                {QKT_TRAIN_MAX_BLOCK_SIZE, "--block-size"},
-                {QKT_TRAIN_MAX_BATCH_SIZE, "--batch-size"},
-                {QKT_TRAIN_MAX_EVAL_BATCHES, "--eval-batches"}};
+        const char *field;
+    } ints[] = {{QKT_TRAIN_MAX_N_LAYER, "n_layer"},
+                {QKT_TRAIN_MAX_BLOCK_SIZE, "block_size"},
+                {QKT_TRAIN_MAX_BATCH_SIZE, "batch_size"},
+                {QKT_TRAIN_MAX_EVAL_BATCHES, "eval_batches"}};
     for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
         qkt_train_run r = resolved_default();
         int *f[] = {&r.tc.model.n_layer, &r.tc.model.block_size, &r.tc.batch_size, &r.eval_batches};
@@ -73,26 +76,26 @@ static void test_bounds(void) {
         *f[i] = ints[i].max;
         expect_validate(&r, NULL, __LINE__);
         *f[i] = ints[i].max + 1;
-        expect_validate(&r, ints[i].flag, __LINE__);
+        expect_validate(&r, ints[i].field, __LINE__);
         *f[i] = 0;
-        expect_validate(&r, ints[i].flag, __LINE__);
+        expect_validate(&r, ints[i].field, __LINE__);
     }
     qkt_train_run r = resolved_default();
     r.tc.model.n_head = QKT_TRAIN_MAX_N_HEAD, r.tc.model.n_embd = QKT_TRAIN_MAX_N_EMBD;
     expect_validate(&r, NULL, __LINE__);
     r.tc.model.n_head = 3, r.tc.model.n_embd = 128;
-    expect_validate(&r, "--n-head", __LINE__);
+    expect_validate(&r, "n_head", __LINE__);
     r = resolved_default();
     r.tc.batch_size = QKT_TRAIN_MAX_BATCH_TOKENS / r.tc.model.block_size + 1;
-    expect_validate(&r, "--batch-size", __LINE__);
+    expect_validate(&r, "batch_size", __LINE__);
     r = resolved_default();
     r.tc.steps = QKT_TRAIN_MAX_STEPS, r.tc.warmup_steps = 0;
     expect_validate(&r, NULL, __LINE__);
     r.tc.steps = (int64_t)QKT_TRAIN_MAX_STEPS + 1;
-    expect_validate(&r, "--steps", __LINE__);
+    expect_validate(&r, "steps", __LINE__);
     r = resolved_default();
     r.tc.replicas = QKT_DP_MAX + 1;
-    expect_validate(&r, "--replicas", __LINE__);
+    expect_validate(&r, "replicas", __LINE__);
     r = resolved_default();
     r.tc.optim = QKT_OPTIM_ADAM;
     expect_validate(&r, "adamw", __LINE__);
@@ -118,8 +121,43 @@ static void test_trainer_init(void) {
     qkt_trainer_free(&t);
     c.lr_decay_steps = QKT_TRAIN_AUTO;
     c.model.n_layer = QKT_TRAIN_MAX_N_LAYER + 1;
-    EXPECT(qkt_trainer_init(&t, &c, &err) == -1 && strstr(err.msg, "--n-layer"), "'%s'", err.msg);
+    EXPECT(qkt_trainer_init(&t, &c, &err) == -1 && strstr(err.msg, "n_layer"), "'%s'", err.msg);
     qkt_trainer_free(&t);
+}
+
+/* A C caller's bad field is named as the struct field it set, after the call it made;
+ * under QKT_NAMES_FLAGS (the qkt program) as the flag, with no call. */
+static void test_names(void) {
+    qkt_train_config c = qkt_train_config_default();
+    c.data = "mqar:n_pairs=4,n_queries=4";
+    c.model.n_embd = 0;
+    qkt_trainer t;
+    qkt_err err = {{0}};
+    EXPECT(qkt_trainer_init(&t, &c, &err) == -1 && !strcmp(err.msg, "qkt_trainer_init: n_embd 0: expected an integer in [1, 65536]"),
+           "'%s'", err.msg);
+    c.model.n_embd = 30, c.model.n_head = 4;
+    qkt_train_config_resolve(&c);
+    EXPECT(qkt_train_config_validate(&c, &err) == -1 &&
+               !strcmp(err.msg, "qkt_train_config_validate: n_embd 30 is not divisible by n_head 4"), "'%s'", err.msg);
+    c = qkt_train_config_default();
+    c.data = "mqar:n_pairs=4,n_queries=4";
+    c.steps = 10, c.warmup_steps = 11;
+    EXPECT(qkt_trainer_init(&t, &c, &err) == -1 && !strcmp(err.msg, "qkt_trainer_init: warmup_steps 11: expected an integer in [0, steps 10]"),
+           "'%s'", err.msg);
+    qkt_train_run r = resolved_default();
+    r.tc.batch_size = 4, r.tc.replicas = 5;
+    qkt_session s;
+    EXPECT(qkt_session_open(&s, &r, "unused_dir", false, &err) == QKT_SESSION_ERR_CONFIG &&
+               !strcmp(err.msg, "qkt_session_open: replicas 5: expected an integer in [1, 64] and at most batch_size 4"), "'%s'", err.msg);
+    qkt_session_close(&s);
+    EXPECT(qkt_set_names(QKT_NAMES_FLAGS) == QKT_NAMES_FIELDS, "the default names are not the fields'");
+    c = qkt_train_config_default();
+    c.model.n_embd = 0;
+    EXPECT(qkt_trainer_init(&t, &c, &err) == -1 && !strcmp(err.msg, "--n-embd 0: expected an integer in [1, 65536]"), "flags: '%s'", err.msg);
+    EXPECT(qkt_session_open(&s, &r, "unused_dir", false, &err) == QKT_SESSION_ERR_CONFIG &&
+               !strcmp(err.msg, "--replicas 5: expected an integer in [1, 64] and at most --batch-size 4"), "flags: '%s'", err.msg);
+    qkt_session_close(&s);
+    qkt_set_names(QKT_NAMES_FIELDS);
 }
 
 static void test_json(void) {
@@ -132,7 +170,7 @@ static void test_json(void) {
     EXPECT(!strcmp(a, b), "round trip:\n%s\nvs\n%s", a, b);
     EXPECT(back.tc.data == back.data, "tc.data does not point at data[]");
     free(a), free(b);
-    /* bounds come from the validator, with the file name first */
+    /* bounds come from the validator, with the file name first and the key it holds */
     static const char *const bad[][2] = {{"\"n_layer\":\t4", "\"n_layer\":\t1025"}, {"\"steps\":\t77", "\"steps\":\t0"},
                                          {"\"eval_batches\":\t20", "\"eval_batches\":\t1048577"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -141,8 +179,10 @@ static void test_json(void) {
         if (at) {
             char buf[8192];
             snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - s), s, bad[i][1], at + strlen(bad[i][0]));
-            EXPECT(qkt_train_run_parse(buf, strlen(buf), "b.json", &back, &err) == -1 && !strncmp(err.msg, "b.json: --", 10),
-                   "%s: '%s'", bad[i][1], err.msg);
+            char want[64];
+            snprintf(want, sizeof want, "b.json: %.*s ", (int)(strchr(bad[i][1] + 1, '"') - bad[i][1] - 1), bad[i][1] + 1);
+            EXPECT(qkt_train_run_parse(buf, strlen(buf), "b.json", &back, &err) == -1 && !strncmp(err.msg, want, strlen(want)),
+                   "%s: '%s', expected '%s...'", bad[i][1], err.msg, want);
         }
         free(s);
     }
@@ -257,6 +297,7 @@ int main(void) {
     test_defaults();
     test_bounds();
     test_trainer_init();
+    test_names();
     test_json();
     return qkt_test_finish();
 }
