@@ -27,7 +27,12 @@ void qkt_train_config_resolve(qkt_train_config *c) {
 #define BAD(...) return qkt_err_set(err, __VA_ARGS__)
 
 /* A field's name in messages (qkt_train_field_label): "n_embd", or "--n-embd" for the CLI. */
-#define L(name) qkt_train_field_label(qkt_train_field_find(name), lb[nl++ % 4], 64)
+#define L(name) label(name, lb, &nl)
+/* The next of four buffers: a message names up to four fields (a function call, so the
+ * buffers' turns are sequenced when several labels are arguments of one call). */
+static const char *label(const char *name, char lb[4][64], int *nl) {
+    return qkt_train_field_label(qkt_train_field_find(name), lb[(*nl)++ % 4], 64);
+}
 /* ... and bare, inside a phrase: "batch_size" or "batch-size". */
 static const char *bare(const char *name) {
     const qkt_train_field *f = qkt_train_field_find(name);
