@@ -95,6 +95,7 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
     int nc = last > 0 ? qkt__round_up(last, BK) : BK;
     bool add = a->bias || a->alibi;
     qkt__mk_gemm(nq, nc, a->d, Q, dp, 1, KT, ldk, S, nc, false);   /* S = s Q K^T (nq, nc) */
+    bool dead[BQ]; /* rows without a finite max: P set below, no sum */
     for (int r = 0; r < nq; r++) {
         qkt_real *z = S + (size_t)r * nc;
         int jn = a->full ? nc : r0 + r + a->off + 1; /* causal: keys j <= i + off (none when <= 0) */
@@ -107,19 +108,34 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
             mx = t > mx ? t : mx;
         }
         m[r] = mx;
-        if (mx == -INFINITY) { /* every key blocked: P row 0; or every visible logit NaN (no max) */
+        dead[r] = mx == -INFINITY;
+        if (dead[r]) { /* every key blocked: P row 0; or every visible logit NaN (no max) */
             bool nan = false;
             for (int j = 0; j < jn && j < nc; j++) nan |= z[j] != z[j];
             for (int j = 0; j < nc; j++) z[j] = nan ? NAN : 0; /* NaN in, NaN out, not a silent 0 */
             if (nan) m[r] = NAN;
-            l[r] = nan ? NAN : 0;
             continue;
         }
 #pragma omp simd
         for (int j = 0; j < nc; j++) z[j] = qkt__exp(z[j] - mx);
-        double sum = 0; /* float lanes over at most 256 keys (16 terms each), then double */
-        for (int j0 = 0; j0 < nc; j0 += 256) sum += qkt__dot16(z + j0, NULL, nc - j0 < 256 ? nc - j0 : 256);
-        l[r] = sum;
+    }
+    /* l = the row sums: float lanes over at most 256 keys (16 terms each), then double,
+     * qkt__dot16's order, the rows' double chains side by side (one row's alone was
+     * half the forward's time at T 32, d 16) */
+    qkt_real lane[BQ * 16];
+    double part[BQ];
+    for (int r = 0; r < nq; r++) l[r] = 0;
+    for (int j0 = 0; j0 < nc; j0 += 256) {
+        for (int r = 0; r < nq; r++) qkt__lanes16(S + (size_t)r * nc + j0, NULL, nc - j0 < 256 ? nc - j0 : 256, lane + r * 16);
+        qkt__lane_sums(lane, nq, part);
+        for (int r = 0; r < nq; r++) l[r] += part[r];
+    }
+    for (int r = 0; r < nq; r++) {
+        qkt_real *z = S + (size_t)r * nc;
+        if (dead[r]) {
+            l[r] = m[r] != m[r] ? NAN : 0;
+            continue;
+        }
         qkt_real pinv = (qkt_real)(1 / l[r]);
         if (a->drop) { /* P' = P mask / (1 - p); m and l stay those of P */
             uint32_t key = drop_row_key(a, b, h, r0 + r), thr = a->drop_thr;
@@ -204,8 +220,15 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
     qkt_real *db = a->dbias ? a->dbias + (size_t)b * a->bias_bstride + (size_t)h * Tq * Tk : NULL; /* (Tq, Tk) */
     bool add = a->bias || a->alibi;
     copy_rows(q + qbase, Tq, d, ld, s, Q, dp); /* s q, rounded as in the forward: the same z bits */
-    copy_rows(k + kbase, Tk, d, ld, 1, K, dp);
-    copy_rows(dy + obase, Tq, d, C, 1, dY, dp);
+    /* K and dY as the tile products read them: in place when d is a multiple of the tiles'
+     * width (the same floats as a copy, whose 1 x is exact), else copied with zero padding */
+    bool inplace = d == dp;
+    const qkt_real *Kr = inplace ? k + kbase : K, *dYr = inplace ? dy + obase : dY;
+    ptrdiff_t ldK = inplace ? ld : dp, ldY = inplace ? C : dp;
+    if (!inplace) {
+        copy_rows(k + kbase, Tk, d, ld, 1, K, dp);
+        copy_rows(dy + obase, Tq, d, C, 1, dY, dp);
+    }
     memset(dQ, 0, (size_t)Tq * dp * sizeof *dQ);
     for (int i = 0; i < Tq; i++) { /* D_i = dY_i . y_i in float64: 8 lanes (one chain was latency-bound) */
         const qkt_real *dyi = dy + obase + (size_t)i * C, *yi = y + obase + (size_t)i * C;
@@ -226,9 +249,10 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
         copy_transposed(k + kbase + (size_t)c0 * ld, nk, d, ld, KT, BK);
         copy_transposed(v + kbase + (size_t)c0 * ld, nk, d, ld, VT, BK);
         key_bias(a, b, c0, BK, kb);
-        qkt_real *Qi = Q + (size_t)rs * dp, *dYi = dY + (size_t)rs * dp;
+        qkt_real *Qi = Q + (size_t)rs * dp;
+        const qkt_real *dYi = dYr + (size_t)rs * ldY;
         qkt__mk_gemm(M, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (M, BK) */
-        qkt__mk_gemm(M, BK, d, dYi, dp, 1, VT, BK, G, BK, false); /* dP = dY V^T */
+        qkt__mk_gemm(M, BK, d, dYi, ldY, 1, VT, BK, G, BK, false); /* dP = dY V^T */
         int jn_rs = a->full ? BK : rs + off - c0 + 1; /* row rs sees keys c0 + j, j < jn_rs (causal: c0 + j <= i + off) */
         for (int r = 0; r < M; r++) {
             int i = rs + r, jn = a->full ? BK : jn_rs + r;
@@ -259,9 +283,9 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
                 for (int j = 0; j < nk; j++) dbr[j] += g[j];
             }
         }
-        qkt__mk_gemm(nk, dp, M, P, 1, BK, dYi, dp, dVj, dp, false);                           /* dV_j = P^T dY */
+        qkt__mk_gemm(nk, dp, M, P, 1, BK, dYi, ldY, dVj, dp, false);                          /* dV_j = P^T dY */
         qkt__mk_gemm(nk, dp, M, G, 1, BK, Qi, dp, dKj, dp, false);                            /* dK_j = dZ^T (s Q) */
-        qkt__mk_gemm(M, dp, nk, G, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)rs * dp, dp, true); /* dQ / s += dZ K_j */
+        qkt__mk_gemm(M, dp, nk, G, BK, 1, Kr + (size_t)c0 * ldK, ldK, dQ + (size_t)rs * dp, dp, true); /* dQ / s += dZ K_j */
         for (int j = 0; j < nk; j++) {
             qkt_real *dkr = dk + kbase + (size_t)(c0 + j) * ld, *dvr = dv + kbase + (size_t)(c0 + j) * ld;
             const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
