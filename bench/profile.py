@@ -83,9 +83,13 @@ def main():
         data = os.path.join(tmp, "perf.data")
         cmd = ["perf", "record", "-q", "-o", data, "-F", str(a.freq), "--call-graph", "dwarf,8192", "--",
                a.qkt, "bench", "--peak", "1", "--steps", str(a.steps)] + a.bench
-        run = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError:
+            sys.exit("profile.py: perf is not installed (Debian: linux-perf)")
         if run.returncode != 0:
-            sys.exit("profile.py: %s failed: %s" % (" ".join(cmd), run.stderr.strip().splitlines()[-1:] or "?"))
+            tail = run.stderr.strip().splitlines()
+            sys.exit("profile.py: %s failed: %s" % (" ".join(cmd), tail[-1] if tail else "exit %d" % run.returncode))
         line = [l for l in run.stdout.splitlines() if l.startswith("qkt ")]
         script = subprocess.run(["perf", "script", "-i", data, "-F", "ip,sym,dso", "--no-inline"],
                                 capture_output=True, text=True, check=True).stdout
