@@ -84,12 +84,13 @@ static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *
  * FlashAttention's online softmax over key tiles (rescaling l and O per tile), whose
  * per-tile row bookkeeping costs as much as the tile products at d = 16-64 (measured:
  * docs/performance.md, "Fused causal attention"); the strip's scratch, BQ x T floats
- * per thread, is still linear in T. m and 1/l are saved for the backward
+ * per thread, is still linear in T. m and inv = 1/l (the float P was scaled by; 0 for a
+ * blocked or NaN row) are saved for the backward
  * (not lse = m + log l, whose float32 rounding at |lse| ~ 100 would already be a 1e-5
  * relative error in P). */
 static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, const qkt_real *KT, int ldk,
                        const qkt_real *V, const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, qkt_real *O, qkt_real *m,
-                       double *l) {
+                       qkt_real *inv) {
     int Tk = a->Tk, last = a->full ? Tk : r0 + nq + a->off; /* the strip's rows see keys < last */
     if (last > Tk) last = Tk;
     int nc = last > 0 ? qkt__round_up(last, BK) : BK;
@@ -123,7 +124,7 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
      * qkt__dot16's order, the rows' double chains side by side (one row's alone was
      * half the forward's time at T 32, d 16) */
     qkt_real lane[BQ * 16];
-    double part[BQ];
+    double part[BQ], l[BQ];
     for (int r = 0; r < nq; r++) l[r] = 0;
     for (int j0 = 0; j0 < nc; j0 += 256) {
         for (int r = 0; r < nq; r++) qkt__lanes16(S + (size_t)r * nc + j0, NULL, nc - j0 < 256 ? nc - j0 : 256, lane + r * 16);
@@ -133,10 +134,11 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
     for (int r = 0; r < nq; r++) {
         qkt_real *z = S + (size_t)r * nc;
         if (dead[r]) {
-            l[r] = m[r] != m[r] ? NAN : 0;
+            inv[r] = 0;
             continue;
         }
         qkt_real pinv = (qkt_real)(1 / l[r]);
+        inv[r] = l[r] > 0 ? pinv : 0; /* 0 for a NaN row, as for a fully blocked one */
         if (a->drop) { /* P' = P mask / (1 - p); m and l stay those of P */
             uint32_t key = drop_row_key(a, b, h, r0 + r), thr = a->drop_thr;
             qkt_real ks = a->keep_scale; /* (z pinv) ks: rounded as the backward's P' */
@@ -162,7 +164,6 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
     int ldk = kt_ld(nkp);
     qkt_real *KT = w, *V = KT + (size_t)d * kt_ld(Tkp), *kb = V + (size_t)Tkp * dp, *Q = kb + Tkp, *O = Q + BQ * dp;
     qkt_real *S = O + BQ * dp, m[BQ];
-    double l[BQ];
     int ld = a->ld;
     size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
     size_t obase = (size_t)b * Tq * C + (size_t)h * d;
@@ -174,12 +175,13 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
     for (int r0 = qt0 * BQ; r0 < rows_end; r0 += BQ) {
         int nq = Tq - r0 < BQ ? Tq - r0 : BQ;
         copy_rows(q + qbase + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
-        strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, O, m, l);
+        qkt_real inv[BQ];
+        strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, O, m, inv);
         for (int r = 0; r < nq; r++) {
             qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
             memcpy(yr, o, (size_t)d * sizeof *yr); /* already normalised; 0 for a fully blocked row */
             a->rmax[row0 + r0 + r] = m[r];
-            a->rinv[row0 + r0 + r] = l[r] > 0 ? (qkt_real)(1 / l[r]) : 0;
+            a->rinv[row0 + r0 + r] = inv[r];
         }
     }
 }
