@@ -84,17 +84,19 @@ static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *
  * FlashAttention's online softmax over key tiles (rescaling l and O per tile), whose
  * per-tile row bookkeeping costs as much as the tile products at d = 16-64 (measured:
  * docs/performance.md, "Fused causal attention"); the strip's scratch, BQ x T floats
- * per thread, is still linear in T. m and 1/l are saved for the backward
+ * per thread, is still linear in T. m and inv = 1/l (the float P was scaled by; 0 for a
+ * blocked or NaN row) are saved for the backward
  * (not lse = m + log l, whose float32 rounding at |lse| ~ 100 would already be a 1e-5
  * relative error in P). */
 static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, const qkt_real *KT, int ldk,
                        const qkt_real *V, const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, qkt_real *O, qkt_real *m,
-                       double *l) {
+                       qkt_real *inv) {
     int Tk = a->Tk, last = a->full ? Tk : r0 + nq + a->off; /* the strip's rows see keys < last */
     if (last > Tk) last = Tk;
     int nc = last > 0 ? qkt__round_up(last, BK) : BK;
     bool add = a->bias || a->alibi;
     qkt__mk_gemm(nq, nc, a->d, Q, dp, 1, KT, ldk, S, nc, false);   /* S = s Q K^T (nq, nc) */
+    bool dead[BQ]; /* rows without a finite max: P set below, no sum */
     for (int r = 0; r < nq; r++) {
         qkt_real *z = S + (size_t)r * nc;
         int jn = a->full ? nc : r0 + r + a->off + 1; /* causal: keys j <= i + off (none when <= 0) */
@@ -107,20 +109,36 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
             mx = t > mx ? t : mx;
         }
         m[r] = mx;
-        if (mx == -INFINITY) { /* every key blocked: P row 0; or every visible logit NaN (no max) */
+        dead[r] = mx == -INFINITY;
+        if (dead[r]) { /* every key blocked: P row 0; or every visible logit NaN (no max) */
             bool nan = false;
             for (int j = 0; j < jn && j < nc; j++) nan |= z[j] != z[j];
             for (int j = 0; j < nc; j++) z[j] = nan ? NAN : 0; /* NaN in, NaN out, not a silent 0 */
             if (nan) m[r] = NAN;
-            l[r] = nan ? NAN : 0;
             continue;
         }
 #pragma omp simd
         for (int j = 0; j < nc; j++) z[j] = qkt__exp(z[j] - mx);
-        double sum = 0; /* float lanes over at most 256 keys (16 terms each), then double */
-        for (int j0 = 0; j0 < nc; j0 += 256) sum += qkt__dot16(z + j0, NULL, nc - j0 < 256 ? nc - j0 : 256);
-        l[r] = sum;
+    }
+    /* l = the row sums: float lanes over at most 256 keys (16 terms each), then double,
+     * qkt__dot16's order, the rows' double chains side by side (one row's alone was
+     * half the forward's time at T 32, d 16) */
+    qkt_real lane[BQ * 16];
+    double part[BQ], l[BQ];
+    for (int r = 0; r < nq; r++) l[r] = 0;
+    for (int j0 = 0; j0 < nc; j0 += 256) {
+        for (int r = 0; r < nq; r++) qkt__lanes16(S + (size_t)r * nc + j0, NULL, nc - j0 < 256 ? nc - j0 : 256, lane + r * 16);
+        qkt__lane_sums(lane, nq, part);
+        for (int r = 0; r < nq; r++) l[r] += part[r];
+    }
+    for (int r = 0; r < nq; r++) {
+        qkt_real *z = S + (size_t)r * nc;
+        if (dead[r]) {
+            inv[r] = 0;
+            continue;
+        }
         qkt_real pinv = (qkt_real)(1 / l[r]);
+        inv[r] = l[r] > 0 ? pinv : 0; /* 0 for a NaN row, as for a fully blocked one */
         if (a->drop) { /* P' = P mask / (1 - p); m and l stay those of P */
             uint32_t key = drop_row_key(a, b, h, r0 + r), thr = a->drop_thr;
             qkt_real ks = a->keep_scale; /* (z pinv) ks: rounded as the backward's P' */
@@ -146,7 +164,6 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
     int ldk = kt_ld(nkp);
     qkt_real *KT = w, *V = KT + (size_t)d * kt_ld(Tkp), *kb = V + (size_t)Tkp * dp, *Q = kb + Tkp, *O = Q + BQ * dp;
     qkt_real *S = O + BQ * dp, m[BQ];
-    double l[BQ];
     int ld = a->ld;
     size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
     size_t obase = (size_t)b * Tq * C + (size_t)h * d;
@@ -158,12 +175,13 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
     for (int r0 = qt0 * BQ; r0 < rows_end; r0 += BQ) {
         int nq = Tq - r0 < BQ ? Tq - r0 : BQ;
         copy_rows(q + qbase + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
-        strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, O, m, l);
+        qkt_real inv[BQ];
+        strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, O, m, inv);
         for (int r = 0; r < nq; r++) {
             qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
             memcpy(yr, o, (size_t)d * sizeof *yr); /* already normalised; 0 for a fully blocked row */
             a->rmax[row0 + r0 + r] = m[r];
-            a->rinv[row0 + r0 + r] = l[r] > 0 ? (qkt_real)(1 / l[r]) : 0;
+            a->rinv[row0 + r0 + r] = inv[r];
         }
     }
 }
@@ -204,8 +222,15 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
     qkt_real *db = a->dbias ? a->dbias + (size_t)b * a->bias_bstride + (size_t)h * Tq * Tk : NULL; /* (Tq, Tk) */
     bool add = a->bias || a->alibi;
     copy_rows(q + qbase, Tq, d, ld, s, Q, dp); /* s q, rounded as in the forward: the same z bits */
-    copy_rows(k + kbase, Tk, d, ld, 1, K, dp);
-    copy_rows(dy + obase, Tq, d, C, 1, dY, dp);
+    /* K and dY as the tile products read them: in place when d is a multiple of the tiles'
+     * width (the same floats as a copy, whose 1 x is exact), else copied with zero padding */
+    bool inplace = d == dp;
+    const qkt_real *Kr = inplace ? k + kbase : K, *dYr = inplace ? dy + obase : dY;
+    ptrdiff_t ldK = inplace ? ld : dp, ldY = inplace ? C : dp;
+    if (!inplace) {
+        copy_rows(k + kbase, Tk, d, ld, 1, K, dp);
+        copy_rows(dy + obase, Tq, d, C, 1, dY, dp);
+    }
     memset(dQ, 0, (size_t)Tq * dp * sizeof *dQ);
     for (int i = 0; i < Tq; i++) { /* D_i = dY_i . y_i in float64: 8 lanes (one chain was latency-bound) */
         const qkt_real *dyi = dy + obase + (size_t)i * C, *yi = y + obase + (size_t)i * C;
@@ -226,9 +251,10 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
         copy_transposed(k + kbase + (size_t)c0 * ld, nk, d, ld, KT, BK);
         copy_transposed(v + kbase + (size_t)c0 * ld, nk, d, ld, VT, BK);
         key_bias(a, b, c0, BK, kb);
-        qkt_real *Qi = Q + (size_t)rs * dp, *dYi = dY + (size_t)rs * dp;
+        qkt_real *Qi = Q + (size_t)rs * dp;
+        const qkt_real *dYi = dYr + (size_t)rs * ldY;
         qkt__mk_gemm(M, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (M, BK) */
-        qkt__mk_gemm(M, BK, d, dYi, dp, 1, VT, BK, G, BK, false); /* dP = dY V^T */
+        qkt__mk_gemm(M, BK, d, dYi, ldY, 1, VT, BK, G, BK, false); /* dP = dY V^T */
         int jn_rs = a->full ? BK : rs + off - c0 + 1; /* row rs sees keys c0 + j, j < jn_rs (causal: c0 + j <= i + off) */
         for (int r = 0; r < M; r++) {
             int i = rs + r, jn = a->full ? BK : jn_rs + r;
@@ -259,9 +285,9 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
                 for (int j = 0; j < nk; j++) dbr[j] += g[j];
             }
         }
-        qkt__mk_gemm(nk, dp, M, P, 1, BK, dYi, dp, dVj, dp, false);                           /* dV_j = P^T dY */
+        qkt__mk_gemm(nk, dp, M, P, 1, BK, dYi, ldY, dVj, dp, false);                          /* dV_j = P^T dY */
         qkt__mk_gemm(nk, dp, M, G, 1, BK, Qi, dp, dKj, dp, false);                            /* dK_j = dZ^T (s Q) */
-        qkt__mk_gemm(M, dp, nk, G, BK, 1, K + (size_t)c0 * dp, dp, dQ + (size_t)rs * dp, dp, true); /* dQ / s += dZ K_j */
+        qkt__mk_gemm(M, dp, nk, G, BK, 1, Kr + (size_t)c0 * ldK, ldK, dQ + (size_t)rs * dp, dp, true); /* dQ / s += dZ K_j */
         for (int j = 0; j < nk; j++) {
             qkt_real *dkr = dk + kbase + (size_t)(c0 + j) * ld, *dvr = dv + kbase + (size_t)(c0 + j) * ld;
             const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;

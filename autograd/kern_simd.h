@@ -151,11 +151,11 @@ static inline qkt_real qkt__tanh(qkt_real u) {
 #endif
 }
 
-/* sum_j a_j b_j (b NULL: sum_j a_j) for n a multiple of 16: 16 running lanes in
- * qkt_real (one vector; each lane sums n/16 terms), the lanes added in double. (gcc 12
- * does not vectorise an `omp simd` double reduction over float data.) */
-static inline double qkt__dot16(const qkt_real *a, const qkt_real *b, int n) {
-    qkt_real lane[16] = {0};
+/* The 16 running lanes of qkt__dot16: lane[l] = sum over j0 (in order, from 0) of
+ * a[j0 + l] b[j0 + l] (b NULL: of a[j0 + l]), n a multiple of 16. */
+static inline void qkt__lanes16(const qkt_real *a, const qkt_real *b, int n, qkt_real *lane) {
+#pragma omp simd
+    for (int l = 0; l < 16; l++) lane[l] = 0;
     for (int j0 = 0; j0 < n; j0 += 16) {
         if (b) {
 #pragma omp simd
@@ -165,9 +165,27 @@ static inline double qkt__dot16(const qkt_real *a, const qkt_real *b, int n) {
             for (int l = 0; l < 16; l++) lane[l] += a[j0 + l];
         }
     }
+}
+
+/* sum_j a_j b_j (b NULL: sum_j a_j) for n a multiple of 16: 16 running lanes in
+ * qkt_real (one vector; each lane sums n/16 terms), the lanes added in double. (gcc 12
+ * does not vectorise an `omp simd` double reduction over float data.) The lanes' sum is
+ * 16 dependent double adds: where many rows need one, qkt__lanes16 per row and
+ * qkt__lane_sums over the rows run their chains side by side, with the same bits. */
+static inline double qkt__dot16(const qkt_real *a, const qkt_real *b, int n) {
+    qkt_real lane[16];
+    qkt__lanes16(a, b, n, lane);
     double s = 0;
     for (int l = 0; l < 16; l++) s += lane[l];
     return s;
+}
+
+/* s[r] = the double sum, in lane order from 0, of the 16 lanes lane[16 r .. 16 r + 16),
+ * for r < n: qkt__dot16's final sum of n rows, the rows' dependent chains interleaved. */
+static inline void qkt__lane_sums(const qkt_real *lane, int n, double *s) {
+    for (int r = 0; r < n; r++) s[r] = 0;
+    for (int l = 0; l < 16; l++)
+        for (int r = 0; r < n; r++) s[r] += lane[(size_t)r * 16 + l];
 }
 
 /* max of 32 values as a vectorised tree. (gcc 12 lowers `omp simd reduction` through a

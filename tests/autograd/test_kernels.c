@@ -1,11 +1,13 @@
 /* The internal kernels of autograd/kern_simd.h, as the process's kernel path (kern_table.h;
  * CTest runs this once per path with QKT_ISA) compiles them, and the gemm split: the
  * vectorised exp and tanh against libm, the register-blocked tile product against a
- * naive loop (ragged sizes, transposed A, accumulate), column sums, and qkt_gemm's
- * thread split giving the same result as one thread. */
+ * naive loop (ragged sizes, transposed A, accumulate), column sums, qkt_gemm's
+ * thread split giving the same result as one thread, and the row sums side by side
+ * giving each row's bits. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "kern_simd.h"
 #include "kern_table.h"
 #include "ops_internal.h"
 #include "qkt_test.h"
@@ -132,6 +134,27 @@ static void test_gemm_split(void) {
     qkt_set_threads(0);
 }
 
+/* qkt__lane_sums over many rows gives each row qkt__dot16's bits (the attention's row sums
+ * run the rows' chains side by side and must not change a bit): rows of 16 to 256 terms
+ * of mixed magnitude, where the order of the double adds shows. */
+static void test_lane_sums(void) {
+    enum { R = 32, N = 256 };
+    static qkt_real a[R * N], b[N], lane[R * 16];
+    double s[R];
+    qkt_rng r;
+    qkt_rng_seed(&r, 5);
+    for (int i = 0; i < R * N; i++) a[i] = (qkt_real)(qkt_rng_normal(&r) * exp(8 * qkt_rng_normal(&r)));
+    for (int j = 0; j < N; j++) b[j] = (qkt_real)qkt_rng_normal(&r);
+    for (int n = 16; n <= N; n *= 2)
+        for (int with_b = 0; with_b < 2; with_b++) {
+            for (int i = 0; i < R; i++) qkt__lanes16(a + (size_t)i * N, with_b ? b : NULL, n, lane + i * 16);
+            qkt__lane_sums(lane, R, s);
+            int differ = 0;
+            for (int i = 0; i < R; i++) differ += s[i] != qkt__dot16(a + (size_t)i * N, with_b ? b : NULL, n);
+            EXPECT(differ == 0, "lane sums, n=%d%s: %d of %d rows differ from qkt__dot16", n, with_b ? " with b" : "", differ, R);
+        }
+}
+
 int main(void) {
     qkt_test_isa_or_skip();
     const qkt__kern *kp = qkt__kern_get(); /* the path QKT_ISA forces, else the widest the CPU runs */
@@ -139,5 +162,6 @@ int main(void) {
     test_tile_product(kp);
     test_colsum();
     test_gemm_split();
+    test_lane_sums();
     return qkt_test_finish();
 }
