@@ -51,8 +51,20 @@ int main(void) {
         EXPECT(c.final_eval_seqs >= 1024 && c.final_eval_seqs > c.run.eval_batches * c.run.tc.batch_size,
                "%s: final_eval_seqs %d", presets[p], c.final_eval_seqs);
     }
-    qkt_ablate_cfg c;
+    qkt_ablate_cfg c, old;
     qkt_ablate_preset("quick", &c, &err);
+    /* a config.json from before the key: the final evaluation was the last periodic one */
+    char *json = qkt_ablate_config_json(&c), *k = strstr(json, "\n\t\"final_eval_seqs\":");
+    EXPECT(k != NULL, "config.json has no final_eval_seqs:\n%s", json);
+    if (k) {
+        char *e = strchr(k + 1, '\n');
+        memmove(k, e, strlen(e) + 1);
+        if (k[-1] == ',') memmove(k - 1, k, strlen(k) + 1); /* it was the last key: drop its comma */
+    }
+    EXPECT(qkt_ablate_parse_config(json, strlen(json), "old", &old, &err) == 0 &&
+               old.final_eval_seqs == old.run.eval_batches * old.run.tc.batch_size,
+           "old config: %s, final_eval_seqs %d", err.msg, old.final_eval_seqs);
+    free(json);
     const char *set[][2] = {{"steps", "2"}, {"eval_every", "1"}, {"eval_batches", "1"}, {"batch_size", "16"}, {"final_eval_seqs", "40"}};
     for (size_t i = 0; i < sizeof set / sizeof *set; i++)
         EXPECT(qkt_ablate_set(&c, set[i][0], set[i][1], &err) == 0, "%s: %s", set[i][0], err.msg);
