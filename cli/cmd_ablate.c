@@ -39,6 +39,7 @@ static const struct {
     {"lr-steps", "lr_steps", "steps per sensitivity run"},
     {"lr-d-k", "lr_dk", "d_k of the sensitivity sweep"},
     {"lr-eval-every", "lr_eval_every", "steps between evaluations of the sensitivity runs"},
+    {"final-eval-seqs", "final_eval_seqs", "validation sequences of every cell's final evaluation (the verdicts'; the same for every cell)"},
     {"lr-seeds", "lr_seeds", "seeds per learning rate and variant of the sensitivity sweep"},
     {"start-d-k", "start_d_k", "d_k of the 2x2 of scale form x start (sqrt_dk and none from each other's start; 0 = none)"},
     {"task2-start-d-k", "task2_start_d_k", "d_k of the same 2x2 on the second task (0 = none)"},
@@ -105,7 +106,7 @@ static void preset_table(char *out, size_t n) {
     ROW_S("task2-d-k", join_ints(a, sizeof a, q.task2_dks, q.n_task2_dk), join_ints(b, sizeof b, f.task2_dks, f.n_task2_dk));
     ROW_I("seeds", seeds); ROW_I("steps", run.tc.steps); ROW_I("seq-len", run.tc.model.block_size); ROW_I("n-layer", run.tc.model.n_layer);
     ROW_I("n-head", run.tc.model.n_head); ROW_I("batch-size", run.tc.batch_size); ROW_I("eval-every", run.eval_every);
-    ROW_I("eval-batches", run.eval_batches); ROW_G("lr", run.tc.lr); ROW_I("warmup", run.tc.warmup_steps); ROW_G("min-lr-frac", min_lr_frac);
+    ROW_I("eval-batches", run.eval_batches); ROW_I("final-eval-seqs", final_eval_seqs); ROW_G("lr", run.tc.lr); ROW_I("warmup", run.tc.warmup_steps); ROW_G("min-lr-frac", min_lr_frac);
     ROW_G("weight-decay", run.tc.weight_decay); ROW_G("grad-clip", run.tc.grad_clip); ROW_G("beta2", run.tc.beta2);
     ROW_G("init-std", run.tc.model.init_std); ROW_S("qk-init", qkt_qk_init_name(q.run.tc.model.qk_init), qkt_qk_init_name(f.run.tc.model.qk_init));
     ROW_G("qk-init-mult", run.tc.model.qk_init_mult); ROW_G("attn-temp", run.tc.model.attn_temp);

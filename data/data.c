@@ -64,11 +64,16 @@ static char *dup_printf(const char *fmt, ...) {
     return s;
 }
 
-static void seed_streams(qkt_data *d, uint64_t seed) {
+/* The seed's two streams: split 1 of its generator for train, then split 2 for val. */
+static void split_streams(uint64_t seed, qkt_rng out[2]) {
     qkt_rng base;
     qkt_rng_seed(&base, seed);
-    qkt_rng_split(&base, 1, &d->rng0[QKT_SPLIT_TRAIN]);
-    qkt_rng_split(&base, 2, &d->rng0[QKT_SPLIT_VAL]);
+    qkt_rng_split(&base, 1, &out[QKT_SPLIT_TRAIN]);
+    qkt_rng_split(&base, 2, &out[QKT_SPLIT_VAL]);
+}
+
+static void seed_streams(qkt_data *d, uint64_t seed) {
+    split_streams(seed, d->rng0);
     d->rng[0] = d->rng0[0], d->rng[1] = d->rng0[1];
 }
 
@@ -293,6 +298,12 @@ void qkt_data_batch(qkt_data *d, qkt_data_split split, int B, int32_t *idx, int3
 void qkt_data_reset(qkt_data *d, qkt_data_split split) {
     QKT_CHECK(split == QKT_SPLIT_TRAIN || split == QKT_SPLIT_VAL, "bad split %d", (int)split);
     d->rng[split] = d->rng0[split];
+}
+void qkt_data_seed_split(qkt_data *d, qkt_data_split split, uint64_t seed) {
+    QKT_CHECK(split == QKT_SPLIT_TRAIN || split == QKT_SPLIT_VAL, "bad split %d", (int)split);
+    qkt_rng s[2];
+    split_streams(seed, s);
+    d->rng0[split] = d->rng[split] = s[split];
 }
 void qkt_data_get_rng(const qkt_data *d, qkt_data_split split, qkt_rng *out) {
     QKT_CHECK(split == QKT_SPLIT_TRAIN || split == QKT_SPLIT_VAL, "bad split %d", (int)split);

@@ -150,7 +150,7 @@ static void stats_rows(qkt_buf *b, const qkt_cell *c, long step, const qkt_attn_
 
 /* The study's model and training settings (c->run: the field table's) for one cell: its
  * width n_head x d_k, variant, data, steps and learning rate. */
-static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_trainer *t, qkt_err *err) {
+int qkt_ablate_cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_trainer *t, qkt_err *err) {
     qkt_train_config tc = c->run.tc;
     tc.model.n_embd = tc.model.n_head * cell->d_k;
     tc.model.attn_scale = cell->variant;
@@ -166,7 +166,10 @@ static int cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_train
     if (cell->kind == QKT_CELL_GROWTH) { /* plain Adam steps at a fixed lr: the coordinate check */
         tc.schedule = QKT_SCHED_CONSTANT, tc.warmup_steps = 0, tc.weight_decay = 0, tc.grad_clip = 0;
     }
-    return qkt_trainer_init(t, &tc, err);
+    if (qkt_trainer_init(t, &tc, err) != 0) return -1;
+    /* one validation set for the whole study: the val stream of the study's seed, whatever the cell's */
+    qkt_data_seed_split(t->data, QKT_SPLIT_VAL, c->run.tc.seed);
+    return 0;
 }
 
 void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t n) {
@@ -315,10 +318,13 @@ static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer 
     for (long s = 0; s <= cell->steps; s++) {
         int every = cell->kind == QKT_CELL_LR ? c->lr_eval_every : c->run.eval_every;
         if (s % every == 0 || s == cell->steps) {
-            qkt_trainer_eval(t, c->run.eval_batches, c->run.tc.batch_size, &ev);
-            count_forward(fl, t, c->run.eval_batches * c->run.tc.batch_size);
+            /* the periodic evaluations: eval_batches batches; the final one: final_eval_seqs sequences */
+            int64_t n = s == cell->steps ? c->final_eval_seqs : (int64_t)c->run.eval_batches * c->run.tc.batch_size;
+            qkt_trainer_eval_seqs(t, n, c->run.tc.batch_size, &ev);
+            count_forward(fl, t, (int)n);
             row(b, cell, s, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
             row(b, cell, s, QKT_METRIC_VAL_ACC, -1, -1, ev.acc);
+            if (s == cell->steps) row(b, cell, s, QKT_METRIC_VAL_SEQS, -1, -1, (double)n);
             stats_rows(b, cell, s, st, L, H);
             if (s == 0 && cell->kind != QKT_CELL_LR) row(b, cell, 0, QKT_METRIC_GRAD_LOGITS, -1, -1, logit_grad_norm(t));
         }
@@ -358,7 +364,7 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
     const double cpu0 = cpu_now();
     cell_flops fl = {0, 0};
     qkt_trainer t;
-    if (cell_trainer(c, cell, &t, err) != 0) return -1;
+    if (qkt_ablate_cell_trainer(c, cell, &t, err) != 0) return -1;
     const int L = t.gpt.cfg.n_layer, H = t.gpt.cfg.n_head, T = t.T;
     qkt_buf b = {0};
     qkt_attn_stats *st = qkt_calloc((size_t)L * H, sizeof *st);

@@ -36,6 +36,7 @@ const qkt__ab_key qkt__ab_keys[] = {
     {"lr_grid", 40, QKT__K_DBLS, AB(lrs), AB(n_lr), 0, 0, 1e300, true, false},
     {"start_d_k", 41, QKT__K_INT, AB(start_dk), 0, 0, 0, 1024, false, true}, /* missing: 0, no 2x2 cells */
     {"task2_start_d_k", 43, QKT__K_INT, AB(task2_start_dk), 0, 0, 0, 1024, false, true}, /* missing: 0 */
+    {"final_eval_seqs", 44, QKT__K_INT, AB(final_eval_seqs), 0, 0, 1, 1e7, false, true}, /* missing: eval_batches x batch_size */
     {"lr_seeds", 42, QKT__K_INT, AB(lr_seeds), 0, 0, 1, QKT_AB_MAX_LR_SEEDS, false, true}, /* missing: 1 */
     /* robustness reruns (qkt_ablate_rerun_get); missing: none */
     {"robust_seeds", 44, QKT__K_INTS, AB(robust_seeds), AB(n_robust_seeds), 0, 0, 1e9, false, true},
@@ -194,33 +195,38 @@ int qkt_ablate_set(qkt_ablate_cfg *c, const char *key, const char *text, qkt_err
 }
 
 /* ---------------------------------------------------------------- presets */
-/* What both presets share. init_std 0.08 rather than GPT-2's 0.02: at these widths (d_model
+/* What both presets share. The main task is `induction` (T 32: 16 random tokens, repeated),
+ * which 1/sqrt(d_k) models learn within the quick budget at d_k 16 and 64 while unscaled ones
+ * take longer (docs/ablate.md, scripts/task_learnability.py); mqar stays on its plateau there.
+ * init_std 0.08 rather than GPT-2's 0.02: at these widths (d_model
  * 16..512) 0.02 leaves q.k tiny for every variant and no model leaves mqar's plateau within
  * the budget (measured: docs/ablate.md); 0.08 is about PyTorch's default Linear init at
  * d_model 64. The variants are the six the study was sized around (the budgets below were
  * measured with them); cosine, sigma_reparam, power:ALPHA and a program's registered
  * variants join with --variants / --lr-variants. */
 static const char *const preset_base =
-    "task=mqar seq_len=32 n_layer=2 n_head=2 batch_size=32 warmup=20 lr=3e-3 min_lr_frac=0.1 weight_decay=0.1 grad_clip=1 "
+    "task=induction seq_len=32 n_layer=2 n_head=2 batch_size=32 warmup=20 lr=3e-3 min_lr_frac=0.1 weight_decay=0.1 grad_clip=1 "
     "beta2=0.95 attn_temp=1 qk_init_mult=1 init_std=0.08 seed=1 workers=2 growth_steps=5 growth_lr=1e-3 "
-    "variants=sqrt_dk,none,dk,sqrt_dmodel,learned,qk_layernorm";
+    "variants=sqrt_dk,none,dk,sqrt_dmodel,learned,qk_layernorm"
+    " final_eval_seqs=1024"; /* the verdicts' final losses: 1024 fixed sequences, not the periodic eval_batches x batch_size */
 
 static const struct {
     const char *name, *settings;
 } presets[] = {
-    /* Sized for `make demo` (< 5 min on 2 cores): d_k 8 (small logits) and 64 (unscaled logit std
+    /* Sized for `make demo` (< 5 min on 2 cores): d_k 16 (small logits; at d_k 8, d_model 16, no
+     * variant learns induction in 200 steps) and 64 (unscaled logit std
      * 8 at init with the unit W_q/W_k init), 10 seeds (an exact paired test's smallest p, 2/2^10,
      * stays below 0.05 after Holm's adjustment over up to 25 tests; 6 seeds' 1/32 cannot), batch 16; learned and sqrt_dmodel are left to the full preset (sqrt_dmodel
      * is measured at init). Cell costs: docs/performance.md, "The study's presets". Part 2c:
-     * the smoothly learnt `recall` at the same d_k (its d_k 8 cells are the cheap ones). The LR
+     * the smoothly learnt `recall` at d_k 8 and 64 (its d_k 8 cells are the cheap ones). The LR
      * grid goes up to where runs fail (docs/performance.md, "The study's presets"), evaluated
      * every 5 steps so the logit growth can be timed against the loss rising (claim 6a); claim 7b (Zhai et al. 2023: preventing entropy
      * collapse stabilises) adds sigma_reparam to the LR sweep. */
     {"quick", "variants=sqrt_dk,none,dk,qk_layernorm lr_variants=sqrt_dk,none,dk,qk_layernorm,sigma_reparam qk_init=unit "
-              "batch_size=16 steps=200 eval_every=20 eval_batches=4 d_k=8,64 seeds=10 task2=recall task2_d_k=8,64 "
+              "batch_size=16 steps=200 eval_every=20 eval_batches=4 d_k=16,64 seeds=10 task2=recall task2_d_k=8,64 "
               "lr_grid=3e-3,3e-2,0.3,0.6,1,3 lr_steps=150 lr_dk=16 lr_eval_every=5 init_d_k=4,8,16,32,64,128,256,512 "
               "growth_d_k=8,16,32,64 start_d_k=64 task2_start_d_k=0 lr_seeds=1"},
-    /* Every variant at d_k 8..128 x 10 seeds on mqar, the second task at d_k 16 and 64, 9 learning
+    /* Every variant at d_k 8..128 x 10 seeds on the main task, the second task at d_k 16 and 64, 9 learning
      * rates at d_k 32; its cost: docs/performance.md, "The study's presets" (estimated), and
      * docs/ablate.md (measured). */
     {"full", "qk_init=unit steps=500 eval_every=25 eval_batches=8 d_k=8,16,32,64,128 seeds=10 task2=recall task2_d_k=16,64 "

@@ -199,6 +199,8 @@ int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ab
     if (!rc && !cJSON_GetObjectItemCaseSensitive(j, "lr_eval_every"))
         c->lr_eval_every = c->run.eval_every; /* runs made before it evaluated the LR runs like the others */
     if (!rc && !cJSON_GetObjectItemCaseSensitive(j, "lr_seeds")) c->lr_seeds = 1; /* runs made before it: one seed per LR */
+    if (!rc && !cJSON_GetObjectItemCaseSensitive(j, "final_eval_seqs"))
+        c->final_eval_seqs = c->run.eval_batches * c->run.tc.batch_size; /* runs made before it: the last periodic evaluation */
     cJSON_Delete(j);
     if (rc) return -1;
     if (qkt_ablate_validate(c, err) != 0) {

@@ -118,7 +118,7 @@ static void claim_train(qkt__report *r, const qkt__cmp *small, const qkt__cmp *b
     char m[700], l[160], a[160];
     qkt__report_fmt_paired(l, sizeof l, &big->loss, "%+.3f");
     qkt__report_fmt_paired(a, sizeof a, &big->auc, "%+.3f");
-    snprintf(m, sizeof m, "d_k = %d, unscaled - scaled: final val loss %s; mean val loss over the run %s; reached 90 %% acc: %d/%d vs %d/%d "
+    snprintf(m, sizeof m, "d_k = %d, unscaled - scaled: final val loss (worse) %s; mean val loss over the run (slower) %s; reached 90 %% acc: %d/%d vs %d/%d "
              "(Fisher p = %.3g), first in %d pairs, second in %d, tied %d (sign test p = %.3g)",
              big->d_k, l, a, big->sa.n_escaped, big->sa.n_present, big->sb.n_escaped, big->sb.n_present, big->fisher_p, big->t90.losses,
              big->t90.wins, big->t90.ties, big->t90.p_sign);
@@ -157,7 +157,7 @@ static void claim_task2(qkt__report *r) {
     qkt__report_compare_exp(r, QKT_KIND(TRAIN2), QKT_ATTN_NONE, QKT_ATTN_SQRT_DK, ds, &small);
     qkt__report_fmt_paired(l, sizeof l, &big.loss, "%+.3f");
     qkt__report_fmt_paired(a, sizeof a, &big.auc, "%+.3f");
-    snprintf(m, sizeof m, "`%s`, d_k = %d, unscaled - scaled: final val loss %s; mean val loss over the run %s", c->task2, db, l, a);
+    snprintf(m, sizeof m, "`%s`, d_k = %d, unscaled - scaled: final val loss (worse) %s; mean val loss over the run (slower) %s", c->task2, db, l, a);
     qkt__tests tv = two(&big);
     if (!big.sa.n_present || !big.sb.n_present)
         snprintf(m, sizeof m, "`none` and `sqrt_dk` are not both trained on `%s`", c->task2), tv = qkt__test(QKT_V_UNTESTABLE, NAN);

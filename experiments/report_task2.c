@@ -47,8 +47,8 @@ void qkt__report_part_task2(qkt__report *r) {
         qkt_data_free(d);
     }
     qkt_buf_printf(md, "## 2c. Second task: `%s` (loss curves)\n\nThe same models, optimiser, steps and seeds as part 2 on a task whose loss "
-                       "falls smoothly (docs/data.md), so a variant's effect shows as a shift of the whole loss curve rather than as an escape "
-                       "from a plateau. Validation loss: chance %.3f, best achievable %.3f (the task's Bayes loss). Differences are "
+                       "falls smoothly (docs/data.md), so a variant's effect shows as a shift of the whole loss curve rather than in when a run "
+                       "reaches 90 %% accuracy. Validation loss: chance %.3f, best achievable %.3f (the task's Bayes loss). Differences are "
                        "variant - `sqrt_dk`, paired by seed: mean [%.0f %% percentile bootstrap interval] (t: the Student t interval), exact sign-flip p.\n\n",
                    c->task2, chance, best, 100 * QKT_REPORT_LEVEL);
     qkt_buf_printf(md, "| variant | d_k | final val loss (mean +- sd) | mean val loss over the run | vs sqrt_dk: final | vs sqrt_dk: mean over the run | diverged |\n"

@@ -109,12 +109,13 @@ void qkt__report_part_train(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     qkt_buf_printf(&r->md, "## 2. Training ablation\n\nTask `%s`, %d layers, %d heads (d_model = %d x d_k), batch %d, %d steps, AdamW lr %g "
                            "(warmup %d, cosine to %g x), weight decay %g, clip %g; %d seed%s. Init: weights N(0, %g), W_q and W_k %s "
-                           "(x %g). Final = validation after the last step "
-                           "(%d batches); steps to 90 %% = first evaluation (every %d steps) with validation accuracy >= 0.9.\n\n",
+                           "(x %g). Final = the final loss on %d fixed validation sequences after the last step (the same sequences for every "
+                           "cell and seed); the curves' evaluations use the first %d of them; steps to 90 %% = first evaluation (every %d steps) with "
+                           "validation accuracy >= 0.9.\n\n",
                    c->run.data, c->run.tc.model.n_layer, c->run.tc.model.n_head, c->run.tc.model.n_head, c->run.tc.batch_size, (int)c->run.tc.steps, c->run.tc.lr, (int)c->run.tc.warmup_steps, c->min_lr_frac, c->run.tc.weight_decay,
                    c->run.tc.grad_clip, c->seeds, c->seeds > 1 ? "s" : "", c->run.tc.model.init_std,
                    c->run.tc.model.qk_init == QKT_QK_INIT_UNIT ? "`unit`: N(0, 1/d_model), unit-variance q and k at every width" : "`gpt2`: the same N(0, init_std)",
-                   c->run.tc.model.qk_init_mult, c->run.eval_batches, c->run.eval_every);
+                   c->run.tc.model.qk_init_mult, c->final_eval_seqs, c->run.eval_batches * c->run.tc.batch_size, c->run.eval_every);
     train_table(r);
     int runs = 0, div = 0;
     for (int i = 0; i < r->t->n_runs; i++)

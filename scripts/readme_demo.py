@@ -98,7 +98,7 @@ What the numbers say (the report's own summary):
 
 {chr(10).join(bullets)}
 
-Every variant against 1/sqrt(d_k) on `mqar`, paired by seed (mean difference [95 % percentile bootstrap
+Every variant against 1/sqrt(d_k) on `{cfg["task"]}`, paired by seed (mean difference [95 % percentile bootstrap
 interval] (t: the Student t interval), exact sign-flip p; steps to 90 % censored; escaped/stuck counts
 with Fisher's exact test):
 
@@ -110,7 +110,7 @@ The second task, `recall` (its loss falls smoothly, so the effects show in the l
 
 {block(rep, "| variant | d_k | final val loss (mean +- sd) | mean val loss over the run")}
 
-Training table on `mqar` (init logit std per cell):
+Training table on `{cfg["task"]}` (init logit std per cell):
 
 {block(rep, "| variant | d_k | init logit std")}
 

@@ -113,21 +113,27 @@ void qkt_gpt_eval(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const int32_t *t
 }
 
 void qkt_trainer_eval(qkt_trainer *t, int n_batches, int B, qkt_eval *ev) {
+    qkt_trainer_eval_seqs(t, (int64_t)n_batches * B, B, ev);
+}
+
+void qkt_trainer_eval_seqs(qkt_trainer *t, int64_t n_seqs, int B, qkt_eval *ev) {
     QKT_CHECK(t->data, "qkt_trainer_eval: the trainer has no data source (cfg.data NULL)");
+    QKT_CHECK(B > 0 && n_seqs >= 0, "qkt_trainer_eval_seqs: %lld sequences in batches of %d", (long long)n_seqs, B);
     int T = t->T;
     int32_t *idx = qkt_malloc((size_t)B * T * sizeof *idx), *tgt = qkt_malloc((size_t)B * T * sizeof *tgt);
     qkt_data_reset(t->data, QKT_SPLIT_VAL);
     double loss = 0, correct = 0;
     int64_t counted = 0;
     ev->interrupted = false;
-    for (int b = 0; b < n_batches; b++) {
+    for (int64_t done = 0; done < n_seqs; done += B) {
         if (t->stop && *t->stop) {
             ev->interrupted = true;
             break;
         }
-        qkt_data_batch(t->data, QKT_SPLIT_VAL, B, idx, tgt, NULL);
-        qkt_eval one = {.heads = b == 0 ? ev->heads : NULL}; /* attention statistics of the first batch */
-        qkt_gpt_eval(&t->ctx, &t->gpt, idx, tgt, B, T, &one);
+        int b = n_seqs - done < B ? (int)(n_seqs - done) : B; /* the val stream draws row by row: any split gives the same rows */
+        qkt_data_batch(t->data, QKT_SPLIT_VAL, b, idx, tgt, NULL);
+        qkt_eval one = {.heads = done == 0 ? ev->heads : NULL}; /* attention statistics of the first batch */
+        qkt_gpt_eval(&t->ctx, &t->gpt, idx, tgt, b, T, &one);
         if (one.counted) {
             loss += one.loss * (double)one.counted;
             correct += one.acc * (double)one.counted;

@@ -56,6 +56,11 @@ typedef struct qkt_ablate_cfg {
     double lrs[QKT_AB_MAX_LIST];
     int lr_steps, lr_dk;
     int lr_seeds;             /* seeds per (variant, LR): 0 .. lr_seeds-1; config.json "lr_seeds", missing = 1 */
+    /* the final evaluation of every training cell (train, train2, start, start2, lr): this many
+     * validation sequences, the same for every cell (drawn with the study's seed, not the
+     * cell's); the periodic evaluations are the first eval_batches x batch_size of them.
+     * config.json "final_eval_seqs", missing = eval_batches x batch_size */
+    int final_eval_seqs;
     int lr_eval_every;        /* evaluations of the LR runs (claims 6-7 time the logit growth against the loss
                                * rising); config.json "lr_eval_every", missing = eval_every */
     int n_lr_variants;
@@ -148,7 +153,15 @@ void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t 
  * cell's cells/<id>.csv is removed so that resuming the run recomputes it (same config
  * and seed, so the same metrics). Returns the number of cells to rerun, -1 on error. */
 int qkt_ablate_forget_old_maps(const char *run_dir, const qkt_cell *plan, int n, qkt_err *err);
-/* Runs one cell in this process and writes cells/<id>.csv atomically. */
+/* The trainer a cell trains (the study's model and training settings at the cell's width,
+ * variant, steps, lr and seed), ready for its first step; its validation stream is the
+ * study's seed's (qkt_data_seed_split), so every cell, whatever its seed, validates on the
+ * same sequences. The caller frees it with qkt_trainer_free. */
+struct qkt_trainer;
+int qkt_ablate_cell_trainer(const qkt_ablate_cfg *c, const qkt_cell *cell, struct qkt_trainer *t, qkt_err *err);
+/* Runs one cell in this process and writes cells/<id>.csv atomically. Training cells
+ * evaluate eval_batches x batch_size validation sequences every eval_every (lr cells:
+ * lr_eval_every) steps and final_eval_seqs after the last (metric val_seqs says how many). */
 int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err);
 /* Part 1 with iid q and k (no model), written as rows of metrics.csv to cells/init_iid.csv. */
 int qkt_ablate_init_iid(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);

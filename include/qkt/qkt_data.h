@@ -70,6 +70,11 @@ int64_t qkt_data_split_tokens(const qkt_data *d, qkt_data_split split);
 void qkt_data_batch(qkt_data *d, qkt_data_split split, int B, int32_t *idx, int32_t *targets, uint8_t *answer_mask);
 /* Restart a split's stream from the seed (evaluation sees the same val batches). */
 void qkt_data_reset(qkt_data *d, qkt_data_split split);
+/* Restart a split's stream from another seed, the stream qkt_data_open gives that split
+ * for `seed` (and what qkt_data_reset returns to from now on); the other split is left
+ * alone. Runs with different training seeds validate on the same sequences when each
+ * seeds its val split with one fixed validation seed (`qkt ablate` does). */
+void qkt_data_seed_split(qkt_data *d, qkt_data_split split, uint64_t seed);
 /* The stream's exact state, for checkpoints: set(get()) resumes bit-identically. */
 void qkt_data_get_rng(const qkt_data *d, qkt_data_split split, qkt_rng *out);
 void qkt_data_set_rng(qkt_data *d, qkt_data_split split, const qkt_rng *in);

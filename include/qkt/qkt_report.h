@@ -17,6 +17,7 @@ extern "C" {
 #define QKT_STUDY_METRICS(X)                                                                                     \
     X(VAL_LOSS, "val_loss", MEAN, "validation cross-entropy at an evaluation step")                               \
     X(VAL_ACC, "val_acc", MEAN, "validation accuracy on the answer positions")                                   \
+    X(VAL_SEQS, "val_seqs", MEAN, "validation sequences behind the final val_loss and val_acc (final_eval_seqs)")  \
     X(TRAIN_LOSS, "train_loss", MEAN, "loss of the step's training batch")                                       \
     X(LR, "lr", MEAN, "learning rate of the step")                                                               \
     X(GRAD_NORM, "grad_norm", MEAN, "global gradient norm before clipping")                                      \

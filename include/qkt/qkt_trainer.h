@@ -117,6 +117,10 @@ void qkt_gpt_eval(qkt_ctx *ctx, qkt_gpt *g, const int32_t *idx, const int32_t *t
 /* Validation: the same n_batches every call (the val stream is reset). Stops between
  * batches when *t->stop is set (ev->interrupted). */
 void qkt_trainer_eval(qkt_trainer *t, int n_batches, int batch_size, qkt_eval *ev);
+/* The same over the first n_seqs validation sequences, in batches of at most batch_size
+ * (the last one shorter when batch_size does not divide n_seqs): the sequences, and so the
+ * result, do not depend on batch_size. qkt_trainer_eval(t, n, B, ev) is n B sequences. */
+void qkt_trainer_eval_seqs(qkt_trainer *t, int64_t n_seqs, int batch_size, qkt_eval *ev);
 /* The names a trainer's checkpoint gives its training state (besides the model's
  * parameters and config, qkt_gpt_io.h): every reader and writer uses these. */
 #define QKT_CKPT_OPTIM_M "optim.m"                 /* tensors */
