@@ -86,8 +86,20 @@ int main(void) {
     check("a cell without a record", run, out);
     EXPECT(strstr(out, "1 finished cells have no cells/<id>.cost and are not counted") != NULL, "the uncounted cell is not named:\n%s", out);
 
-    /* A damaged peak file: the report is still written and says why there is no number. */
+    /* The same command on a finished study (as when robustness reruns are added): no cell
+     * runs, so the peak of the run that trained the cells is kept, not measured again. */
     FILE *f = fopen(qkt_test_path(run, "sgemm_peak.txt"), "w");
+    if (f) fputs("gflops=123.25 n=1024 isa=baseline\n", f), fclose(f);
+    rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s", study, tmp);
+    EXPECT(rc == 0, "the finished study again: exit %d: %s", rc, out);
+    char *peak = qkt_test_read_file(qkt_test_path(run, "sgemm_peak.txt"), NULL);
+    EXPECT(peak && !strcmp(peak, "gflops=123.25 n=1024 isa=baseline\n"), "a resume with no cell to run measured the peak again: '%s'",
+           peak ? peak : "(missing)");
+    free(peak);
+    check("a finished study resumed", run, out);
+
+    /* A damaged peak file: the report is still written and says why there is no number. */
+    f = fopen(qkt_test_path(run, "sgemm_peak.txt"), "w");
     if (f) fputs("gflops=x\n", f), fclose(f);
     rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
     EXPECT(rc == 0, "--report-only with a damaged sgemm_peak.txt: exit %d: %s", rc, out);
