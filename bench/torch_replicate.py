@@ -20,8 +20,9 @@ With --doc FILE the table replaces the text between "<!-- torch-replication: beg
 
 The batches are qkt's own: a cell of seed s opens its data with seed S = config seed + s (the
 same seed draws its init: experiments/ablate_cells.c, cell_trainer), and step i trains on
-sequences [i B, (i + 1) B) of the train stream; validation is the first eval_batches x B
-sequences of the val stream. `qkt data --dump TASK --seed S --seq-len T --split train|val --count N`
+sequences [i B, (i + 1) B) of the train stream; the final validation, the one the verdicts read,
+is the first final_eval_seqs sequences of the val stream of the study's seed (config seed), the
+same for every cell. `qkt data --dump TASK --seed S --seq-len T --split train|val --count N`
 prints those streams (both draw one sequence at a time from the split's own RNG stream), and
 --check verifies it against `qkt train`'s losses. The weights are not qkt's: torch.manual_seed(S)
 draws them by qkt's init rule (nn/init.c: N(0, init_std) for embeddings, W_v, c_fc; init_std /
@@ -362,6 +363,9 @@ def replicate(a):
     hyper = dict(init_std=float(c["init_std"]), qk_init=c["qk_init"], weight_decay=float(c["weight_decay"]),
                  beta2=float(c["beta2"]), grad_clip=float(c["grad_clip"]), batch_size=B, sched=schedule_of(c))
     steps, E = int(c["steps"]), int(c["eval_batches"])
+    # every cell's final validation: the first final_eval_seqs sequences of the study seed's val
+    # stream (experiments/ablate_cells.c); a config.json without the key: eval_batches x B
+    FE, vals = int(c.get("final_eval_seqs", E * B)), {}
     t_start = time.perf_counter()
     jobs = []
     for ti, spec, dks, _ in tasks:
@@ -369,7 +373,10 @@ def replicate(a):
         V = vocab_of(a.qkt, spec, T)
         for s in range(seeds):
             S = c["seed"] + s
-            train, val = dump(a.qkt, spec, S, T, "train", steps * B), dump(a.qkt, spec, S, T, "val", E * B)
+            train = dump(a.qkt, spec, S, T, "train", steps * B)
+            if spec not in vals:
+                vals[spec] = dump(a.qkt, spec, c["seed"], T, "val", FE)
+            val = vals[spec]
             for kind in KINDS:
                 variant = kind.split("_", 1)[1]
                 mult = float(c["qk_init_mult"]) * ((D ** 0.25 if variant == "sqrt_dk" else D ** -0.25) if kind.startswith("start") else 1.0)

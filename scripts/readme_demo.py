@@ -55,6 +55,10 @@ def main():
     dks = " and ".join(str(d) for d in cfg["d_k"])
     start = (f"; the 2x2 of scale form x start at d_k = {cfg['start_d_k']} (`sqrt_dk` and `none` trained from each "
              f"other's starting logit scale, {seeds} seeds)") if cfg.get("start_d_k") else ""
+    reruns = [f"seed {x}" for x in cfg.get("robust_seeds", [])] + ([f"kernel path {cfg['robust_isa']}"] if cfg.get("robust_isa") else [])
+    robust = (f"; its \"holds under\" column compares each verdict with the same run's robustness reruns "
+              f"({', '.join(reruns)}: the verdict-carrying cells again, added afterwards by `{cfg['command']}`, "
+              f"which keeps the finished cells), and a verdict a rerun does not reach is marked fragile") if reruns else ""
     kernels = re.search(r"kernels (\w+)", version)
     kernels = kernels.group(1) if kernels else "?"
     rep = open(os.path.join(run, "report.md")).read().split("\n")
@@ -82,11 +86,12 @@ last digits (each path is deterministic; [docs/performance.md](docs/performance.
 
 The full preset (`qkt ablate --preset full`: d_k 8..128, all 6 variants, 500 steps, the smooth second
 task `recall`, 9 learning rates up to instability, `sigma_reparam` in the LR sweep) from a real run, 80 min
-on a shared 2-core Zen 4 machine, made with an earlier version of qkt (before its own gemm and before
-the report's current rules for failed LR runs and intervals, so its digits and its claims 6-7 differ
-from what this version reports): [docs/study/full/report.md](docs/study/full/report.md).
+on a shared 2-core Zen 4 machine, made with an earlier version of qkt (before its own gemm, before the
+report's current rules for failed LR runs and intervals, with `mqar` as its main task and the W_q/W_k-only
+form of `sigma_reparam` that is now `sigma_qk`, so its digits and several claims differ from what this
+version reports): [docs/study/full/report.md](docs/study/full/report.md).
 
-The findings table (verdicts computed by the report, not typed):
+The findings table (verdicts computed by the report, not typed){robust}:
 
 {block(rep, "| # | claim")}
 
