@@ -13,6 +13,7 @@
  * Needs QKT_MPIEXEC (the launcher; tests/mpi.cmake passes it). Runs as root too. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,10 +193,12 @@ static void expect_same_study(const char *a, const char *b, int line) {
 }
 
 /* The pid of rank `rank`'s qkt `command` (" ablate ", " train ") with `tag` ("--name N",
- * "--out D") on its command line (its environment names the rank), or 0. */
+ * "--out D") on its command line (its environment names the rank), started in this test's
+ * directory (another copy of this test may run the same command elsewhere), or 0. */
 static pid_t find_rank(int rank, const char *command, const char *tag) {
-    char want[64], path[300];
+    char want[64], path[300], here[PATH_MAX], cwd[PATH_MAX];
     snprintf(want, sizeof want, "OMPI_COMM_WORLD_RANK=%d", rank);
+    if (!realpath(tmp, here)) return 0;
     DIR *d = opendir("/proc");
     pid_t found = 0;
     for (struct dirent *e; d && !found && (e = readdir(d));) {
@@ -212,6 +215,9 @@ static pid_t find_rank(int rank, const char *command, const char *tag) {
         }
         free(cmd);
         if (!ours) continue;
+        snprintf(path, sizeof path, "/proc/%d/cwd", (int)pid);
+        ssize_t k = readlink(path, cwd, sizeof cwd - 1);
+        if (k <= 0 || (cwd[k] = 0, strcmp(cwd, here))) continue;
         snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
         char *env = qkt_test_read_file(path, &n);
         for (size_t i = 0; env && i < n; i += strlen(env + i) + 1)
