@@ -22,8 +22,8 @@ typedef struct {
 } bench_config;
 
 /* The configurations (V vocab, T length, B batch, C width, L layers, NH heads): the
- * issue's three, and two cells of the study's quick preset (`qkt ablate --preset quick`:
- * mqar's 32 tokens, T 32, B 32, 2 layers, 2 heads; d_k 16, and d_k 64 of its init sweep). */
+ * three model sizes, and two cells of the study (`qkt ablate`: T 32, B 32 as in the full preset,
+ * 2 layers, 2 heads, a 32-token vocabulary (the presets' induction task has 64); d_k 16 and 64). */
 static const bench_config configs[] = {
     {"tiny", 65, 64, 16, 64, 2, 4},
     {"small", 65, 128, 16, 128, 4, 4},
