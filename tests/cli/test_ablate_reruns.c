@@ -64,12 +64,16 @@ int main(void) {
     /* a rerun plans no GPT-at-init cell; the study does */
     EXPECT(exists(qkt_test_path(tmp, "t/cells/init_none_dk4.csv")), "the study has no init cell");
     EXPECT(!exists(qkt_test_path(tmp, "t/robust/seed2/cells/init_none_dk4.csv")), "a rerun ran an init cell");
+#ifndef QKT_DOUBLE
+    /* (in float64 the paths' roundings differ below the 9 digits a cell file prints: only the
+     * float32 suite can see this) */
     if (isa) { /* QKT_ISA reached the rerun's cells: the same draws, other roundings */
         char *a = qkt_test_read_file(qkt_test_path(tmp, "t/cells/train_none_dk8_s0.csv"), NULL);
         char *b = qkt_test_read_file(qkt_test_path(tmp, "t/robust/isa_baseline/cells/train_none_dk8_s0.csv"), NULL);
         EXPECT(a && b && strcmp(a, b) != 0, "the baseline rerun's cell is %s the study's", a && b ? "identical to" : "missing, or");
         free(a), free(b);
     }
+#endif
 
     /* the same command again: every cell, the reruns' too, is kept */
     rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s %s --out %s", study, robust, tmp);
