@@ -104,22 +104,6 @@ def st_read(path):
     return out, meta
 
 
-def st_write(path, tensors):
-    import numpy as np
-    header, blobs, off = {}, [], 0
-    for name, a in tensors:
-        a = np.ascontiguousarray(a)
-        dt = {np.dtype("<f4"): "F32", np.dtype("<i4"): "I32"}[a.dtype]
-        b = a.tobytes()
-        header[name] = {"dtype": dt, "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
 # ------------------------------------------------------------------ the run and its data
 def fail(msg):
     sys.exit(f"torch_replicate.py: {msg}")
@@ -541,7 +525,7 @@ def check_variant(torch, cc, qkt, c, variant, tmp):
     print(f"{'ok  ' if ok else 'FAIL'} {tag:16s} d_k {D}: val loss after step {K} on the dumped val batches "
           f"({E} x {B} sequences): qkt {vq:.6f}, torch {vt:.6f} (rel {r:.1e})")
     bt, gout = out + ".batch.safetensors", out + ".grads.safetensors"
-    st_write(bt, [("idx", vx[:B].numpy().astype(np.int32)), ("targets", vy[:B].numpy().astype(np.int32))])
+    cc.st_write(bt, [("idx", vx[:B].numpy().astype(np.int32)), ("targets", vy[:B].numpy().astype(np.int32))], {})
     run_qkt(qkt, ["step", "--ckpt", os.path.join(out, "ckpt.safetensors"), "--batch", bt, "--out", gout, "--threads", "1"])
     g, _ = st_read(gout)
     loss = m64(vx[:B], vy[:B])
