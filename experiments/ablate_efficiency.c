@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ablate_internal.h"
 #include "qkt_ablate.h"
 #include "qkt_io.h"
 #include "qkt_sweep.h"
@@ -26,6 +27,15 @@ int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err) {
     peak_path(run_dir, path, sizeof path);
     int k = snprintf(line, sizeof line, "gflops=%.9g n=%d isa=%s\n", g, n, qkt_isa_name());
     return qkt_write_atomic(path, line, (size_t)k, err);
+}
+
+/* The peak measured by the run that trains the cells: a resume with every cell done (e.g. to
+ * add robustness reruns) keeps the peak it has rather than measuring under other conditions. */
+int qkt__ablate_peak_for_cells(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
+    char path[1100];
+    peak_path(run_dir, path, sizeof path);
+    if (qkt_file_exists(path) && qkt_ablate_missing(run_dir, c, NULL, 0, NULL) == 0) return 0;
+    return qkt_ablate_measure_peak(run_dir, err);
 }
 
 /* One cost file into *f, *e, *s; false if absent or not the expected line. */

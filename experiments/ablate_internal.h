@@ -26,5 +26,7 @@ const qkt__ab_key *qkt__ab_key_find(const char *key);
 bool qkt__ab_key_omit_unset(const qkt__ab_key *k);
 /* A cell in a child forked by the sweep (qkt_sweep.cell_fn; ablate_study.c). */
 int qkt__ablate_cell_in_child(const char *run_dir, const char *id, qkt_err *err, void *user);
+/* qkt_ablate_measure_peak unless sgemm_peak.txt exists and every planned cell is done. */
+int qkt__ablate_peak_for_cells(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
 
 #endif

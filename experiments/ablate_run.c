@@ -174,13 +174,7 @@ int qkt_ablate_run(const char *run_dir, const char *exe, bool verbose, const vol
     int rc = 0;
     if (lead) { /* part 1 (in this process) is rank 0's in an MPI job; the others wait */
         rc = qkt_ablate_load_config(run_dir, &c, err) || qkt_mkdirs(cells, err) ? -1 : 0; /* what the cells will see */
-        /* the study's efficiency's denominator, measured by the run that trains its cells: a resume
-         * with every cell done (e.g. to add robustness reruns) keeps the peak it has */
-        char peak[1200];
-        snprintf(peak, sizeof peak, "%s/sgemm_peak.txt", run_dir);
-        if (!rc && (!qkt_file_exists(peak) || qkt_ablate_missing(run_dir, &c, NULL, 0, NULL) > 0) &&
-            qkt_ablate_measure_peak(run_dir, err) != 0)
-            rc = -1;
+        if (!rc && qkt__ablate_peak_for_cells(run_dir, &c, err) != 0) rc = -1; /* the efficiency's denominator */
         if (!rc && verbose) qkt_logf(QKT_LOG_INFO, "qkt ablate: part 1, attention at init with iid q and k (%d d_k values)", c.n_init_dk);
         if (!rc && qkt_ablate_init_iid(run_dir, &c, err) != 0) rc = -1;
     }
