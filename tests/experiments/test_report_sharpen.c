@@ -11,6 +11,7 @@
 #include "qkt_io.h"
 #include "qkt_sweep.h"
 #include "qkt_test.h"
+#include "report_cells.h"
 #include "report_internal.h"
 
 #define SEEDS 10
@@ -80,7 +81,7 @@ enum { SHARPEN, FLATTEN, NO_INIT, BIGRAM, ONE_SEED };
  * layers x 2 heads: every head at e0 at step 0 (none if e0 is NaN), at the end layer 1 head 0 at
  * e1 and the others at 0.8 (or e1 if higher). */
 static void write_cell(const char *run, const char *variant, int seed, double e0, double e1) {
-    char id[96], path[1400];
+    char id[96];
     snprintf(id, sizeof id, "train_%s_dk%d_s%d", variant, DK, seed);
     qkt_buf b = {0};
     for (int k = 0; k < 2; k++) {
@@ -92,11 +93,7 @@ static void write_cell(const char *run, const char *variant, int seed, double e0
         }
     }
     qkt_buf_printf(&b, "%s,train,%s,%d,%d,0.003,200,diverged_step,-1,-1,-1\n", id, variant, DK, seed);
-    qkt_cell_seal(&b);
-    snprintf(path, sizeof path, "%s/cells/%s.csv", run, id);
-    qkt_err err;
-    EXPECT(qkt_write_atomic(path, b.s, b.n, &err) == 0, "%s", err.msg);
-    qkt_buf_free(&b);
+    qkt_test_write_cell(run, id, &b);
 }
 
 /* Builds the scenario's study (once) and returns its directory. */

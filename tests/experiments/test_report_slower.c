@@ -10,13 +10,14 @@
 #include "qkt_io.h"
 #include "qkt_sweep.h"
 #include "qkt_test.h"
+#include "report_cells.h"
 
 #define SEEDS 10
 #define DK 64
 
 /* val loss at steps 0, 100, 200: `mid` halfway, `fin` at the end */
 static void write_cell(const char *run, const char *variant, int seed, double mid, double fin) {
-    char id[96], path[1400];
+    char id[96];
     snprintf(id, sizeof id, "train_%s_dk%d_s%d", variant, DK, seed);
     qkt_buf b = {0};
     double l[3] = {4.1, mid, fin}, acc[3] = {0.02, mid < 1 ? 0.95 : 0.5, 1};
@@ -25,11 +26,7 @@ static void write_cell(const char *run, const char *variant, int seed, double mi
         qkt_buf_printf(&b, "%s,train,%s,%d,%d,0.003,%d,val_acc,-1,-1,%.9g\n", id, variant, DK, seed, 100 * k, acc[k]);
     }
     qkt_buf_printf(&b, "%s,train,%s,%d,%d,0.003,200,diverged_step,-1,-1,-1\n", id, variant, DK, seed);
-    qkt_cell_seal(&b);
-    snprintf(path, sizeof path, "%s/cells/%s.csv", run, id);
-    qkt_err err;
-    EXPECT(qkt_write_atomic(path, b.s, b.n, &err) == 0, "%s", err.msg);
-    qkt_buf_free(&b);
+    qkt_test_write_cell(run, id, &b);
 }
 
 int main(void) {

@@ -11,6 +11,7 @@
 #include "qkt_io.h"
 #include "qkt_sweep.h"
 #include "qkt_test.h"
+#include "report_cells.h"
 
 /* GROWTH_SAME: the failed runs' logits jump only in the evaluation where the loss rises;
  * RISE_FIRST: the loss rises at the first evaluation after init (no room for "before");
@@ -35,7 +36,7 @@ static bool unstable(int mode, int v, int i) {
 
 /* One LR cell: evaluations at steps 0, 5, .., 20 (val loss, logit max, entropy on 2 heads). */
 static void write_cell(const char *run, int mode, int v, int i, int seed) {
-    char id[96], path[1400];
+    char id[96];
     if (seed) snprintf(id, sizeof id, "lr_%s_dk8_lr%g_s%d", variants[v], lrs[i], seed);
     else snprintf(id, sizeof id, "lr_%s_dk8_lr%g", variants[v], lrs[i]);
     qkt_buf b = {0};
@@ -61,11 +62,7 @@ static void write_cell(const char *run, int mode, int v, int i, int seed) {
         }
     }
     qkt_buf_printf(&b, "%s,lr,%s,8,%d,%g,20,diverged_step,-1,-1,-1\n", id, variants[v], seed, lrs[i]);
-    qkt_cell_seal(&b);
-    snprintf(path, sizeof path, "%s/cells/%s.csv", run, id);
-    qkt_err err;
-    EXPECT(qkt_write_atomic(path, b.s, b.n, &err) == 0, "%s", err.msg);
-    qkt_buf_free(&b);
+    qkt_test_write_cell(run, id, &b);
 }
 
 /* The findings row `id` of the report built for a scenario (malloc'd), or NULL. */

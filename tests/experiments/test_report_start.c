@@ -10,6 +10,7 @@
 #include "qkt_io.h"
 #include "qkt_sweep.h"
 #include "qkt_test.h"
+#include "report_cells.h"
 
 /* SHRINK: saturation halves dL/dz; the saturated start's raw W_q, W_k gradient is 1.5x larger, but
  * x0.53 with s m removed; the saturated start ends 0.5 worse, the unscaled form 0.2 worse.
@@ -21,7 +22,7 @@ enum { SHRINK, GROW, NO_DZ, NO_CELLS };
 
 /* One train or start cell: val loss at steps 0, 100, 200, the W_q, W_k gradient and dL/dz at step 0. */
 static void write_cell(const char *run, const char *exp, const char *variant, int seed, double loss, double g, double dz) {
-    char id[96], path[1400];
+    char id[96];
     snprintf(id, sizeof id, "%s_%s_dk%d_s%d", exp, variant, DK, seed);
     qkt_buf b = {0};
     double l[3] = {2.8, 0.5 * (2.8 + loss), loss};
@@ -34,11 +35,7 @@ static void write_cell(const char *run, const char *exp, const char *variant, in
     qkt_buf_printf(&b, "%s,%s,%s,%d,%d,0.003,0,grad_norm_wk,-1,-1,%.9g\n", id, exp, variant, DK, seed, g / sqrt(2.0));
     if (!isnan(dz)) qkt_buf_printf(&b, "%s,%s,%s,%d,%d,0.003,0,grad_logits,-1,-1,%.9g\n", id, exp, variant, DK, seed, dz);
     qkt_buf_printf(&b, "%s,%s,%s,%d,%d,0.003,200,diverged_step,-1,-1,-1\n", id, exp, variant, DK, seed);
-    qkt_cell_seal(&b);
-    snprintf(path, sizeof path, "%s/cells/%s.csv", run, id);
-    qkt_err err;
-    EXPECT(qkt_write_atomic(path, b.s, b.n, &err) == 0, "%s", err.msg);
-    qkt_buf_free(&b);
+    qkt_test_write_cell(run, id, &b);
 }
 
 /* The findings row `id` of the report built for a scenario (malloc'd), or NULL. */
