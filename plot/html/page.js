@@ -186,15 +186,36 @@
     mk("h2", {}, div, C.title);
     if (C.note) mk("p", {"class": "note"}, div).innerHTML = md(C.note);
     C.st = {sel: {}, hidden: {}, seeds: false};
-    var ctl = mk("div", {"class": "ctl"}, div);
+    var ctl = mk("div", {"class": "ctl"}, div), sels = {};
+    /* The selects start on, and after a change move to, a combination that has data: the
+     * chart's default where it has any, else the first item's keys (the tasks of a study
+     * need not share their d_k values). A change that leaves no match moves the other
+     * keys to the first item with the chosen value. */
+    var want = {};
+    (C.ctl || []).forEach(function (key) {
+      var d = C.def && C.def[key];
+      if (d != null && items.some(function (s) { return String(s.k[key]) === String(d); })) want[key] = d;
+    });
+    var first = items.filter(function (s) { return match(s, want); })[0] || items[0];
+    function settle(key) {
+      if (!first || items.some(function (s) { return match(s, C.st.sel); })) return;
+      var m = items.filter(function (s) { return String(s.k[key]) === String(C.st.sel[key]); })[0];
+      if (!m) return;
+      for (var k in sels) { C.st.sel[k] = m.k[k]; sels[k].value = String(m.k[k]); }
+    }
     (C.ctl || []).forEach(function (key) {
       var vals = [];
       items.forEach(function (s) { if (vals.indexOf(s.k[key]) < 0) vals.push(s.k[key]); });
       if (typeof vals[0] === "number") vals.sort(function (a, b) { return a - b; });
-      C.st.sel[key] = C.def && C.def[key] != null && vals.indexOf(C.def[key]) >= 0 ? C.def[key] : vals[0];
+      C.st.sel[key] = first ? first.k[key] : vals[0];
       var lab = mk("label", {}, ctl, key + " "), sel = mk("select", {"data-key": key}, lab);
+      sels[key] = sel;
       vals.forEach(function (v) { var o = mk("option", {value: v}, sel, v); if (String(v) === String(C.st.sel[key])) o.selected = true; });
-      sel.addEventListener("change", function () { C.st.sel[key] = typeof vals[0] === "number" ? Number(sel.value) : sel.value; C.draw(); });
+      sel.addEventListener("change", function () {
+        C.st.sel[key] = typeof vals[0] === "number" ? Number(sel.value) : sel.value;
+        settle(key);
+        C.draw();
+      });
     });
     if (C.type !== "heat") {
       if (C.series.some(function (s) { return s.seed != null; }) && C.series.some(function (a) {

@@ -44,7 +44,7 @@ if not CHROMIUM or not DRIVER:
 
 TINY_STUDY = ["--name", "tiny", "--d-k", "8,16", "--seeds", "2", "--steps", "10", "--eval-every", "5", "--lr-grid", "0.003,1",
               "--lr-steps", "10", "--lr-eval-every", "5", "--init-d-k", "4,8", "--growth-d-k", "8,16", "--task2", "recall",
-              "--task2-d-k", "8", "--variants", "sqrt_dk,none", "--lr-variants", "sqrt_dk,none", "--batch-size", "8",
+              "--task2-d-k", "4", "--variants", "sqrt_dk,none", "--lr-variants", "sqrt_dk,none", "--batch-size", "8",
               "--eval-batches", "1"]
 TINY_TRAIN = ["--data", "mqar", "--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "8",
               "--eval-every", "10", "--eval-batches", "1"]
@@ -137,16 +137,25 @@ class Browser:
         self.js("arguments[0].scrollIntoView({block: 'center'})", e)
         e.click()
 
+    def size(self, width, height):
+        """The page's viewport (the window of headless Chromium stops at its screen's height)."""
+        self.d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
+                                                                      "mobile": False})
+
     def shot(self, path, hover=None, height=1800):
         """The top of the page, with the tooltip of a hovered point (hover: chart, group, seed, x)."""
-        self.d.set_window_size(1460, height)
+        self.size(1460, height)
         self.js("window.scrollTo(0, 0)")
         if hover:
             p = self.js("return window.qkt.point(arguments[0], arguments[1], arguments[2], arguments[3])", *hover)
+            if p and p["y"] > height - 250:  # the point below the viewport: a taller one holds it and its tooltip
+                self.size(1460, int(p["y"]) + 350)
+                self.js("window.scrollTo(0, 0)")
+                p = self.js("return window.qkt.point(arguments[0], arguments[1], arguments[2], arguments[3])", *hover)
             if p:
                 self.move(p["x"], p["y"])
         self.d.save_screenshot(path)
-        self.d.set_window_size(1200, 900)
+        self.d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 class Fails(list):
@@ -216,6 +225,11 @@ def check_study(fails, b, page, run_dir):
     legend = sorted(b.js("return [].map.call(document.querySelectorAll('#c-train .lg span'), function (e) { return e.dataset.g; })"))
     if legend != variants:
         fails.append("training chart legend %s, metrics.csv's variants %s" % (legend, variants))
+    # every line chart opens on a choice that has data (the tasks' d_k differ: the smallest
+    # d_k of all, the first in the select, belongs to the second task only)
+    empty = b.js("var c = window.qkt.charts; return Object.keys(c).filter(function (k) { return c[k].type !== 'heat' && !c[k].drawn.length; })")
+    if empty:
+        fails.append("charts drawn empty on load: %s" % sorted(empty))
     b.d.find_element(By.CSS_SELECTOR, "#c-train input.seeds").click()
     b.select("train", "metric", "val_loss")
     before = None
@@ -223,6 +237,8 @@ def check_study(fails, b, page, run_dir):
         if not any(u["exp"] == exp for u in train):
             continue
         b.select("train", "task", tasks[exp])
+        if not b.lines("train"):  # a task whose d_k values differ: the d_k select moves to one it has
+            fails.append("task %s chosen: no line drawn (d_k %s)" % (tasks[exp], b.js("return window.qkt.charts.train.st.sel.d_k")))
         for d in sorted({u["d_k"] for u in train if u["exp"] == exp}):
             b.select("train", "d_k", d)
             want = [u for u in train if u["exp"] == exp and u["d_k"] == d and "val_loss" in u["metrics"]]
