@@ -10,7 +10,7 @@
 #include "qkt_safetensors.h"
 #include "report_internal.h"
 
-#define MAX_POINTS 100 /* per-step series are thinned to about this many points (the size budget) */
+#define MAX_POINTS 75 /* per-step series are thinned to about this many points (the size budget) */
 
 /* ---------------------------------------------------------------- series from metrics.csv */
 /* Metric m of a run, one value per step: the row itself, or qkt_table_value's mean (max for
@@ -66,6 +66,13 @@ static void series_head(qkt_buf *b, bool *first, const char *group, int seed) {
     *first = false;
 }
 
+/* Is metric a curve worth a line per run? Not the LR schedule (the same for every run of a
+ * rate), nor bookkeeping values (the divergence step, the final evaluation's sequence count):
+ * metrics.csv keeps them; the page's size is mostly these lines. */
+static bool curve_metric(const char *name) {
+    return strcmp(name, QKT_M(LR)) && strcmp(name, QKT_M(DIVERGED_STEP)) && strcmp(name, QKT_M(VAL_SEQS));
+}
+
 /* Curves over steps: one series per run and metric of the given kinds. The key "task" is
  * the run's task (train: the main task, train2: the second), "lr" the LR runs' rate. */
 static void chart_steps(qkt__report *r, qkt_buf *b, bool *first, const char *id, const char *title, const char *const *kinds,
@@ -77,10 +84,12 @@ static void chart_steps(qkt__report *r, qkt_buf *b, bool *first, const char *id,
     chart_head(b, first, id, title, "step", false, false, ctl, QKT_M(VAL_LOSS), r->c->run.data, note);
     qkt_buf_printf(b, ",\"series\":[");
     double *x = qkt_malloc(QKT_REPORT_MAXS * sizeof *x), *y = qkt_malloc(QKT_REPORT_MAXS * sizeof *y);
+    qkt__xtab *xt = qkt_calloc(1, sizeof *xt);
     for (int i = 0; i < t->n_runs; i++) {
         const qkt_run *u = &t->runs[i];
         if (!is_kind(u, kinds)) continue;
         for (int m = 0; m < t->n_metrics; m++) {
+            if (!curve_metric(t->metrics[m])) continue;
             int n = run_series(t, i, m, x, y, QKT_REPORT_MAXS);
             if (n == 0) continue;
             series_head(b, &sfirst, u->variant, seeds ? u->seed : -1);
@@ -91,12 +100,15 @@ static void chart_steps(qkt__report *r, qkt_buf *b, bool *first, const char *id,
             }
             if (strstr(ctl, "\"lr\"")) qkt_buf_printf(b, "\"lr\":%g,", u->lr);
             qkt_buf_printf(b, "\"d_k\":%d,\"metric\":\"%s\"},", u->d_k, t->metrics[m]);
-            qkt__json_xy(b, x, y, n, MAX_POINTS);
+            qkt__json_xy_shared(b, xt, x, y, n, MAX_POINTS);
             qkt_buf_printf(b, "}");
         }
     }
     free(x), free(y);
-    qkt_buf_printf(b, "]}");
+    qkt_buf_printf(b, "],");
+    qkt__json_xtab(b, xt);
+    free(xt);
+    qkt_buf_printf(b, "}");
 }
 
 /* Values against d_k (log axis): per variant, seed and metric, the metric at its last step

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs a study preset (quick, as `make demo` does, or full) and records how it ran, for
 # scripts/readme_demo.py and scripts/full_study_doc.py: OUT/PRESET/timing.txt holds the load average before the start, the output of /usr/bin/time -v
-# (wall clock, user and system seconds) and `qkt version` (build, kernel path).
+# (wall clock, user and system seconds), `qkt version` (build, kernel path) and the machine.
 #   usage: scripts/demo_timed.sh [BUILD_DIR] [OUT] [PRESET]      (defaults: build, runs, quick)
 set -e
 build=${1:-build}
@@ -16,6 +16,7 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 {
     echo "load average before: $load"
     echo "qkt version: $("$build/qkt" version)"
+    echo "machine: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1), $(nproc) cores"
     cat "$tmp"
 } >"$out/$preset/timing.txt"
 rm -f "$tmp"

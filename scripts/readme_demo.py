@@ -6,7 +6,8 @@ usage: scripts/readme_demo.py RUN_DIR
 Copies the findings table, the report's summary bullets, the paired and training tables and four
 plots from RUN_DIR/report.md and RUN_DIR/*.png; the time, load, build and kernel path from
 RUN_DIR/timing.txt (written by scripts/demo_timed.sh), the cell count from RUN_DIR/cells and the
-CPU from /proc/cpuinfo, so the README's numbers are the run's, not typed.
+CPU from /proc/cpuinfo, so the README's numbers are the run's, not typed; the sentence on the full preset
+from the run scripts/full_study_doc.py published in docs/study/full.
 """
 import glob
 import json
@@ -14,6 +15,7 @@ import os
 import re
 import shutil
 import sys
+import tarfile
 
 
 def block(lines, start):
@@ -25,16 +27,21 @@ def block(lines, start):
 
 
 def timing(run):
-    """(wall s, CPU s, load average before, qkt version line) from RUN_DIR/timing.txt."""
+    """(wall s, CPU s, load average before, qkt version line, machine) from RUN_DIR/timing.txt (scripts/demo_timed.sh);
+    machine is None where the file does not name it."""
     t = open(os.path.join(run, "timing.txt")).read()
     clock = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([0-9:.]+)", t).group(1).split(":")
     wall = 0.0
     for part in clock:
         wall = wall * 60 + float(part)
     cpu = float(re.search(r"User time \(seconds\): ([0-9.]+)", t).group(1)) + float(re.search(r"System time \(seconds\): ([0-9.]+)", t).group(1))
+    status = int(re.search(r"Exit status: ([0-9]+)", t).group(1))
+    if status != 0:
+        sys.exit("%s/timing.txt: the study exited with status %d" % (run, status))
     load = re.search(r"load average before: (.*)", t).group(1).strip()
     version = re.search(r"qkt version: (.*)", t).group(1).strip()
-    return round(wall), round(cpu), load, version
+    machine = re.search(r"machine: (.*)", t)
+    return round(wall), round(cpu), load, version, machine.group(1).strip() if machine else None
 
 
 def cpu_name():
@@ -44,11 +51,26 @@ def cpu_name():
     return "unknown CPU"
 
 
+def full_paragraph():
+    """README's sentence on the full preset, from what scripts/full_study_doc.py published in docs/study/full."""
+    d = os.path.join("docs", "study", "full")
+    wall, _, load, version, machine = timing(d)
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    with tarfile.open(os.path.join(d, "cells.tar.xz")) as tar:
+        cells = sum(1 for m in tar.getmembers() if m.name.endswith(".csv") and not m.name.endswith("init_iid.csv"))
+    return (f"The full preset (`{cfg['command']}`: d_k {', '.join(map(str, cfg['d_k']))}, {len(cfg['variants'])} variants x "
+            f"{cfg['seeds']} seeds of {cfg['steps']} steps at batch {cfg['batch_size']}, the second task `{cfg['task2']}`, the 2x2 of "
+            f"form x start on both tasks, {len(cfg['lr_grid'])} learning rates x {cfg['lr_seeds']} seeds) from one run: {cells} cells in "
+            f"**{wall // 60} min {wall % 60} s** of wall time ({machine}; load average {load} before the start; `{version}`): "
+            f"[docs/study/full/report.md](docs/study/full/report.md), with its cells' files, from which `qkt plot` redraws it "
+            f"byte for byte.")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[2])
     run = sys.argv[1]
-    wall, cpu, load, version = timing(run)
+    wall, cpu, load, version, _ = timing(run)
     cells = len([f for f in glob.glob(os.path.join(run, "cells", "*.csv")) if not f.endswith("init_iid.csv")])  # part 1 is not a cell
     cfg = json.load(open(os.path.join(run, "config.json")))
     seeds, nv, nlv, nlr = cfg["seeds"], len(cfg["variants"]), len(cfg["lr_variants"]), len(cfg["lr_grid"])
@@ -84,12 +106,7 @@ path `{kernels}`). On a CPU that takes another kernel path the numbers can diffe
 last digits (each path is deterministic; [docs/performance.md](docs/performance.md) measures by how much). Everything below is copied from that run's
 `report.md` by `scripts/readme_demo.py` ([docs/ablate.md](docs/ablate.md) explains the study, the statistics and the files).
 
-The full preset (`qkt ablate --preset full`: d_k 8..128, all 6 variants, 500 steps, the smooth second
-task `recall`, 9 learning rates up to instability, `sigma_reparam` in the LR sweep) from a real run, 80 min
-on a shared 2-core Zen 4 machine, made with an earlier version of qkt (before its own gemm, before the
-report's current rules for failed LR runs and intervals, with `mqar` as its main task and the W_q/W_k-only
-form of `sigma_reparam` that is now `sigma_qk`, so its digits and several claims differ from what this
-version reports): [docs/study/full/report.md](docs/study/full/report.md).
+{full_paragraph()}
 
 The findings table (verdicts computed by the report, not typed){robust}:
 

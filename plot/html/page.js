@@ -182,6 +182,8 @@
 
   /* ------------------------------------------------------------ the page */
   function build(C) {
+    /* a series' x may be an index into the chart's shared x arrays (report.html writes each once) */
+    if (C.xs && C.series) C.series.forEach(function (s) { if (typeof s.x === "number") s.x = C.xs[s.x]; });
     var div = mk("div", {"class": "chart", id: "c-" + C.id}, root), items = C.type === "heat" ? C.maps : C.series;
     mk("h2", {}, div, C.title);
     if (C.note) mk("p", {"class": "note"}, div).innerHTML = md(C.note);

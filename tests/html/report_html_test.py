@@ -61,7 +61,12 @@ def run(cmd):
 def page_data(path):
     text = open(path, encoding="utf-8").read()
     m = re.search(r'(<script id="qkt-data" type="application/json">)(.*?)(</script>)', text, re.S)
-    return text, m, json.loads(m.group(2))
+    data = json.loads(m.group(2))
+    for c in data.get("charts", []):  # a series' x may index the chart's shared arrays: resolved here
+        for s in c.get("series", []):
+            if isinstance(s.get("x"), int):
+                s["x"] = c["xs"][s["x"]]
+    return text, m, data
 
 
 def plant_fault(page, out, chart):
