@@ -342,5 +342,12 @@ int main(void) {
     }
     EXPECT(crashes == 0, "%d invocations crashed or hung", crashes);
     printf("%d bad invocations\n", n);
+    /* README states the count ("`tests/cli/test_cli_errors.c` runs N bad invocations") */
+    const char *root = getenv("QKT_SOURCE_DIR");
+    char *readme = root ? qkt_test_read_file(qkt_test_path(root, "README.md"), NULL) : NULL;
+    const char *key = "test_cli_errors.c` runs ", *at = readme ? strstr(readme, key) : NULL;
+    long stated = at ? strtol(at + strlen(key), NULL, 10) : -1;
+    EXPECT(!root || stated == n, "README.md states %ld bad invocations, this test runs %d", stated, n);
+    free(readme);
     return qkt_test_finish();
 }
