@@ -59,7 +59,7 @@ def main():
         if not m or not c:
             sys.exit("perf_standing.py: %s/cell_%s.txt has no summary line" % (d, k))
         cells[k] = (c.group(1), m)
-    stamp = [l for l in read(d, "torch_t1.txt").splitlines() if l.startswith("# ")][0][2:]
+    stamp = [l for l in read(d, "torch_t1.txt").splitlines() if l.startswith("# ")][0][2:].split(",")[0]  # its start, UTC
 
     def speed(rows, c):
         r = rows[c]
@@ -79,7 +79,7 @@ def main():
         desc, m = cells[k]
         rows.append(("1 thread, %s against PyTorch" % label[k], "%sx (qkt %s s, PyTorch %s s of training loop; %s)" % (
             m.group(5), m.group(1), m.group(3), desc)))
-    text = ["Measured by `bench/standing.sh` (%s rounds per figure, the median of per-round ratios; %s) and written "
+    text = ["Measured by `bench/standing.sh` (%s rounds per figure, the median of per-round ratios; started %s) and written "
             "by `scripts/perf_standing.py`: %s; load average %s before the start; `%s`." % (
                 meta["rounds"], stamp, meta["machine"], meta["load average before"], meta["qkt version"]), "",
             "| what | measured |", "|---|---|"]
