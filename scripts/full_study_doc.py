@@ -20,6 +20,7 @@ import sys
 import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doc_section import write_section  # noqa: E402
 from readme_demo import timing  # noqa: E402  (the one reader of timing.txt)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -108,13 +109,7 @@ def main():
             "[study/full](study/full/README.md) (`qkt plot` redraws them byte for byte)."
             % (cfg["command"], version, machine, minutes(wall), wall, cpu, cells, per,
                "The study's efficiency as its report prints it: %s (%s)." % (eff.group(1), eff.group(2)) if eff else ""))
-    doc = os.path.join(ROOT, "docs", "ablate.md")
-    text = open(doc).read()
-    begin, end = "<!-- full-study: written by scripts/full_study_doc.py -->\n", "<!-- full-study end -->\n"
-    if begin not in text or end not in text:
-        sys.exit("full_study_doc.py: docs/ablate.md has no full-study markers")
-    i, j = text.index(begin) + len(begin), text.index(end)
-    open(doc, "w").write(text[:i] + para + "\n" + text[j:])
+    write_section("docs/ablate.md", "full-study", "full_study_doc.py", para + "\n")
     print("full_study_doc.py: %s (%d plots, %d cell files, %.1f MB), docs/ablate.md" % (DEST, len(pngs), packed, size / 1e6))
 
 

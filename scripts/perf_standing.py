@@ -12,7 +12,8 @@ import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from doc_section import write_section
+
 
 
 def read(d, name):
@@ -89,13 +90,7 @@ def main():
     text += ["", "`bench/compare.sh -t 2 tiny small medium`:", ""] + ["    " + l for l in t2block]
     text += ["", "`bench/compare_builds.sh -t 1 build/qkt build-native/qkt tiny small cell32 cell128` (A the default "
              "build, B the native one):", ""] + ["    " + l for l in bblock]
-    doc = os.path.join(ROOT, "docs", "performance.md")
-    s = open(doc).read()
-    begin, end = "<!-- standing: written by scripts/perf_standing.py -->\n", "<!-- standing end -->\n"
-    if begin not in s or end not in s:
-        sys.exit("perf_standing.py: docs/performance.md has no standing markers")
-    i, j = s.index(begin) + len(begin), s.index(end)
-    open(doc, "w").write(s[:i] + "\n".join(text) + "\n" + s[j:])
+    write_section("docs/performance.md", "standing", "perf_standing.py", "\n".join(text) + "\n")
     print("perf_standing.py: docs/performance.md, %d rows" % len(rows))
 
 

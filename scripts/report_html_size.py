@@ -24,6 +24,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "html"))
 import report_html_test as T  # noqa: E402  (the test's browser; exits 77 without one)
+from doc_section import write_section  # noqa: E402
 
 
 def presets(qkt):
@@ -140,11 +141,7 @@ def main():
                 "the rest under 10 KB each. The screenshots above and in docs/train.md: `scripts/report_html_shots.sh`.\n"
                 % (load, mb(page), q_ms, mb(fpage), f_ms,
                    ", ".join("%s %.0f and %.0f KB" % (n, q, f) for n, q, f in big)))
-        doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "ablate.md")
-        s = open(doc).read()
-        begin, end = "<!-- html-size: written by scripts/report_html_size.py -->\n", "<!-- html-size end -->\n"
-        i, j = s.index(begin) + len(begin), s.index(end)
-        open(doc, "w").write(s[:i] + para + s[j:])
+        write_section("docs/ablate.md", "html-size", "report_html_size.py", para)
         print("docs/ablate.md: size and speed written")
     ok = mb(fpage) <= 5 and f_ms <= 2000
     print("within 5 MB and 2 s: %s" % ("yes" if ok else "NO"))

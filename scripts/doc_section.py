@@ -1,0 +1,17 @@
+"""The part of a doc a script writes: the lines between "<!-- NAME: written by scripts/SCRIPT -->"
+and "<!-- NAME end -->" (scripts/full_study_doc.py, perf_standing.py, report_html_size.py)."""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def write_section(doc, name, script, text):
+    """Replaces the section `name` of ROOT/doc (written by scripts/`script`) with text (ending in a newline)."""
+    path = os.path.join(ROOT, doc)
+    s = open(path).read()
+    begin, end = "<!-- %s: written by scripts/%s -->\n" % (name, script), "<!-- %s end -->\n" % name
+    if begin not in s or end not in s:
+        sys.exit("%s: %s has no %s markers" % (script, doc, name))
+    i, j = s.index(begin) + len(begin), s.index(end)
+    open(path, "w").write(s[:i] + text + s[j:])
