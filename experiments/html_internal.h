@@ -20,7 +20,7 @@ typedef struct {
     int len[256];
     double *v[256];
 } qkt__xtab;
-/* As qkt__json_xy, with x taken from (or added to) t. */
+/* As qkt__json_xy, with x taken from (or added to) t; t NULL writes x inline (qkt__json_xy). */
 void qkt__json_xy_shared(qkt_buf *b, qkt__xtab *t, const double *x, const double *y, int n, int max_points);
 /* "xs":[[..],..]: t's arrays (for the chart object that holds the series), and frees them. */
 void qkt__json_xtab(qkt_buf *b, qkt__xtab *t);

@@ -22,21 +22,6 @@ void qkt__json_num(qkt_buf *b, double v) {
     else qkt_buf_printf(b, "null");
 }
 
-void qkt__json_xy(qkt_buf *b, const double *x, const double *y, int n, int max_points) {
-    int stride = n > max_points && max_points > 0 ? (n + max_points - 1) / max_points : 1;
-    for (int k = 0; k < 2; k++) {
-        const double *v = k ? y : x;
-        qkt_buf_printf(b, "%s\"%s\":[", k ? "," : "", k ? "y" : "x");
-        for (int i = 0, first = 1; i < n; i++) {
-            if (i % stride && i != n - 1) continue;
-            qkt_buf_printf(b, "%s", first ? "" : ",");
-            qkt__json_num(b, v[i]);
-            first = 0;
-        }
-        qkt_buf_printf(b, "]");
-    }
-}
-
 static void json_array(qkt_buf *b, const double *v, int n) {
     qkt_buf_printf(b, "[");
     for (int i = 0; i < n; i++) {
@@ -52,9 +37,9 @@ void qkt__json_xy_shared(qkt_buf *b, qkt__xtab *t, const double *x, const double
     for (int i = 0; i < n; i++)
         if (i % stride == 0 || i == n - 1) xt[m] = x[i], yt[m] = y[i], m++;
     int idx = -1;
-    for (int k = 0; k < t->n && idx < 0; k++)
+    for (int k = 0; t && k < t->n && idx < 0; k++)
         if (t->len[k] == m && !memcmp(t->v[k], xt, (size_t)m * sizeof *xt)) idx = k;
-    if (idx < 0 && t->n < (int)(sizeof t->v / sizeof t->v[0])) {
+    if (t && idx < 0 && t->n < (int)(sizeof t->v / sizeof t->v[0])) {
         idx = t->n++;
         t->len[idx] = m;
         t->v[idx] = qkt_malloc(((size_t)m + 1) * sizeof *xt);
@@ -65,6 +50,10 @@ void qkt__json_xy_shared(qkt_buf *b, qkt__xtab *t, const double *x, const double
     qkt_buf_printf(b, ",\"y\":");
     json_array(b, yt, m);
     free(xt), free(yt);
+}
+
+void qkt__json_xy(qkt_buf *b, const double *x, const double *y, int n, int max_points) {
+    qkt__json_xy_shared(b, NULL, x, y, n, max_points);
 }
 
 void qkt__json_xtab(qkt_buf *b, qkt__xtab *t) {
