@@ -200,7 +200,7 @@
     });
     var first = items.filter(function (s) { return match(s, want); })[0] || items[0];
     function settle(key) {
-      if (!first || items.some(function (s) { return match(s, C.st.sel); })) return;
+      if (items.some(function (s) { return match(s, C.st.sel); })) return;
       var m = items.filter(function (s) { return String(s.k[key]) === String(C.st.sel[key]); })[0];
       if (!m) return;
       for (var k in sels) { C.st.sel[k] = m.k[k]; sels[k].value = String(m.k[k]); }
