@@ -39,6 +39,7 @@ static const struct {
     {"lr-steps", "lr_steps", "steps per sensitivity run"},
     {"lr-d-k", "lr_dk", "d_k of the sensitivity sweep"},
     {"lr-eval-every", "lr_eval_every", "steps between evaluations of the sensitivity runs"},
+    {"lr-eval-dense", "lr_eval_dense", "the sensitivity runs are also evaluated at every step up to this one (0 = none)"},
     {"final-eval-seqs", "final_eval_seqs", "validation sequences of every cell's final evaluation (the verdicts'; the same for every cell)"},
     {"lr-seeds", "lr_seeds", "seeds per learning rate and variant of the sensitivity sweep"},
     {"start-d-k", "start_d_k", "d_k of the 2x2 of scale form x start (sqrt_dk and none from each other's start; 0 = none)"},
@@ -113,7 +114,7 @@ static void preset_table(char *out, size_t n) {
     ROW_S("lr-grid", join_reals(a, sizeof a, q.lrs, q.n_lr), join_reals(b, sizeof b, f.lrs, f.n_lr));
     ROW_S("lr-variants", join_variants(a, sizeof a, q.lr_variants, q.n_lr_variants),
           join_variants(b, sizeof b, f.lr_variants, f.n_lr_variants));
-    ROW_I("lr-steps", lr_steps); ROW_I("lr-d-k", lr_dk); ROW_I("lr-eval-every", lr_eval_every); ROW_I("lr-seeds", lr_seeds);
+    ROW_I("lr-steps", lr_steps); ROW_I("lr-d-k", lr_dk); ROW_I("lr-eval-every", lr_eval_every); ROW_I("lr-eval-dense", lr_eval_dense); ROW_I("lr-seeds", lr_seeds);
     ROW_I("start-d-k", start_dk); ROW_I("task2-start-d-k", task2_start_dk);
     ROW_S("init-d-k", join_ints(a, sizeof a, q.init_dks, q.n_init_dk), join_ints(b, sizeof b, f.init_dks, f.n_init_dk));
     ROW_S("growth-d-k", join_ints(a, sizeof a, q.growth_dks, q.n_growth_dk), join_ints(b, sizeof b, f.growth_dks, f.n_growth_dk));

@@ -307,7 +307,8 @@ static void run_growth(qkt_trainer *t, const qkt_cell *cell, qkt_buf *b, cell_fl
     free(z1);
 }
 
-/* Training (train and lr cells): evaluations every eval_every steps and after the last,
+/* Training (train and lr cells): evaluations every eval_every steps (lr cells: lr_eval_every,
+ * and every step up to lr_eval_dense) and after the last,
  * per-step loss, lr and gradient norms; a non-finite step ends the run as a result. */
 static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer *t, const qkt_cell *cell,
                       qkt_attn_stats *st, qkt_buf *b, cell_flops *fl) {
@@ -316,8 +317,9 @@ static void run_train(const char *run_dir, const qkt_ablate_cfg *c, qkt_trainer 
     qkt_step_stats ss;
     long diverged = -1;
     for (long s = 0; s <= cell->steps; s++) {
-        int every = cell->kind == QKT_CELL_LR ? c->lr_eval_every : c->run.eval_every;
-        if (s % every == 0 || s == cell->steps) {
+        bool lr = cell->kind == QKT_CELL_LR;
+        int every = lr ? c->lr_eval_every : c->run.eval_every;
+        if (s % every == 0 || s == cell->steps || (lr && s <= c->lr_eval_dense)) {
             /* the periodic evaluations: eval_batches batches; the final one: final_eval_seqs sequences */
             int64_t n = s == cell->steps ? c->final_eval_seqs : (int64_t)c->run.eval_batches * c->run.tc.batch_size;
             qkt_trainer_eval_seqs(t, n, c->run.tc.batch_size, &ev);

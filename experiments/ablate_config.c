@@ -42,6 +42,7 @@ const qkt__ab_key qkt__ab_keys[] = {
     {"robust_seeds", 44, QKT__K_INTS, AB(robust_seeds), AB(n_robust_seeds), 0, 0, 1e9, false, true},
     {"robust_isa", 45, QKT__K_STR, AB(robust_isa), 0, SZ(robust_isa), 0, 0, false, true},
     {"verdict_cells_only", 46, QKT__K_INT, AB(verdict_cells_only), 0, 0, 0, 1, false, true},
+    {"lr_eval_dense", 47, QKT__K_INT, AB(lr_eval_dense), 0, 0, 0, 1e8, false, true}, /* missing: 0 */
 };
 const int qkt__n_ab_keys = (int)(sizeof qkt__ab_keys / sizeof *qkt__ab_keys);
 
@@ -96,7 +97,9 @@ int qkt_ablate_fields(qkt_train_field *out, int cap) {
     return n;
 }
 
-bool qkt__ab_key_omit_unset(const qkt__ab_key *k) { return !strncmp(k->key, "robust_", 7) || !strcmp(k->key, "verdict_cells_only"); }
+bool qkt__ab_key_omit_unset(const qkt__ab_key *k) {
+    return !strncmp(k->key, "robust_", 7) || !strcmp(k->key, "verdict_cells_only") || !strcmp(k->key, "lr_eval_dense");
+}
 
 const qkt__ab_key *qkt__ab_key_find(const char *key) {
     for (int i = 0; i < qkt__n_ab_keys; i++)
@@ -220,17 +223,18 @@ static const struct {
      * is measured at init). Cell costs: docs/performance.md, "The study's presets". Part 2c:
      * the smoothly learnt `recall` at d_k 8 and 64 (its d_k 8 cells are the cheap ones). The LR
      * grid goes up to where runs fail (docs/performance.md, "The study's presets"), evaluated
-     * every 5 steps so the logit growth can be timed against the loss rising (claim 6a); claim 7b (Zhai et al. 2023: preventing entropy
+     * every 5 steps and at every step of the warmup (the high LRs fail within it) so the
+     * logit growth can be timed against the loss rising (claim 6a); claim 7b (Zhai et al. 2023: preventing entropy
      * collapse stabilises) adds sigma_reparam to the LR sweep. */
     {"quick", "variants=sqrt_dk,none,dk,qk_layernorm lr_variants=sqrt_dk,none,dk,qk_layernorm,sigma_reparam qk_init=unit "
               "batch_size=16 steps=200 eval_every=20 eval_batches=4 d_k=16,64 seeds=10 task2=recall task2_d_k=8,64 "
-              "lr_grid=3e-3,3e-2,0.3,0.6,1,3 lr_steps=150 lr_dk=16 lr_eval_every=5 init_d_k=4,8,16,32,64,128,256,512 "
+              "lr_grid=3e-3,3e-2,0.3,0.6,1,3 lr_steps=150 lr_dk=16 lr_eval_every=5 lr_eval_dense=20 init_d_k=4,8,16,32,64,128,256,512 "
               "growth_d_k=8,16,32,64 start_d_k=64 task2_start_d_k=0 lr_seeds=1"},
     /* Every variant at d_k 8..128 x 10 seeds on the main task, the second task at d_k 16 and 64, 9 learning
      * rates at d_k 32; its cost: docs/performance.md, "The study's presets" (estimated), and
      * docs/ablate.md (measured). */
     {"full", "qk_init=unit steps=500 eval_every=25 eval_batches=8 d_k=8,16,32,64,128 seeds=10 task2=recall task2_d_k=16,64 "
-             "lr_grid=1e-3,3e-3,1e-2,3e-2,0.1,0.3,0.6,1,3 lr_steps=300 lr_dk=32 lr_eval_every=5 "
+             "lr_grid=1e-3,3e-3,1e-2,3e-2,0.1,0.3,0.6,1,3 lr_steps=300 lr_dk=32 lr_eval_every=5 lr_eval_dense=20 "
              "lr_variants=sqrt_dk,none,dk,sqrt_dmodel,learned,qk_layernorm,sigma_reparam init_d_k=4,8,16,32,64,128,256,512 "
              "growth_d_k=8,16,32,64,128,256 start_d_k=64 task2_start_d_k=64 lr_seeds=3"},
 };

@@ -235,7 +235,7 @@ static void fail_rule(const qkt__report *r, char *b, size_t n) {
     char ch[48] = "unknown chance";
     if (isfinite(r->chance)) snprintf(ch, sizeof ch, "chance %.3f", r->chance);
     snprintf(b, n, "failed = the final validation loss not %.1f nats below the task's chance level (%s), or a rise of more than %.1f above "
-                   "the running minimum lasting %d evaluations, or a non-finite loss", QKT_REPORT_TRAIN_MARGIN, ch, QKT_REPORT_RISE, QKT_REPORT_RISE_EVALS);
+                   "the running minimum lasting %d steps, or a non-finite loss", QKT_REPORT_TRAIN_MARGIN, ch, QKT_REPORT_RISE, QKT_REPORT_RISE_PERSIST(r->c));
 }
 
 /* Why claims 6a and 7a cannot be measured on this sweep (in m), with the row's verdict in
@@ -296,13 +296,15 @@ static void claim_logit_growth(qkt__report *r, const lr_runs *L) {
         row(r, "6a", claim, src, m, QKT_V_NOT_DETECTABLE, NAN);
         return;
     }
+    char sched[96];
+    qkt__report_lr_schedule(c, sched, sizeof sched);
     snprintf(m, sizeof m, "LR sweep (d_k = %d, %d seed%s per LR; %s): the largest attention logit is larger in failed than in trained runs of "
              "the same variant and seed (over the same evaluations: up to their earliest lasting loss rise) with probability "
              "%.2f [%.2f, %.2f] (%d pairs, exact stratified permutation p = %.3g; 0.5 = no difference). Of %d failed runs, %d had a lasting "
-             "loss rise and %d of those an evaluation between init and the rise (every %d steps): %d had passed every trained run's logit "
+             "loss rise and %d of those an evaluation between init and the rise (evaluated %s): %d had passed every trained run's logit "
              "maximum before the loss rose, %d in the same evaluation, %d never. *Reproduced* needs both the association and growth first in "
              "more than half of the runs with such a window",
-             c->lr_dk, c->lr_seeds, c->lr_seeds == 1 ? "" : "s", rule, k.auc, k.lo, k.hi, k.n_pairs, k.p_exact, L->n_failed, rose, window, c->lr_eval_every, before, same, none);
+             c->lr_dk, c->lr_seeds, c->lr_seeds == 1 ? "" : "s", rule, k.auc, k.lo, k.hi, k.n_pairs, k.p_exact, L->n_failed, rose, window, sched, before, same, none);
     qkt__verdict v = rank_verdict(&k);
     if (v == QKT_V_REPRODUCED && !(2 * before > window)) v = QKT_V_NOT_DETECTABLE; /* associated, but not shown ahead of the loss */
     row(r, "6a", claim, src, m, v, k.p_exact);

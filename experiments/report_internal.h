@@ -164,12 +164,13 @@ void qkt__report_fmt_paired(char *buf, size_t n, const qkt_paired *p, const char
  *    below the task's chance level (a run that collapsed to the marginal distribution, or
  *    came back to it after a blow-up, is a failure, not a stable run);
  *  - diverged: its loss went non-finite, or it rose more than QKT_REPORT_RISE nats above its
- *    running minimum and stayed there for QKT_REPORT_RISE_EVALS evaluations in a row (one
- *    spike that the run recovers from is not a divergence).
+ *    running minimum and stayed there at every evaluation for the next lr_eval_every steps
+ *    (QKT_REPORT_RISE_PERSIST: one regular evaluation interval, whatever the density of the
+ *    evaluations in it; one spike that the run recovers from is not a divergence).
  * The rise is what claims 6a and 7a time the logits and the entropy against. */
 #define QKT_REPORT_TRAIN_MARGIN 0.2
 #define QKT_REPORT_RISE 0.2
-#define QKT_REPORT_RISE_EVALS 2
+#define QKT_REPORT_RISE_PERSIST(c) ((c)->lr_eval_every)
 typedef struct {
     int run; /* -1 if missing */
     double lr, init_loss, final_loss; /* final: NaN if the loss went non-finite */
@@ -184,10 +185,12 @@ typedef struct {
     double min_entropy;               /* min normalised entropy (mean over heads, clamped to [0, 1]) over the same evaluations */
 } qkt__lr_run;
 /* A run's failure from its validation losses (st, lv: n evaluations in step order; the first
- * is the one at init) against the task's chance loss: sets failed, no_train, rise_step,
- * peak_rise, init_loss and final_loss (nonfinite_step >= 0: the loss went non-finite there).
- * Exposed for the tests of the rule. */
-void qkt__report_classify(const double *st, const double *lv, int n, int nonfinite_step, double chance, qkt__lr_run *o);
+ * is the one at init) against the task's chance loss, a rise lasting `persist` steps: sets
+ * failed, no_train, rise_step, peak_rise, init_loss and final_loss (nonfinite_step >= 0: the
+ * loss went non-finite there). Exposed for the tests of the rule. */
+void qkt__report_classify(const double *st, const double *lv, int n, int nonfinite_step, double chance, int persist, qkt__lr_run *o);
+/* When the LR runs are evaluated, in words: "every 5 steps", "at every step up to step 20, then every 5 steps". */
+void qkt__report_lr_schedule(const qkt_ablate_cfg *c, char *b, size_t n);
 /* The LR run of `variant` at the grid's li-th learning rate and seed `seed` (lr_d_k). */
 void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, int seed, qkt__lr_run *o);
 /* The grid's indices in increasing LR order (it may be given in any order). */

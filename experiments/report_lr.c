@@ -54,13 +54,15 @@ void qkt__report_part_lr(qkt__report *r) {
     /* stability: what claims 6-7 read */
     char chs[48] = "unknown: its data could not be opened";
     if (isfinite(r->chance)) snprintf(chs, sizeof chs, "%.3f", r->chance);
-    qkt_buf_printf(md, "**Stability** (claims 6-7; evaluations every %d steps). A run *failed* if it did not train (its final validation "
+    char sched[96];
+    qkt__report_lr_schedule(c, sched, sizeof sched);
+    qkt_buf_printf(md, "**Stability** (claims 6-7; evaluated %s). A run *failed* if it did not train (its final validation "
                        "loss is not %.1f nats below the task's chance level, %s) or diverged (a non-finite loss, or a rise of more than %.1f "
-                       "above the running minimum that lasts %d evaluations; one spike does not count). Per LR: final validation loss "
+                       "above the running minimum that lasts %d steps, at every evaluation in them; one spike does not count). Per LR: final validation loss "
                        "(**bold** = did not train), the largest rise above the running minimum (**bold** = a lasting rise, first at step @N), "
                        "the largest attention logit up to that rise (the whole run if none), and the lowest normalised entropy (mean over "
                        "heads) over the same evaluations.\n\n| variant |",
-                   c->lr_eval_every, QKT_REPORT_TRAIN_MARGIN, chs, QKT_REPORT_RISE, QKT_REPORT_RISE_EVALS);
+                   sched, QKT_REPORT_TRAIN_MARGIN, chs, QKT_REPORT_RISE, QKT_REPORT_RISE_PERSIST(c));
     lr_header(md, c, "trained up to", 1, "---|");
     for (int v = 0; v < c->n_lr_variants; v++) {
         const char *name = qkt_attn_scale_name(c->lr_variants[v]);

@@ -8,21 +8,30 @@
 #include "qkt_stats.h"
 #include "report_internal.h"
 
-void qkt__report_classify(const double *st, const double *lv, int n, int nonfinite_step, double chance, qkt__lr_run *o) {
+/* Does the rise at evaluation i (above runmin, the minimum before it) last: is the loss still
+ * above runmin + QKT_REPORT_RISE at every later evaluation up to the first at least `persist`
+ * steps after it (or the run's last)? A rise at the last evaluation does not last (the final
+ * loss is what "did not train" judges); a non-finite loss always does. */
+static bool rise_lasts(const double *st, const double *lv, int n, int i, double runmin, int persist) {
+    if (!isfinite(lv[i])) return true;
+    if (i + 1 >= n) return false;
+    for (int j = i + 1; j < n; j++) {
+        if (isfinite(lv[j]) && lv[j] - runmin <= QKT_REPORT_RISE) return false;
+        if (st[j] >= st[i] + persist) break;
+    }
+    return true;
+}
+
+void qkt__report_classify(const double *st, const double *lv, int n, int nonfinite_step, double chance, int persist, qkt__lr_run *o) {
     o->init_loss = n ? lv[0] : NAN;
     o->rise_step = -1, o->peak_rise = n > 1 ? -INFINITY : NAN;
-    /* the lasting rise: the first evaluation i above the running minimum before it by the margin,
-     * with the next QKT_REPORT_RISE_EVALS - 1 evaluations above that level too (a spike at the
-     * last evaluation does not last; its final loss is what "did not train" judges) */
+    /* the lasting rise: the first evaluation above the running minimum before it by the margin
+     * that lasts `persist` steps */
     double runmin = n ? lv[0] : NAN;
     for (int i = 1; i < n; i++) {
         double x = isfinite(lv[i]) ? lv[i] - runmin : INFINITY;
         o->peak_rise = fmax(o->peak_rise, x);
-        if (o->rise_step < 0 && x > QKT_REPORT_RISE) {
-            int k = 1;
-            while (k < QKT_REPORT_RISE_EVALS && i + k < n && !(isfinite(lv[i + k]) && lv[i + k] - runmin <= QKT_REPORT_RISE)) k++;
-            if (k == QKT_REPORT_RISE_EVALS || !isfinite(lv[i])) o->rise_step = (int)st[i];
-        }
+        if (o->rise_step < 0 && x > QKT_REPORT_RISE && rise_lasts(st, lv, n, i, runmin, persist)) o->rise_step = (int)st[i];
         if (isfinite(lv[i])) runmin = fmin(runmin, lv[i]);
     }
     if (nonfinite_step >= 0 && (o->rise_step < 0 || nonfinite_step < o->rise_step)) o->rise_step = nonfinite_step, o->peak_rise = INFINITY;
@@ -30,6 +39,11 @@ void qkt__report_classify(const double *st, const double *lv, int n, int nonfini
     /* chance unknown (the task's data cannot be opened): only a divergence counts */
     o->no_train = isfinite(chance) ? !(o->final_loss <= chance - QKT_REPORT_TRAIN_MARGIN) : nonfinite_step >= 0;
     o->failed = o->no_train || o->rise_step >= 0;
+}
+
+void qkt__report_lr_schedule(const qkt_ablate_cfg *c, char *b, size_t n) {
+    if (c->lr_eval_dense > 0) snprintf(b, n, "at every step up to step %d, then every %d steps", c->lr_eval_dense, c->lr_eval_every);
+    else snprintf(b, n, "every %d steps", c->lr_eval_every);
 }
 
 void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, int seed, qkt__lr_run *o) {
@@ -43,7 +57,7 @@ void qkt__report_lr_run(const qkt__report *r, const char *variant, int li, int s
     int div = -1;
     bool nonfinite = qkt__report_diverged(t, o->run, &div);
     int n = qkt_table_series(t, o->run, QKT_M(VAL_LOSS), -1, st, lv, QKT_REPORT_MAXS);
-    qkt__report_classify(st, lv, n, nonfinite ? div : -1, r->chance, o);
+    qkt__report_classify(st, lv, n, nonfinite ? div : -1, r->chance, QKT_REPORT_RISE_PERSIST(r->c), o);
     /* logits and entropy up to (and including) the rise, or over the whole run */
     bool rose = o->rise_step >= 0;
     int ng = qkt_table_series(t, o->run, QKT_M(LOGIT_MAX), -1, gs, gv, QKT_REPORT_MAXS);

@@ -63,6 +63,9 @@ typedef struct qkt_ablate_cfg {
     int final_eval_seqs;
     int lr_eval_every;        /* evaluations of the LR runs (claims 6-7 time the logit growth against the loss
                                * rising); config.json "lr_eval_every", missing = eval_every */
+    int lr_eval_dense;        /* ... and at every step 1 .. lr_eval_dense (high LRs fail within the first
+                               * steps: "before the rise" needs evaluations there); config.json
+                               * "lr_eval_dense", left out when 0, missing = 0 */
     int n_lr_variants;
     qkt_attn_scale lr_variants[QKT_AB_MAX_LIST];
     /* part 1: init */

@@ -104,6 +104,11 @@ int main(void) {
     EXPECT(qkt_table_last_step(&t, r0, "train_loss") == 11, "train_loss should be logged at steps 0..11");
     EXPECT(qkt_table_last_step(&t, r0, "val_loss") == 12, "val_loss should be logged after the last step");
     EXPECT(isfinite(qkt_table_value(&t, r0, "entropy", 0, 1)), "per-layer entropy missing");
+    /* the LR runs are also evaluated at every step up to lr_eval_dense (the preset's 20 covers all 6 here) */
+    int rl = qkt_table_find_run(&t, "lr", "none", 8, 0, 0.1);
+    double st[16], lv[16];
+    int ne = rl >= 0 ? qkt_table_series(&t, rl, qkt_metric_name(QKT_METRIC_VAL_LOSS), -1, st, lv, 16) : -1;
+    EXPECT(ne == 7 && st[1] == 1 && st[6] == 6, "lr run: %d evaluations (expected steps 0..6)", ne);
     qkt_table_free(&t);
     size_t n;
     char *rep = qkt_read_file(strcat(strcpy(path, tmp), "/t/report.md"), &n, &err);

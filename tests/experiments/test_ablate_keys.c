@@ -14,7 +14,8 @@ static const char *const keys[] = {
     "seq_len", "n_layer", "n_head", "batch_size", "steps",       "eval_every",   "eval_batches",  "warmup",    "lr",
     "min_lr_frac", "weight_decay", "grad_clip", "beta2", "attn_temp", "qk_init_mult", "init_std", "seeds", "lr_steps",
     "lr_dk", "lr_eval_every", "growth_steps", "growth_lr", "workers", "seed", "variants", "lr_variants", "d_k", "task2_d_k",
-    "init_d_k", "growth_d_k", "lr_grid", "start_d_k", "lr_seeds", "task2_start_d_k", "final_eval_seqs"};
+    "init_d_k", "growth_d_k", "lr_grid", "start_d_k", "lr_seeds", "task2_start_d_k", "final_eval_seqs",
+    "lr_eval_dense"};
 #define N_KEYS ((int)(sizeof keys / sizeof *keys))
 
 int main(void) {
