@@ -13,8 +13,10 @@ same bandwidth term). Strong scaling (the qkt semantics: a fixed batch split ove
 one core each): t(N) = t1 / N + t_sum(N), speed-up t1 / t(N), efficiency speed-up / N.
 Weak scaling (GPT-2 124M: 8 x 1024 tokens per rank, one rank per node): t = t_rank + t_sum.
 N is at most 64 (QKT_DP_MAX: the ranks are the replicas) and at most the batch size.
-usage: bench/mpi_model.py [t1_tiny_ms t1_small_ms t1_medium_ms]   (one-core step times,
-measured with `qkt bench --config X --threads 1`)."""
+usage: bench/mpi_model.py t1_tiny_ms t1_small_ms t1_medium_ms core_gflops
+(the one-core step times, `qkt bench --config X --threads 1`, and the GFLOP/s one core reaches
+on medium's step: a node of the weak-scaling table is 32 such cores; bench/distributed.sh and
+scripts/distributed_doc.py measure and pass them)."""
 import math
 import sys
 
@@ -33,7 +35,10 @@ def t_sum(S, N, bw, alpha):
 
 
 def main():
-    t1 = [float(x) / 1e3 for x in sys.argv[1:4]] if len(sys.argv) >= 4 else [0.0496, 0.528, 5.95]
+    if len(sys.argv) != 5:
+        sys.exit("usage: bench/mpi_model.py t1_tiny_ms t1_small_ms t1_medium_ms core_gflops")
+    t1 = [float(x) / 1e3 for x in sys.argv[1:4]]
+    core = float(sys.argv[4]) * 1e9
     configs = [("tiny", params(65, 64, 64, 2), 16, t1[0]), ("small", params(65, 128, 128, 4), 16, t1[1]),
                ("medium", params(65, 256, 384, 6), 8, t1[2])]
     print("| config | params | gradient MB/step | network | N=2 | N=4 | N=8 | N=16 |")
@@ -52,12 +57,12 @@ def main():
     P = params(50257, 1024, 768, 12)
     S = 4 * P
     flop = 6 * P * 8 * 1024  # forward + backward per rank per step, 8 x 1024 tokens
-    node = 500e9  # FLOP/s of one node's cores (32 cores at ~15 GFLOP/s, the per-core rate qkt reaches here)
+    node = 32 * core  # FLOP/s of one node: 32 cores at the rate qkt reaches on one core here
     t_rank = flop / node
     adamw = 28 * P / 10e9  # AdamW reads p, g, m, v and writes p, m, v (28 B/param) at ~10 GB/s, on every rank
     print()
     print("GPT-2 124M: %d params, %.1f MB of gradients per step; %.2f TFLOP per rank per step (8 x 1024 tokens) "
-          "= %.1f s at %.0f GFLOP/s per node; AdamW on every rank %.2f s" % (P, S / 1e6, flop / 1e12, t_rank, node / 1e9, adamw))
+          "= %.2f s at %.0f GFLOP/s per node (32 cores at %.0f); AdamW on every rank %.2f s" % (P, S / 1e6, flop / 1e12, t_rank, node / 1e9, core / 1e9, adamw))
     print("| network | N=2 | N=8 | N=32 | N=64 |")
     print("|---|---|---|---|---|")
     for net, bw, alpha in NETS:

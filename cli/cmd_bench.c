@@ -7,13 +7,20 @@
  * (isa: the kernel path that ran, qkt_isa_name; PyTorch prints no isa).
  * ms_per_step is the median over --steps timed steps after --warmup untimed ones.
  * mfu = analytic training FLOPs per step (qkt_train_step_flops) / step time / sgemm peak.
- * docs/performance.md derives it. */
+ * docs/performance.md derives it.
+ *
+ * --ops times the library's pieces outside the products instead, a line each:
+ *   qkt op NAME threads=N elements=E ms=X isa=P          (forward and backward of one op)
+ *   qkt adamw threads=N params=P ms=X ns_per_param=Y isa=P  (one qkt_optim_step)
+ * each the best of --steps timed repetitions after --warmup untimed ones. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "flags.h"
+#include "qkt_optim.h"
 #include "qkt_trainer.h"
 
 typedef struct {
@@ -70,12 +77,108 @@ static void gemm_shapes(const bench_config *bc, int replicas, int threads) {
            qkt_isa_name());
 }
 
+/* --ops: the elementwise ops on 262144 elements (B 16, T 128, C 128), forward and backward
+ * through the tape, on the two paths of docs/autograd.md ("Broadcasting"): the kernels'
+ * vectorised loops (same shapes, a bias (C), the bias first) and the general strided loops
+ * ((B, T, C) * (B, T, 1), and every div). */
+#define OPS_B 16
+#define OPS_T 128
+#define OPS_C 128
+typedef struct {
+    const char *name;
+    qkt_tensor *(*op)(qkt_ctx *, qkt_tensor *, qkt_tensor *);
+    int b_kind; /* b's shape: 0 (B, T, C), 1 (C), 2 (B, T, 1) */
+    bool swap;  /* b first */
+} ops_case;
+static const ops_case ops_cases[] = {
+    {"mul_same", qkt_mul, 0, false},  {"add_bias", qkt_add, 1, false}, {"add_bias_first", qkt_add, 1, true},
+    {"mul_bt1", qkt_mul, 2, false},   {"div_same", qkt_div, 0, false},
+};
+
+/* The best of `steps` timings of fn(user) after `warmup` untimed calls, in seconds. */
+static double best_time(void (*fn)(void *), void *user, int warmup, int steps) {
+    for (int i = 0; i < warmup; i++) fn(user);
+    double best = INFINITY;
+    for (int i = 0; i < steps; i++) {
+        double t0 = qkt_now_s();
+        fn(user);
+        best = fmin(best, qkt_now_s() - t0);
+    }
+    return best;
+}
+
+typedef struct {
+    qkt_ctx *ctx;
+    const ops_case *k;
+    qkt_tensor *a, *b;
+    const qkt_real *seed;
+} ops_run;
+static void ops_once(void *user) {
+    ops_run *r = user;
+    qkt_tensor *y = r->k->swap ? r->k->op(r->ctx, r->b, r->a) : r->k->op(r->ctx, r->a, r->b);
+    qkt_backward(r->ctx, y, r->seed);
+    qkt_ctx_reset(r->ctx);
+}
+static void adamw_once(void *user) { qkt_optim_step(user, 1e-3); }
+
+/* Values in [0.5, 1.5): no op meets a zero or a non-finite value. */
+static void ops_fill(qkt_tensor *t, uint64_t seed) {
+    qkt_rng g;
+    qkt_rng_seed(&g, seed);
+    qkt_init_uniform(t, &g, 0.5, 1.5);
+}
+
+static void bench_ops(int threads, int warmup, int steps) {
+    const int64_t n = (int64_t)OPS_B * OPS_T * OPS_C;
+    for (size_t i = 0; i < sizeof ops_cases / sizeof *ops_cases; i++) {
+        const ops_case *k = &ops_cases[i];
+        qkt_params p;
+        qkt_params_init(&p);
+        qkt_tensor *a = qkt_params_add(&p, "a", QKT_SHAPE(OPS_B, OPS_T, OPS_C), 0);
+        qkt_tensor *b = k->b_kind == 0   ? qkt_params_add(&p, "b", QKT_SHAPE(OPS_B, OPS_T, OPS_C), 0)
+                        : k->b_kind == 1 ? qkt_params_add(&p, "b", QKT_SHAPE(OPS_C), 0)
+                                         : qkt_params_add(&p, "b", QKT_SHAPE(OPS_B, OPS_T, 1), 0);
+        qkt_params_finalize(&p);
+        ops_fill(a, 1), ops_fill(b, 2);
+        qkt_real *seed = qkt_malloc((size_t)n * sizeof *seed);
+        for (int64_t j = 0; j < n; j++) seed[j] = 1;
+        qkt_ctx ctx;
+        qkt_ctx_init(&ctx, 0, 1);
+        ops_run r = {&ctx, k, a, b, seed};
+        double s = best_time(ops_once, &r, warmup, steps);
+        printf("qkt op %s threads=%d elements=%lld ms=%.3f isa=%s\n", k->name, threads, (long long)n, s * 1e3, qkt_isa_name());
+        qkt_ctx_free(&ctx);
+        free(seed);
+        qkt_params_free(&p);
+    }
+    /* AdamW over 2^20 parameters (the store's one loop per decay run) and over 10.5M (medium's size: memory bound) */
+    const int64_t sizes[] = {(int64_t)1 << 20, 10485760};
+    for (int i = 0; i < 2; i++) {
+        qkt_params p;
+        qkt_params_init(&p);
+        /* two tensors, one decayed: the store's two kinds of run */
+        qkt_tensor *w = qkt_params_add(&p, "w", QKT_SHAPE((int)(sizes[i] / 2)), QKT_PARAM_DECAY);
+        qkt_tensor *g = qkt_params_add(&p, "g", QKT_SHAPE((int)(sizes[i] / 2)), 0);
+        qkt_params_finalize(&p);
+        ops_fill(w, 3), ops_fill(g, 4);
+        for (int64_t j = 0; j < p.size; j++) p.grad[j] = p.data[j] - 1;
+        qkt_optim_config oc = qkt_optim_defaults(QKT_OPTIM_ADAMW);
+        qkt_optim o;
+        qkt_optim_init(&o, &p, &oc);
+        double s = best_time(adamw_once, &o, warmup, steps);
+        printf("qkt adamw threads=%d params=%lld ms=%.3f ns_per_param=%.3f isa=%s\n", threads, (long long)p.size, s * 1e3,
+               s * 1e9 / (double)p.size, qkt_isa_name());
+        qkt_optim_free(&o);
+        qkt_params_free(&p);
+    }
+}
+
 typedef struct {
     const char *config;
     bench_config sizes; /* the size flags; 0: the config's */
     int threads, replicas, steps, warmup, peak_n;
     double peak;
-    bool want_peak, want_shapes;
+    bool want_peak, want_shapes, want_ops;
 } bench_args;
 static const bench_args bench_defaults = {.replicas = 1, .steps = 10, .warmup = 3, .peak_n = 2048};
 #define BENCH_MAX_VOCAB (1 << 20)
@@ -106,6 +209,7 @@ static int parse(int argc, char **argv, bench_args *a) {
         {"sgemm-peak", QKT_FLAG_BOOL, &a->want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
         {"peak-n", QKT_FLAG_INT, &a->peak_n, "matrix size for the sgemm peak", BENCH_MIN_PEAK_N, BENCH_MAX_PEAK_N, true, false},
         {"gemm-shapes", QKT_FLAG_BOOL, &a->want_shapes, "time the config's step products (each linear layer's forward, dx, dw) instead of the step", 1, 0, false, false},
+        {"ops", QKT_FLAG_BOOL, &a->want_ops, "time the elementwise ops (forward and backward) and AdamW instead of a step (best of --steps)", 1, 0, false, false},
         {"peak", QKT_FLAG_DOUBLE, &a->peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, BENCH_MAX_PEAK, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
@@ -155,6 +259,10 @@ int qkt_cmd_bench(int argc, char **argv) {
     if (a.want_peak) {
         double g = qkt_bench_gemm_rate(false, false, a.peak_n, a.peak_n, a.peak_n, 0, 5, 0); /* C = A B, n x n */
         printf("qkt sgemm threads=%d n=%d gflops=%.1f isa=%s\n", threads, a.peak_n, g, qkt_isa_name());
+        return 0;
+    }
+    if (a.want_ops) {
+        bench_ops(threads, a.warmup, a.steps);
         return 0;
     }
     bench_config bc;

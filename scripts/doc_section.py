@@ -1,5 +1,5 @@
 """The part of a doc a script writes: the lines between "<!-- NAME: written by scripts/SCRIPT -->"
-and "<!-- NAME end -->" (scripts/full_study_doc.py, perf_standing.py, report_html_size.py)."""
+and "<!-- NAME end -->" (scripts/full_study_doc.py, perf_standing.py, report_html_size.py, bench_doc.py, distributed_doc.py)."""
 import os
 import sys
 

@@ -66,7 +66,17 @@ int main(void) {
     g = field("qkt gemm step ", "gflops=");
     EXPECT(g > 0 && g < 1e6, "gemm shapes step gflops=%g:\n%s", g, out);
 
-    EXPECT(run("--help") == 0 && strstr(out, "--sgemm-peak") && strstr(out, "--gemm-shapes"), "--help:\n%s", out);
+    /* --ops: the five elementwise cases and AdamW at two sizes, one line each */
+    EXPECT(run("--ops --steps 2 --warmup 0 --threads 1") == 0, "--ops failed:\n%s", out);
+    lines = 0;
+    for (const char *p = out; (p = strstr(p, "qkt op ")); p++) lines++;
+    EXPECT(lines == 5 && strstr(out, "qkt op mul_bt1 threads=1 elements=262144 ms=") &&
+               strstr(out, "qkt adamw threads=1 params=1048576 ms=") && strstr(out, "qkt adamw threads=1 params=10485760 ms="),
+           "--ops: %d op lines:\n%s", lines, out);
+    g = field("qkt op div_same ", "ms=");
+    EXPECT(g > 0 && g < 1e4, "--ops div ms=%g:\n%s", g, out);
+
+    EXPECT(run("--help") == 0 && strstr(out, "--sgemm-peak") && strstr(out, "--gemm-shapes") && strstr(out, "--ops"), "--help:\n%s", out);
     expect_bad("--config huge", "--config 'huge': expected tiny, small, medium, cell32 or cell128");
     expect_bad("--config tiny --steps 0", "--steps '0'");
     expect_bad("--n-embd 30 --n-head 4", "--n-head 4: expected a divisor of the width 30");
