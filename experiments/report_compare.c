@@ -95,9 +95,15 @@ qkt__verdict qkt__report_verdict(const qkt_paired *p, int sign) {
     return QKT_V_NOT_DETECTABLE;
 }
 
+qkt__verdict qkt__report_verdict_loss(const qkt_paired *p, int sign) {
+    qkt__verdict v = qkt__report_verdict(p, sign);
+    return (v == QKT_V_REPRODUCED || v == QKT_V_CONTRADICTED) && fabs(p->mean) < QKT_REPORT_MIN_LOSS ? QKT_V_NEGLIGIBLE : v;
+}
+
 const char *qkt__verdict_name(qkt__verdict v) {
-    static const char *const n[] = {"**reproduced**", "**contradicted**", "not detectable at this size", "not testable here"};
-    return v >= 0 && v <= QKT_V_UNTESTABLE ? n[v] : "?";
+    static const char *const n[] = {"**reproduced**", "**contradicted**", "not detectable at this size", "not testable here",
+                                    "negligible (detected, under 0.01 nats)"};
+    return v >= 0 && v <= QKT_V_NEGLIGIBLE ? n[v] : "?";
 }
 
 void qkt__report_fmt_paired(char *buf, size_t n, const qkt_paired *p, const char *fmt) {

@@ -107,7 +107,7 @@ static void claim_dmodel(qkt__report *r) {
 /* 5. Unscaled logits train slower or worse, more so as d_k grows. */
 /* The two tests of 5a / 5c: final loss and mean loss over the run. */
 static qkt__tests two(const qkt__cmp *k) {
-    qkt__tests t = {2, {qkt__report_verdict(&k->loss, 1), qkt__report_verdict(&k->auc, 1)}, {k->loss.p_exact, k->auc.p_exact}};
+    qkt__tests t = {2, {qkt__report_verdict_loss(&k->loss, 1), qkt__report_verdict_loss(&k->auc, 1)}, {k->loss.p_exact, k->auc.p_exact}};
     for (int i = 0; i < 2; i++)
         if (t.v[i] == QKT_V_UNTESTABLE) t.p[i] = NAN; /* no interval: not a test of the family */
     return t;
@@ -475,12 +475,13 @@ void qkt__report_findings(qkt__report *r) {
     const qkt_ablate_cfg *c = r->c;
     qkt_buf_printf(&r->md, "## Findings\n\nEvery verdict is computed from this run's numbers: *reproduced* / *contradicted* when the "
                            "%.0f %% intervals of the mean seed-paired difference, the percentile bootstrap (%d resamples) and Student's t, both "
-                           "exclude no effect on one side and the exact sign-flip test gives p <= %.2f, *not detectable at this size* when they do not. The p-values "
+                           "exclude no effect on one side and the exact sign-flip test gives p <= %.2f, *not detectable at this size* when they do not; "
+                           "a difference of losses detected so but under %.2f nats on average is *negligible*. The p-values "
                            "of the table are one family: each is shown after Holm's step-down adjustment over all of them (the count is in the "
                            "column's title), and a verdict needs the adjusted p <= %.2f as well. Training: task `%s`, "
                            "W_q/W_k init `%s`, %d seed%s per cell%s, paired (same batches and init per seed; `learned` and `qk_layernorm` "
                            "have extra parameters, so only their data is paired).\n\n",
-                   100 * QKT_REPORT_LEVEL, QKT_REPORT_BOOT, 1 - QKT_REPORT_LEVEL, 1 - QKT_REPORT_LEVEL, c->run.data, qkt_qk_init_name(c->run.tc.model.qk_init), r->seeds_used,
+                   100 * QKT_REPORT_LEVEL, QKT_REPORT_BOOT, 1 - QKT_REPORT_LEVEL, QKT_REPORT_MIN_LOSS, 1 - QKT_REPORT_LEVEL, c->run.data, qkt_qk_init_name(c->run.tc.model.qk_init), r->seeds_used,
                    r->seeds_used == 1 ? "" : "s", r->seeds_used < c->seeds ? " (at least; cells are missing, see above)" : "");
     int dsmall = c->dks[0], dbig = c->dks[0];
     for (int i = 0; i < c->n_dk; i++) dsmall = c->dks[i] < dsmall ? c->dks[i] : dsmall, dbig = c->dks[i] > dbig ? c->dks[i] : dbig;

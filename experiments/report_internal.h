@@ -94,12 +94,19 @@ typedef struct {
 void qkt__report_compare(const qkt__report *r, qkt_attn_scale a, qkt_attn_scale b, int d_k, qkt__cmp *o);
 /* The same for the train cells of experiment `exp` ("train" or "train2": part 2c's second task). */
 void qkt__report_compare_exp(const qkt__report *r, const char *exp, qkt_attn_scale a, qkt_attn_scale b, int d_k, qkt__cmp *o);
-typedef enum { QKT_V_REPRODUCED, QKT_V_CONTRADICTED, QKT_V_NOT_DETECTABLE, QKT_V_UNTESTABLE } qkt__verdict;
+typedef enum { QKT_V_REPRODUCED, QKT_V_CONTRADICTED, QKT_V_NOT_DETECTABLE, QKT_V_UNTESTABLE, QKT_V_NEGLIGIBLE } qkt__verdict;
 /* From a paired interval: the claim expects sign(a - b) = sign (+1 or -1). Reproduced if
  * the interval excludes 0 on that side and the exact sign-flip p <= 1 - level,
  * contradicted if both hold on the other side, else not detectable; untestable without
  * an interval (fewer than 2 pairs). */
 qkt__verdict qkt__report_verdict(const qkt_paired *p, int sign);
+/* The smallest difference of losses (nats) a loss claim counts: a difference that the test
+ * detects but whose mean is smaller is *negligible*, neither reproduced nor contradicted
+ * (a model that learns the task to ~0 loss in both arms ends "worse" by 0.0003 in every seed). */
+#define QKT_REPORT_MIN_LOSS 0.01
+/* qkt__report_verdict for a difference of losses: reproduced or contradicted with
+ * |mean| < QKT_REPORT_MIN_LOSS becomes negligible. */
+qkt__verdict qkt__report_verdict_loss(const qkt_paired *p, int sign);
 const char *qkt__verdict_name(qkt__verdict v);
 /* ---------------------------------------------------------------- report_table.c: the findings rows
  * A row's verdict comes from at most two tests (n = 2: combined, as qkt__verdict_combine), each a
@@ -117,9 +124,10 @@ qkt__tests qkt__test(qkt__verdict v, double p);
 void qkt__finding(qkt__report *r, const char *id, const char *claim, const char *src, const char *meas, const char *pre, qkt__tests t);
 /* Holm over the rows' tests, then the table (header included); the rows are freed. */
 void qkt__findings_print(qkt__report *r);
-/* A test's verdict after the adjustment: reproduced / contradicted need adj <= 1 - level too. */
+/* A test's verdict after the adjustment: reproduced / contradicted / negligible need adj <= 1 - level too. */
 qkt__verdict qkt__verdict_holm(qkt__verdict v, double adj);
-/* Two tests of one claim: reproduced if one is and none contradicts, and the reverse. */
+/* Two tests of one claim: reproduced if one is and none contradicts, and the reverse;
+ * otherwise negligible if one is, else not detectable (not testable if neither is testable). */
 qkt__verdict qkt__verdict_combine(qkt__verdict a, qkt__verdict b);
 
 /* ---------------------------------------------------------------- report_robust.c: the reruns' verdicts

@@ -113,14 +113,14 @@ static void origin(qkt__report *r, const char *train, const char *start, int d_k
     qkt__report_fmt_paired(a, sizeof a, &ps, "%+.3f"), qkt__report_fmt_paired(b, sizeof b, &pn, "%+.3f"), qkt__report_fmt_paired(x, sizeof x, &pa, "%+.3f");
     snprintf(m, sizeof m, "`%s`, d_k = %d, final val loss, saturated start - unsaturated start: scaled form %s; unscaled form %s; mean val loss "
              "over the run, scaled form %s (%d of %d saturated-start runs diverged)", task, d, a, b, x, q.ss.n_diverged, q.ss.n_present);
-    qkt__verdict v = qkt__report_verdict(&ps, 1);
+    qkt__verdict v = qkt__report_verdict_loss(&ps, 1);
     qkt__finding(r, ida, ca, SRC_2X2, m, NULL, qkt__test(v, v == QKT_V_UNTESTABLE ? NAN : ps.p_exact));
     qkt_paired pf = diff(r, q.nu.final_loss, q.su.final_loss, n, 54), pf2 = diff(r, q.ns.final_loss, q.ss.final_loss, n, o + 55);
     qkt_paired pb = diff(r, q.ns.final_loss, q.su.final_loss, n, o + 56);
     qkt__report_fmt_paired(a, sizeof a, &pf, "%+.3f"), qkt__report_fmt_paired(b, sizeof b, &pf2, "%+.3f"), qkt__report_fmt_paired(x, sizeof x, &pb, "%+.3f");
     snprintf(m, sizeof m, "`%s`, d_k = %d, final val loss, unscaled - scaled form: from the unsaturated start %s; from the saturated start %s; "
              "both changed (plain none - sqrt_dk, as 5a/5c) %s", task, d, a, b, x);
-    v = qkt__report_verdict(&pf, 1);
+    v = qkt__report_verdict_loss(&pf, 1);
     qkt__finding(r, idb, cb, SRC_2X2, m, NULL, qkt__test(v, v == QKT_V_UNTESTABLE ? NAN : pf.p_exact));
 }
 

@@ -28,14 +28,15 @@ void qkt__finding(qkt__report *r, const char *id, const char *claim, const char 
 }
 
 qkt__verdict qkt__verdict_holm(qkt__verdict v, double adj) {
-    if (v != QKT_V_REPRODUCED && v != QKT_V_CONTRADICTED) return v;
+    if (v != QKT_V_REPRODUCED && v != QKT_V_CONTRADICTED && v != QKT_V_NEGLIGIBLE) return v;
     return adj <= 1 - QKT_REPORT_LEVEL + 1e-12 ? v : QKT_V_NOT_DETECTABLE;
 }
 
 qkt__verdict qkt__verdict_combine(qkt__verdict a, qkt__verdict b) {
     if (a == QKT_V_UNTESTABLE && b == QKT_V_UNTESTABLE) return QKT_V_UNTESTABLE;
     bool rep = a == QKT_V_REPRODUCED || b == QKT_V_REPRODUCED, con = a == QKT_V_CONTRADICTED || b == QKT_V_CONTRADICTED;
-    return rep && !con ? QKT_V_REPRODUCED : con && !rep ? QKT_V_CONTRADICTED : QKT_V_NOT_DETECTABLE;
+    bool neg = a == QKT_V_NEGLIGIBLE || b == QKT_V_NEGLIGIBLE;
+    return rep && !con ? QKT_V_REPRODUCED : con && !rep ? QKT_V_CONTRADICTED : neg && !rep && !con ? QKT_V_NEGLIGIBLE : QKT_V_NOT_DETECTABLE;
 }
 
 /* An adjusted p-value, or "-" for a test without one. */

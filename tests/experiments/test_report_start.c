@@ -11,12 +11,15 @@
 #include "qkt_sweep.h"
 #include "qkt_test.h"
 #include "report_cells.h"
+#include "report_internal.h"
 
 /* SHRINK: saturation halves dL/dz; the saturated start's raw W_q, W_k gradient is 1.5x larger, but
  * x0.53 with s m removed; the saturated start ends 0.5 worse, the unscaled form 0.2 worse.
  * GROW: the reverse for the gradients and the start; the form makes no difference.
- * NO_DZ: as SHRINK, from runs made before dL/dz was measured. NO_CELLS: start_d_k 0, no start cells. */
-enum { SHRINK, GROW, NO_DZ, NO_CELLS };
+ * NO_DZ: as SHRINK, from runs made before dL/dz was measured. NO_CELLS: start_d_k 0, no start cells.
+ * TINY: as SHRINK, but the saturated start ends only 0.003 worse and the unscaled form 0.002, in every
+ * seed: detected, and negligible. */
+enum { SHRINK, GROW, NO_DZ, NO_CELLS, TINY };
 #define SEEDS 10
 #define DK 64
 
@@ -54,7 +57,8 @@ static char *build(int mode, const char *id) {
     for (int s = 0; s < SEEDS; s++) {
         double e = 0.01 * (s % 3 - 1), g = 1 + e; /* seed-to-seed spread, smaller than every effect */
         double dz = mode == NO_DZ ? NAN : 1 + e, dzs = mode == GROW ? 2 * dz : 0.5 * dz, gs = (mode == GROW ? 6 : 1.5) * g;
-        double lu = 1.0 + e, ls = mode == GROW ? lu - 0.3 : lu + 0.5, lnu = mode == GROW ? lu + 0.01 * (s % 2 ? 1 : -1) : lu + 0.2;
+        double lu = 1.0 + e, ls = mode == GROW ? lu - 0.3 : mode == TINY ? lu + 0.003 : lu + 0.5;
+        double lnu = mode == GROW ? lu + 0.01 * (s % 2 ? 1 : -1) : mode == TINY ? lu + 0.002 : lu + 0.2;
         write_cell(run, "train", "sqrt_dk", s, lu, g, dz);
         write_cell(run, "train", "none", s, ls + 0.1, gs / f_ss * f_ns, dzs); /* the function of the saturated sqrt_dk start */
         if (mode == NO_CELLS) continue;
@@ -144,7 +148,35 @@ static void test_plan(void) {
     free(json);
 }
 
+/* The negligible verdict's rule on constructed intervals, through Holm's adjustment and the
+ * combination of a row's two tests. */
+static void test_negligible_rule(void) {
+    qkt_paired p = {.n = 10, .mean = 0.003, .sd = 0.001, .lo = 0.002, .hi = 0.004, .t_lo = 0.002, .t_hi = 0.004, .p_exact = 0.00195, .p_min = 0.00195};
+    EXPECT(qkt__report_verdict(&p, 1) == QKT_V_REPRODUCED && qkt__report_verdict_loss(&p, 1) == QKT_V_NEGLIGIBLE, "+0.003: %d",
+           qkt__report_verdict_loss(&p, 1));
+    qkt_paired q = p;
+    q.mean = -0.003, q.lo = q.t_lo = -0.004, q.hi = q.t_hi = -0.002; /* the other side, as small */
+    EXPECT(qkt__report_verdict(&q, 1) == QKT_V_CONTRADICTED && qkt__report_verdict_loss(&q, 1) == QKT_V_NEGLIGIBLE, "-0.003");
+    q = p;
+    q.mean = 0.05, q.lo = q.t_lo = 0.04, q.hi = q.t_hi = 0.06;
+    EXPECT(qkt__report_verdict_loss(&q, 1) == QKT_V_REPRODUCED, "+0.05 is not negligible");
+    q = p;
+    q.p_exact = 0.3; /* not detected: not negligible either */
+    EXPECT(qkt__report_verdict_loss(&q, 1) == QKT_V_NOT_DETECTABLE, "p 0.3: %d", qkt__report_verdict_loss(&q, 1));
+    q.n = 1; /* no interval */
+    EXPECT(qkt__report_verdict_loss(&q, 1) == QKT_V_UNTESTABLE, "one pair");
+    EXPECT(qkt__verdict_holm(QKT_V_NEGLIGIBLE, 0.2) == QKT_V_NOT_DETECTABLE && qkt__verdict_holm(QKT_V_NEGLIGIBLE, 0.01) == QKT_V_NEGLIGIBLE,
+           "Holm on negligible");
+    EXPECT(qkt__verdict_combine(QKT_V_NEGLIGIBLE, QKT_V_REPRODUCED) == QKT_V_REPRODUCED &&
+               qkt__verdict_combine(QKT_V_CONTRADICTED, QKT_V_NEGLIGIBLE) == QKT_V_CONTRADICTED &&
+               qkt__verdict_combine(QKT_V_NEGLIGIBLE, QKT_V_NOT_DETECTABLE) == QKT_V_NEGLIGIBLE &&
+               qkt__verdict_combine(QKT_V_UNTESTABLE, QKT_V_NEGLIGIBLE) == QKT_V_NEGLIGIBLE &&
+               qkt__verdict_combine(QKT_V_NOT_DETECTABLE, QKT_V_NOT_DETECTABLE) == QKT_V_NOT_DETECTABLE,
+           "combining with negligible");
+}
+
 int main(void) {
+    test_negligible_rule();
     test_plan();
     /* at a fixed form, saturation shrinks dL/dz; the raw W_q, W_k gradient grows 1.5x but with s m removed it is x0.53 */
     expect_row(SHRINK, "4a", "log(norm of dL/dz, saturated / unsaturated) = -0.69", "**reproduced**");
@@ -158,6 +190,10 @@ int main(void) {
     expect_row(GROW, "4b", "scaled form +0.75", "**contradicted**");
     expect_row(GROW, "9a", "scaled form -0.300", "**contradicted**");
     expect_row(GROW, "9b", "from the unsaturated start +0.000", "not detectable at this size");
+    /* a difference every seed shows, but under 0.01 nats: negligible, not reproduced */
+    expect_row(TINY, "9a", "scaled form +0.003", "negligible (detected, under 0.01 nats)");
+    expect_row(TINY, "9b", "from the unsaturated start +0.002", "negligible (detected, under 0.01 nats)");
+    expect_row(TINY, "9b", "| 0.0", NULL); /* still a test of the family, with its adjusted p */
     expect_row(NO_DZ, "4a", "no dL/dz in metrics.csv", "not testable here");
     expect_row(NO_DZ, "4b", "scaled form -0.63", "**reproduced**");
     expect_row(NO_CELLS, "4a", "no 2x2 cells in this run (start_d_k = 0", "not testable here");
