@@ -52,7 +52,8 @@ def scale(p):
         runs.setdefault("train", []).append(n_list(g("variants")) * (n_list(g("d-k")) + n_list(g("task2-d-k"))) * int(g("seeds")))
         ev.setdefault("train", []).append(int(g("steps")) // int(g("eval-every")) + 1)
         runs.setdefault("lr", []).append(n_list(g("lr-variants")) * n_list(g("lr-grid")))
-        ev.setdefault("lr", []).append(int(g("lr-steps")) // int(g("lr-eval-every")) + 1)
+        every, dense, steps = int(g("lr-eval-every")), min(int(g("lr-eval-dense")), int(g("lr-steps"))), int(g("lr-steps"))
+        ev.setdefault("lr", []).append(steps // every + 1 + dense - dense // every)  # and every step up to lr-eval-dense
         runs.setdefault("lr_sweep", []).append(n_list(g("lr-variants")) * n_list(g("lr-grid")))
         runs.setdefault("maps", []).append(n_list(g("variants")))
         runs.setdefault("growth", []).append(n_list(g("growth-d-k")))
