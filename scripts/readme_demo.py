@@ -98,7 +98,7 @@ def main():
 
 `make demo` runs `qkt ablate --preset quick`: {cells} cells (init measurements; {nv} variants x d_k {dks} x {seeds}
 seeds of {cfg["steps"]} steps on `{cfg["task"]}` with T = {cfg["seq_len"]}, batch {cfg["batch_size"]}, W_q/W_k initialised `{cfg["qk_init"]}` so that unscaled logits at
-init have std sqrt(d_k) (8 at d_k = 64); the same on the smoothly learnt second task `{cfg["task2"]}`{start}; a {nlv} x {nlr}
+init have std sqrt(d_k) (8 at d_k = 64); the same at d_k {" and ".join(str(d) for d in cfg.get("task2_d_k", []))} on the smoothly learnt second task `{cfg["task2"]}`{start}; a {nlv} x {nlr}
 learning-rate sweep up to instability (with `sigma_reparam`); the logit-growth check), two side by side
 with one thread each. It took **{wall // 60} min {wall % 60} s** ({wall} s wall, {cpu} CPU-seconds) on a 2-core
 machine ({cpu_name()}; load average {load} before the start), default build (`{version}`; kernel

@@ -69,7 +69,7 @@ static bool changeable(const char *key) {
     return f && !strcmp(f->name, key) && (f->where & QKT_FIELD_RESUME);
 }
 
-/* "steps, eval_every, eval_batches and ckpt_every": the QKT_FIELD_RESUME fields. */
+/* "steps, lr_decay_steps, eval_every, eval_batches and ckpt_every": the QKT_FIELD_RESUME fields. */
 static const char *changeable_list(char *buf, size_t n) {
     int k = 0, total = 0;
     for (int i = 0; i < qkt_train_field_count(); i++) total += (qkt_train_field_at(i)->where & QKT_FIELD_RESUME) != 0;

@@ -156,7 +156,7 @@ int qkt_threads_env(int *n, qkt_err *err);
  * OPENBLAS_NUM_THREADS are set, sets GOMP_SPINCOUNT=1000 and OPENBLAS_NUM_THREADS=1 and
  * re-executes the program once (both are read only when the libraries load). Idle OpenMP
  * threads then sleep after ~26 us instead of spinning ~8 ms: on a machine shared with other
- * work, a 2-thread step measured 2-8x faster (docs/library.md). Returns when there is
+ * work a 2-thread step is faster (docs/performance.md, "Thread settings"). Returns when there is
  * nothing to do or the exec failed; argv must be main's, NULL-terminated. */
 void qkt_thread_env_reexec(char **argv);
 

@@ -6,7 +6,7 @@
  *     for (int i = 0; i < qkt_train_field_count(); i++) {
  *         const qkt_train_field *f = qkt_train_field_at(i);
  *         char v[64];
- *         qkt_train_field_format(&run, f, v, sizeof v);   // "4", "0.001", "rmsnorm"
+ *         qkt_train_field_format(qkt_train_field_ptr(f, &run), f, v, sizeof v);   // "4", "0.001", "rmsnorm"
  *     }
  *     qkt_train_field_set(&run, qkt_train_field_find("n_layer"), "6", &err);  */
 #ifndef QKT_TRAIN_FIELDS_H

@@ -104,7 +104,7 @@ typedef enum {
  * missing); resume true restores dir/ckpt.safetensors if there is one (else from step
  * 0). The directory is locked (qkt_dir_lock) until qkt_session_close, and temp files
  * of killed writers are removed. Resuming, the checkpoint's record of the run must
- * match r except steps, eval_every, eval_batches and ckpt_every (each change is put
+ * match r except steps, lr_decay_steps, eval_every, eval_batches and ckpt_every (each change is put
  * in s->notes). On an error err says why; close the session either way. */
 qkt_session_status qkt_session_open(qkt_session *s, const qkt_train_run *r, const char *dir, bool resume, qkt_err *err);
 /* Writes train.json, cuts log.csv to the rows up to the restored step (a fresh run: the

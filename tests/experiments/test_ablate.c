@@ -146,6 +146,20 @@ int main(void) {
     rc = qkt_test_run(cmd, out, sizeof out);
     EXPECT(rc == 2 && strstr(out, "name is \"t\" there, \"t_renamed\" here"), "renamed: (%d) %s", rc, out);
     EXPECT(rename(to, from) == 0, "cannot rename %s back", to);
+    /* a key one side lacks (lr_eval_dense is left out of config.json while 0) is named either way */
+    snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s --lr-eval-dense 0", qkt_test_bin(), tmp, tiny);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 2 && strstr(out, "lr_eval_dense is 20 there, missing here"), "dense 0: (%d) %s", rc, out);
+    qkt_ablate_cfg saved;
+    qkt_err cerr;
+    EXPECT(qkt_ablate_load_config(from, &saved, &cerr) == 0, "%s", cerr.msg);
+    saved.lr_eval_dense = 0; /* as a run made before the key existed */
+    EXPECT(qkt_ablate_save_config(from, &saved, &cerr) == 0, "%s", cerr.msg);
+    snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s", qkt_test_bin(), tmp, tiny);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 2 && strstr(out, "lr_eval_dense is missing there, 20 here"), "older run: (%d) %s", rc, out);
+    saved.lr_eval_dense = 20;
+    EXPECT(qkt_ablate_save_config(from, &saved, &cerr) == 0, "%s", cerr.msg);
 
     /* qkt plot redraws from the CSV files. */
     snprintf(path, sizeof path, "%s/t/loss_dk8.png", tmp);

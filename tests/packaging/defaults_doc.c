@@ -47,7 +47,7 @@ int main(void) {
         printf("| `%s` | %s | %s | %s | %s |\n", f->name, vr, vc, vb,
                cell(f, qkt_train_field_is_model(f) ? qkt_train_field_ptr_model(f, &gpt) : NULL, d, sizeof d));
     }
-    printf("\n%d means derived by `qkt_train_config_resolve`: `min_lr` = lr / 10, `warmup_steps` = min(100, steps / 10).\n\n",
+    printf("\n%d means derived by `qkt_train_config_resolve`: `min_lr` = lr / 10, `lr_decay_steps` = steps, `warmup_steps` = min(100, lr_decay_steps / 10).\n\n",
            QKT_TRAIN_AUTO);
 
     /* qkt_optim_config, field by field: the assertion names the last field. */
