@@ -1,5 +1,7 @@
 #!/bin/sh
-# One training cell of `qkt ablate --preset quick`, qkt against PyTorch, alternately for
+# A training cell of `qkt ablate --preset quick`'s shape (its model, batch, steps, schedule and
+# validation batches; on mqar data, whose vocabulary of 32 is half that of the preset's induction
+# task: the lm_head's share of a step differs that much), qkt against PyTorch, alternately for
 # several rounds (qkt first in odd rounds): `qkt train` with the cell's settings and
 # bench/torch_cell.py (the same model, data layout, optimizer and validation in PyTorch).
 # Prints each run's loop time (qkt: the last log.csv row's elapsed seconds; PyTorch: the
@@ -7,8 +9,7 @@
 # per-round ratio torch / qkt (> 1: qkt is faster).
 #
 # usage: bench/compare_cell.sh [-r ROUNDS] [-t THREADS] [-d D_K] [-s STEPS] [-b BATCH] [-e EVAL_EVERY]
-#   defaults: the quick preset's cell (d_k 16, 200 steps, batch 16, validation every 20);
-#   the earlier quick preset was -s 600 -b 32 -e 25.
+#   defaults: the quick preset's cell (d_k 16, 200 steps, batch 16, validation every 20).
 #   QKT_BIN (default build/qkt) and TORCH_PY (default /usr/bin/python3) can be overridden.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
