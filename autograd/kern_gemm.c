@@ -7,7 +7,7 @@
  * thread and a large product is split here into row (or column) blocks, one
  * single-threaded BLAS call per block on the OpenMP threads. With OpenBLAS's own
  * pthreads next to OpenMP's, the two pools spin-wait against each other on a
- * 2-core machine (measured: docs/performance.md, "Thread settings"). Called
+ * 2-core machine (docs/performance.md, "Thread settings"). Called
  * from inside a parallel region, a product runs on the calling thread alone. */
 #include "kern_table.h"
 

@@ -6,7 +6,7 @@
  * an older kernel. Debian 12's OpenBLAS 0.3.21 runs its AVX2 (Haswell) kernel on AMD
  * Zen 5, whose cores do a full 512-bit FMA per pipe: ~104 GFLOP/s a core where the
  * tile product below (8 x 32 accumulators, kern_simd.h) does 160-200 on the shapes a
- * GPT step uses (docs/performance.md). With AVX2 only, the same tile product reaches
+ * GPT step uses (`qkt bench --gemm-shapes`, with QKT_ISA=avx2 for OpenBLAS's). With AVX2 only, the same tile product reaches
  * 0.73-0.92 of OpenBLAS's kernel, so the other paths keep BLAS.
  *
  * Blocking (BLIS-like, measured on the study's and the bench's shapes): op(B) is cut

@@ -8,8 +8,8 @@
  * the R x W accumulator block is scalar-replaced into vector registers. Without the
  * unroll gcc keeps the block in memory (a load and a store per FMA). W = 32 floats is
  * two AVX-512 registers; R = 8 rows gives 16 accumulators (of 32 registers) and 16
- * independent FMA chains per 2 loads and 8 broadcasts (R 8 against 4 and 6, measured:
- * docs/performance.md, "Fused causal attention"). */
+ * independent FMA chains per 2 loads and 8 broadcasts (docs/performance.md, "What was
+ * changed, and why", 3). */
 #ifndef QKT_KERNELS_H
 #define QKT_KERNELS_H
 #include <math.h>

@@ -31,7 +31,7 @@ void qkt_set_threads(int n) {
 }
 
 /* A short OpenMP spin beats both libgomp's long default spin and passive waiting on a
- * shared machine (measured: docs/performance.md, "Thread settings"), so unless the user
+ * shared machine (docs/performance.md, "Thread settings"), so unless the user
  * set OMP_WAIT_POLICY or GOMP_SPINCOUNT, qkt sets GOMP_SPINCOUNT=1000. It also sets
  * OPENBLAS_NUM_THREADS=1 unless set: qkt never uses OpenBLAS's threads (kern_gemm.c), and
  * without it OpenBLAS starts a worker per core when it loads, which spins on an idle core
