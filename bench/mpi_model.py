@@ -63,6 +63,7 @@ def main():
     print()
     print("GPT-2 124M: %d params, %.1f MB of gradients per step; %.2f TFLOP per rank per step (8 x 1024 tokens) "
           "= %.2f s at %.0f GFLOP/s per node (32 cores at %.0f); AdamW on every rank %.2f s" % (P, S / 1e6, flop / 1e12, t_rank, node / 1e9, core / 1e9, adamw))
+    print()
     print("| network | N=2 | N=8 | N=32 | N=64 |")
     print("|---|---|---|---|---|")
     for net, bw, alpha in NETS:

@@ -59,7 +59,7 @@ int main(void) {
     if (k) {
         char *e = strchr(k + 1, '\n');
         memmove(k, e, strlen(e) + 1);
-        if (k[-1] == ',') memmove(k - 1, k, strlen(k) + 1); /* it was the last key: drop its comma */
+        if (k[-1] == ',' && !strncmp(k, "\n}", 2)) memmove(k - 1, k, strlen(k) + 1); /* it was the last key: drop the comma before it */
     }
     EXPECT(qkt_ablate_parse_config(json, strlen(json), "old", &old, &err) == 0 &&
                old.final_eval_seqs == old.run.eval_batches * old.run.tc.batch_size,
