@@ -15,18 +15,18 @@
  * (one of the run's that differs or is missing here, else one only this configuration has). */
 static int first_difference(const char *then_s, const char *now_s, const char *run_dir, qkt_err *err) {
     cJSON *then = cJSON_Parse(then_s), *now = cJSON_Parse(now_s);
-    const cJSON *x = then ? then->child : NULL, *y = NULL;
+    const cJSON *x = then ? then->child : NULL, *y = NULL; /* x: the run's key, y: the same key here (NULL: missing) */
     for (; x; x = x->next)
         if (!(y = cJSON_GetObjectItemCaseSensitive(now, x->string)) || !cJSON_Compare(x, y, true)) break;
-    const cJSON *z = now && !x ? now->child : NULL; /* a key the run's config.json does not have */
-    while (z && cJSON_GetObjectItemCaseSensitive(then, z->string)) z = z->next;
-    char *vx = x ? cJSON_PrintUnformatted(x) : NULL, *vy = x && y ? cJSON_PrintUnformatted(y) : z ? cJSON_PrintUnformatted(z) : NULL;
-    if (x)
+    if (!x) { /* every key of the run's is the same here: one only this configuration has */
+        y = now ? now->child : NULL;
+        while (y && cJSON_GetObjectItemCaseSensitive(then, y->string)) y = y->next;
+    }
+    const char *key = x ? x->string : y ? y->string : NULL;
+    char *vx = x ? cJSON_PrintUnformatted(x) : NULL, *vy = y ? cJSON_PrintUnformatted(y) : NULL;
+    if (key)
         qkt_err_set(err, "%s holds a run with a different configuration: %s is %.200s there, %.200s here; use --name NEW or "
-                         "remove it", run_dir, x->string, vx, vy ? vy : "missing");
-    else if (z)
-        qkt_err_set(err, "%s holds a run with a different configuration: %s is missing there, %.200s here; use --name NEW or "
-                         "remove it", run_dir, z->string, vy);
+                         "remove it", run_dir, key, vx ? vx : "missing", vy ? vy : "missing");
     else
         qkt_err_set(err, "%s holds a run with a different configuration; use --name NEW or remove it", run_dir);
     cJSON_free(vx), cJSON_free(vy);

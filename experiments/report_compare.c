@@ -102,7 +102,7 @@ qkt__verdict qkt__report_verdict_loss(const qkt_paired *p, int sign) {
 
 const char *qkt__verdict_name(qkt__verdict v) {
     static const char *const n[] = {"**reproduced**", "**contradicted**", "not detectable at this size", "not testable here",
-                                    "negligible (detected, under 0.01 nats)"};
+                                    "negligible (detected, under " QKT__REPORT_XSTR(QKT_REPORT_MIN_LOSS) " nats)"};
     return v >= 0 && v <= QKT_V_NEGLIGIBLE ? n[v] : "?";
 }
 

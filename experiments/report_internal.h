@@ -104,6 +104,8 @@ qkt__verdict qkt__report_verdict(const qkt_paired *p, int sign);
  * detects but whose mean is smaller is *negligible*, neither reproduced nor contradicted
  * (a model that learns the task to ~0 loss in both arms ends "worse" by 0.0003 in every seed). */
 #define QKT_REPORT_MIN_LOSS 0.01
+#define QKT__REPORT_STR(x) #x
+#define QKT__REPORT_XSTR(x) QKT__REPORT_STR(x)
 /* qkt__report_verdict for a difference of losses: reproduced or contradicted with
  * |mean| < QKT_REPORT_MIN_LOSS becomes negligible. */
 qkt__verdict qkt__report_verdict_loss(const qkt_paired *p, int sign);

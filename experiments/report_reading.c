@@ -58,12 +58,13 @@ static void reading_none_vs_sqrt(qkt__report *r, int dk) {
     char pc[160];
     qkt__report_fmt_paired(pc, sizeof pc, &k.loss, "%+.3f");
     qkt_buf_printf(md, " Unscaled minus 1/sqrt(d_k), final loss paired by seed: %s; ", pc);
+    const qkt__verdict vloss = qkt__report_verdict_loss(&k.loss, 1); /* reproduced / contradicted unless negligible */
     if (k.loss.n == 0) qkt_buf_printf(md, "no seed has both runs finished without diverging, so no comparison.");
     else if (k.loss.n < 2) qkt_buf_printf(md, "one seed only, so no claim about the difference.");
-    else if (qkt__report_verdict_loss(&k.loss, 1) == QKT_V_NEGLIGIBLE)
+    else if (vloss == QKT_V_NEGLIGIBLE)
         qkt_buf_printf(md, "the difference is consistent over the seeds but under %.2f nats: negligible.", QKT_REPORT_MIN_LOSS);
-    else if (qkt__report_verdict(&k.loss, 1) == QKT_V_REPRODUCED) qkt_buf_printf(md, "unscaled is worse (both intervals exclude 0, exact p <= 0.05 for this comparison alone; the findings table adjusts for its many tests).");
-    else if (qkt__report_verdict(&k.loss, 1) == QKT_V_CONTRADICTED) qkt_buf_printf(md, "unscaled is *better* (both intervals exclude 0, exact p <= 0.05 for this comparison alone; the findings table adjusts for its many tests), unlike the textbook expectation.");
+    else if (vloss == QKT_V_REPRODUCED) qkt_buf_printf(md, "unscaled is worse (both intervals exclude 0, exact p <= 0.05 for this comparison alone; the findings table adjusts for its many tests).");
+    else if (vloss == QKT_V_CONTRADICTED) qkt_buf_printf(md, "unscaled is *better* (both intervals exclude 0, exact p <= 0.05 for this comparison alone; the findings table adjusts for its many tests), unlike the textbook expectation.");
     else if (qkt__report_verdict(&k.auc, 1) == QKT_V_REPRODUCED) { /* both end at the same loss: the harm is in the time taken */
         qkt__report_fmt_paired(pc, sizeof pc, &k.auc, "%+.3f");
         qkt_buf_printf(md, "not significant with %d seeds, but the mean loss over the run is higher unscaled, %s: unscaled is slower, not worse "

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from doc_section import write_section
+from doc_section import qkt_binary, write_section
 
 ROUNDS = 3
 
@@ -48,9 +48,7 @@ def step_ms(qkt, config, threads, replicas):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[2])
-    qkt = os.path.join(sys.argv[1], "qkt")
-    if not os.access(qkt, os.X_OK):
-        sys.exit("bench_doc.py: %s not found (build first: make build)" % qkt)
+    qkt = qkt_binary(sys.argv[1], "bench_doc.py")
     load = open("/proc/loadavg").read().split()[:3]
     version = subprocess.run([qkt, "version"], capture_output=True, text=True).stdout.strip()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")

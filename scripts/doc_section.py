@@ -7,6 +7,14 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def qkt_binary(build_dir, script):
+    """BUILD_DIR/qkt, or the script's exit naming what is missing."""
+    qkt = os.path.join(build_dir, "qkt")
+    if not os.access(qkt, os.X_OK):
+        sys.exit("%s: %s not found (build first: make build)" % (script, qkt))
+    return qkt
+
+
 def write_section(doc, name, script, text):
     """Replaces the section `name` of ROOT/doc (written by scripts/`script`) with text (ending in a newline)."""
     path = os.path.join(ROOT, doc)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from doc_section import write_section
+from doc_section import qkt_binary, write_section
 
 VARIANTS = ["sqrt_dk", "sigma_reparam", "sigma_qk"]
 FLAGS = ("--preset quick --name sigma_init --task mqar --variants sqrt_dk,sigma_reparam,sigma_qk --d-k 16,64 --seeds 3 "
@@ -25,9 +25,7 @@ FLAGS = ("--preset quick --name sigma_init --task mqar --variants sqrt_dk,sigma_
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[2])
-    qkt = os.path.join(sys.argv[1], "qkt")
-    if not os.access(qkt, os.X_OK):
-        sys.exit("sigma_init_doc.py: %s not found (build first: make build)" % qkt)
+    qkt = qkt_binary(sys.argv[1], "sigma_init_doc.py")
     tmp = tempfile.mkdtemp()
     try:
         out = subprocess.run([qkt, "ablate"] + FLAGS.split() + ["--out", tmp], capture_output=True, text=True)

@@ -117,16 +117,6 @@ static void expect_row(int mode, int n_lr, const char *id, const char *a, const 
     free(r);
 }
 
-/* Drops the line holding `key` from a config.json text (and the comma before it when it was the last). */
-static void drop_key(char *json, const char *key) {
-    char *p = strstr(json, key), *e = p ? strchr(p, '\n') : NULL;
-    EXPECT(p && e, "config.json has no %s", key);
-    if (!p || !e) return;
-    while (p > json && p[-1] != '\n') p--;
-    memmove(p, e + 1, strlen(e + 1) + 1);
-    if (*p == '}' && p - json >= 2 && p[-2] == ',') memmove(p - 2, p - 1, strlen(p - 1) + 1);
-}
-
 /* task2, task2_d_k and lr_eval_every round-trip through config.json; a config.json from before
  * them loads with no second task and the LR runs evaluated every eval_every steps. */
 static void test_config_keys(void) {
@@ -138,11 +128,11 @@ static void test_config_keys(void) {
     char *json = qkt_ablate_config_json(&c);
     EXPECT(qkt_ablate_parse_config(json, strlen(json), "cfg", &d, &err) == 0, "round trip: %s", err.msg);
     EXPECT(!strcmp(d.task2, "recall") && d.n_task2_dk == 2 && d.task2_dks[1] == 64 && d.lr_eval_every == 5, "round trip lost a key");
-    drop_key(json, "\"task2\"");
-    drop_key(json, "\"task2_d_k\"");
+    qkt_test_drop_json_key(json, "\"task2\"");
+    qkt_test_drop_json_key(json, "\"task2_d_k\"");
     EXPECT(c.lr_eval_dense == 20 && d.lr_eval_dense == 20, "lr_eval_dense: preset %d, read back %d", c.lr_eval_dense, d.lr_eval_dense);
-    drop_key(json, "\"lr_eval_every\"");
-    drop_key(json, "\"lr_eval_dense\"");
+    qkt_test_drop_json_key(json, "\"lr_eval_every\"");
+    qkt_test_drop_json_key(json, "\"lr_eval_dense\"");
     EXPECT(qkt_ablate_parse_config(json, strlen(json), "old", &d, &err) == 0, "old config: %s", err.msg);
     EXPECT(!d.task2[0] && d.n_task2_dk == 0 && d.lr_eval_every == d.run.eval_every && d.lr_eval_dense == 0,
            "old config: task2 '%s', lr_eval_every %d, lr_eval_dense %d", d.task2, d.lr_eval_every, d.lr_eval_dense);
