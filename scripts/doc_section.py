@@ -1,6 +1,6 @@
 """The part of a doc a script writes: the lines between "<!-- NAME: written by scripts/SCRIPT -->"
 and "<!-- NAME end -->" (scripts/full_study_doc.py, perf_standing.py, report_html_size.py, bench_doc.py, distributed_doc.py,
-sigma_init_doc.py)."""
+sigma_init_doc.py, data_doc.py, profile_doc.py)."""
 import os
 import sys
 
