@@ -10,28 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver_io.h"
 #include "qkt_autograd.h"
 
 static char dir[4096];
 
-static int load(const char *name, void *dst, size_t bytes) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    size_t got = f ? fread(dst, 1, bytes, f) : 0;
-    if (f) fclose(f);
-    if (got != bytes) fprintf(stderr, "attention_driver: %s: expected %zu bytes, read %zu\n", path, bytes, got);
-    return got == bytes ? 0 : -1;
-}
-static int save(const char *name, const qkt_real *src, size_t n) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    size_t put = f ? fwrite(src, sizeof *src, n, f) : 0;
-    if (f && fclose(f) != 0) put = 0;
-    if (put != n) fprintf(stderr, "attention_driver: cannot write %s\n", path);
-    return put == n ? 0 : -1;
-}
+static int load(const char *name, void *dst, size_t bytes) { return driver_load("attention_driver", dir, name, dst, bytes); }
+static int save(const char *name, const qkt_real *src, size_t n) { return driver_save("attention_driver", dir, name, src, sizeof *src, n); }
 
 int main(int argc, char **argv) {
     if (sizeof(qkt_real) != 4 || argc != 13) {

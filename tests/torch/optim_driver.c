@@ -9,21 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver_io.h"
 #include "qkt_optim.h"
 
 #define STEPS 4
 
 static char dir[4096];
 
-static int save(const char *name, const qkt_real *src, size_t n) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    size_t put = f ? fwrite(src, sizeof *src, n, f) : 0;
-    if (f && fclose(f) != 0) put = 0;
-    if (put != n) fprintf(stderr, "optim_driver: cannot write %s\n", path);
-    return put == n ? 0 : -1;
-}
+static int save(const char *name, const qkt_real *src, size_t n) { return driver_save("optim_driver", dir, name, src, sizeof *src, n); }
 
 static void store(qkt_params *p) {
     static const int shape[4][2] = {{200, 150}, {150, 0}, {300, 200}, {2000, 0}};
