@@ -16,10 +16,10 @@ import csv
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
+import doc_section
 from doc_section import ROOT, qkt_binary, write_section
 
 TASKS = ["mqar", "induction", "sort", "reverse", "copy", "bigram"]
@@ -33,10 +33,7 @@ LEARN = os.path.join(ROOT, "scripts", "task_learnability.py")
 
 
 def run(cmd, what):
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode:
-        sys.exit("data_doc.py: %s exited %d: %s" % (what, out.returncode, out.stderr.strip()[-400:]))
-    return out.stdout
+    return doc_section.run(cmd, "data_doc.py", what)
 
 
 def recall_curve(qkt, tmp):

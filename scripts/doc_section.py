@@ -15,6 +15,15 @@ def qkt_binary(build_dir, script):
     return qkt
 
 
+def run(cmd, script, what):
+    """cmd's standard output, or the script's exit naming what failed and the end of its stderr."""
+    import subprocess
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit("%s: %s exited %d: %s" % (script, what, out.returncode, out.stderr.strip()[-400:]))
+    return out.stdout
+
+
 def write_section(doc, name, script, text):
     """Replaces the section `name` of ROOT/doc (written by scripts/`script`) with text (ending in a newline)."""
     path = os.path.join(ROOT, doc)

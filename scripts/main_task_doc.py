@@ -15,10 +15,10 @@ import csv
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
+import doc_section
 from doc_section import ROOT, qkt_binary, write_section
 
 LEARN = os.path.join(ROOT, "scripts", "task_learnability.py")
@@ -32,10 +32,7 @@ LINE = re.compile(r"^\s+(qkt|torch)\s+(\S+) d_k\s+(\d+): (\d+)/(\d+) reach 90 %;
 
 
 def run(cmd, what):
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode:
-        sys.exit("main_task_doc.py: %s exited %d: %s" % (what, out.returncode, out.stderr.strip()[-400:]))
-    return out.stdout
+    return doc_section.run(cmd, "main_task_doc.py", what)
 
 
 def study(qkt, flags):
