@@ -1,7 +1,8 @@
 """The part of a doc a script writes: the lines between "<!-- NAME: written by scripts/SCRIPT -->"
 and "<!-- NAME end -->" (scripts/full_study_doc.py, perf_standing.py, report_html_size.py, bench_doc.py, distributed_doc.py,
-sigma_init_doc.py, data_doc.py, profile_doc.py)."""
+sigma_init_doc.py, data_doc.py, main_task_doc.py, profile_doc.py)."""
 import os
+import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -17,7 +18,6 @@ def qkt_binary(build_dir, script):
 
 def run(cmd, script, what):
     """cmd's standard output, or the script's exit naming what failed and the end of its stderr."""
-    import subprocess
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode:
         sys.exit("%s: %s exited %d: %s" % (script, what, out.returncode, out.stderr.strip()[-400:]))
