@@ -154,9 +154,9 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
     static char summary[4096];
     size_t o = (size_t)snprintf(summary, sizeof summary, "%s",
                                 "The sqrt(d_k) study: init measurements, training ablation, LR sensitivity, logit growth.\n"
-                                "Unset flags take the preset's values. Writes OUT/NAME/{config.json,metrics.csv,summary.csv,*.png,report.md};\n"
-                                "rerunning the same command resumes (finished cells are kept). mpirun -np N qkt ablate spreads\n"
-                                "the cells over N processes or hosts (docs/distributed.md).\n");
+                                "Unset flags take the preset's values. Writes OUT/NAME/{config.json,metrics.csv,summary.csv,\n"
+                                "*.png,report.md,report.html}; rerunning the same command resumes (finished cells are kept).\n"
+                                "mpirun -np N qkt ablate spreads the cells over N processes or hosts (docs/distributed.md).\n");
     preset_table(summary + o, sizeof summary - o);
     return qkt_flags_parse("ablate", summary, f, nf, argc, argv, NULL, 0, NULL);
 }

@@ -59,7 +59,8 @@ void qkt__findings_print(qkt__report *r) {
         for (int j = 0; j < r->rows[i].t.n; j++) p[k++] = r->rows[i].t.p[j];
     qkt_stats_holm(p, n, adj);
     const char *extra = qkt__robust_header(r); /* the reruns' column, or "" */
-    qkt_buf_printf(&r->md, "| # | claim | measurement | p (Holm, %d tests) | verdict |%s source |\n|---|---|---|---|---|%s---|\n", n_tests, extra,
+    qkt_buf_printf(&r->md, "| # | claim | measurement | p (Holm, %d test%s) | verdict |%s source |\n|---|---|---|---|---|%s---|\n", n_tests,
+                   n_tests == 1 ? "" : "s", extra,
                    *extra ? "---|" : "");
     k = 0;
     for (int i = 0; i < r->n_rows; i++) {
