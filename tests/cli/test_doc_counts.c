@@ -48,6 +48,12 @@ static void preset_cells(void) {
         if (i == 0) {
             long r = number_after(readme, "`make demo` runs `qkt ablate --preset quick`: ");
             EXPECT(r == n, "README's demo section says %ld cells; qkt ablate --plan says %ld", r, n);
+            /* a robustness rerun's count, as "What reruns" states it */
+            rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate --preset quick --plan --robust-seeds 2");
+            long rr = number_after(out, "robustness rerun seed 2: ");
+            long dr = number_after(ablate, "prints a rerun's count: "), dq = number_after(ablate, " of the quick\n  preset's ");
+            EXPECT(rc == 0 && rr > 0 && dr == rr && dq == n, "docs/ablate.md says a rerun is %ld of %ld cells; qkt ablate --plan says %ld of %ld",
+                   dr, dq, rr, n);
         }
     }
     free(ablate), free(readme);
