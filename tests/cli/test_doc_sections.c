@@ -4,11 +4,9 @@
  * script was never run, and the doc would show no figures where it promises them). A
  * planted file with an empty, an unclosed and a scriptless section must fail all three. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "qkt_io.h"
 #include "qkt_test.h"
@@ -47,26 +45,11 @@ static int check_file(const char *path, const char *shown) {
     return bad;
 }
 
-static int check_dir(const char *rel) {
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    DIR *d = opendir(path);
-    if (!d) return 0;
-    int bad = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t k = strlen(e->d_name);
-        if (e->d_name[0] == '.') continue;
-        char sub[1100], full[2100];
-        snprintf(sub, sizeof sub, "%s/%s", rel, e->d_name);
-        snprintf(full, sizeof full, "%s/%s", root, sub);
-        struct stat st;
-        if (stat(full, &st)) continue;
-        if (S_ISDIR(st.st_mode)) bad += check_dir(sub);
-        else if (k > 3 && !strcmp(e->d_name + k - 3, ".md")) bad += check_file(full, sub);
-    }
-    closedir(d);
-    return bad;
+/* check_file on each Markdown file of a walk (qkt_test_walk). */
+static int check_md(const char *full, const char *rel, const char *name, void *ctx) {
+    (void)ctx;
+    size_t k = strlen(name);
+    return k > 3 && !strcmp(name + k - 3, ".md") ? check_file(full, rel) : 0;
 }
 
 int main(void) {
@@ -86,7 +69,7 @@ int main(void) {
         fclose(f);
     }
     EXPECT(check_file(planted, "planted.md") == 3, "the planted file's three bad sections were not all found");
-    int bad = check_file(qkt_test_path(root, "README.md"), "README.md") + check_dir("docs");
+    int bad = check_file(qkt_test_path(root, "README.md"), "README.md") + qkt_test_walk(root, "docs", check_md, NULL);
     EXPECT(bad == 0, "%d section%s written by scripts are wrong (listed above)", bad, bad == 1 ? "" : "s");
     return qkt_test_finish();
 }

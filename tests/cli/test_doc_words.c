@@ -5,12 +5,10 @@
  * not part of qkt). Each pattern first proves it can fire on a sample phrase, and a
  * planted file with one such phrase must be caught. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "qkt_test.h"
 
@@ -76,34 +74,15 @@ static int scan_file(const char *path, const char *shown) {
     return hits;
 }
 
-/* rel under root: Markdown files (md) or sources, recursively; this file is skipped. */
-static int scan_dir(const char *root, const char *rel, bool md) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
-    DIR *d = opendir(path);
-    if (!d) return 0;
-    int hits = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char sub[2048], full[4096];
-        snprintf(sub, sizeof sub, "%s/%s", rel, e->d_name);
-        snprintf(full, sizeof full, "%s/%s", root, sub);
-        struct stat st;
-        if (stat(full, &st)) continue;
-        if (S_ISDIR(st.st_mode)) {
-            hits += scan_dir(root, sub, md);
-            continue;
-        }
-        bool want = false;
-        if (md) want = ends_with(e->d_name, ".md");
-        else
-            for (size_t k = 0; k < sizeof src_ext / sizeof *src_ext; k++) want |= ends_with(e->d_name, src_ext[k]);
-        if (!strcmp(e->d_name, "test_doc_words.c")) want = false; /* its patterns and samples */
-        if (want) hits += scan_file(full, sub);
-    }
-    closedir(d);
-    return hits;
+/* scan_file on each file of a walk (qkt_test_walk) that is Markdown (*(bool *)md) or a source;
+ * this file is skipped. */
+static int scan_wanted(const char *full, const char *rel, const char *name, void *md) {
+    bool want = false;
+    if (*(bool *)md) want = ends_with(name, ".md");
+    else
+        for (size_t k = 0; k < sizeof src_ext / sizeof *src_ext; k++) want |= ends_with(name, src_ext[k]);
+    if (!strcmp(name, "test_doc_words.c")) want = false; /* its patterns and samples */
+    return want ? scan_file(full, rel) : 0;
 }
 
 int main(void) {
@@ -133,8 +112,9 @@ int main(void) {
     hits += scan_file(qkt_test_path(root, "CHANGELOG.md"), "CHANGELOG.md");
     hits += scan_file(qkt_test_path(root, "CMakeLists.txt"), "CMakeLists.txt");
     hits += scan_file(qkt_test_path(root, "Makefile"), "Makefile");
-    hits += scan_dir(root, "docs", true);
-    for (size_t k = 0; k < sizeof src_dirs / sizeof *src_dirs; k++) hits += scan_dir(root, src_dirs[k], false);
+    bool md = true, src = false;
+    hits += qkt_test_walk(root, "docs", scan_wanted, &md);
+    for (size_t k = 0; k < sizeof src_dirs / sizeof *src_dirs; k++) hits += qkt_test_walk(root, src_dirs[k], scan_wanted, &src);
     EXPECT(hits == 0, "%d phrase%s about how qkt was made rather than what it does (listed above)", hits, hits == 1 ? "" : "s");
     for (int i = 0; i < N_WORDS; i++) regfree(&re[i]);
     return qkt_test_finish();

@@ -1,9 +1,11 @@
 #define _GNU_SOURCE /* asprintf, vasprintf */
 #include "qkt_test.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 int qkt_test_passed = 0, qkt_test_failed = 0;
@@ -136,4 +138,23 @@ void qkt_test_isa_or_skip(void) {
     printf("%s: %s\n", known ? "SKIP" : "FAIL", err.msg);
     fflush(stdout);
     exit(known ? 77 : 1);
+}
+
+int qkt_test_walk(const char *root, const char *rel, qkt_test_file_fn fn, void *ctx) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int sum = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char sub[2048], full[4096];
+        snprintf(sub, sizeof sub, "%s/%s", rel, e->d_name);
+        snprintf(full, sizeof full, "%s/%s", root, sub);
+        struct stat st;
+        if (stat(full, &st)) continue;
+        sum += S_ISDIR(st.st_mode) ? qkt_test_walk(root, sub, fn, ctx) : fn(full, sub, e->d_name, ctx);
+    }
+    closedir(d);
+    return sum;
 }

@@ -67,5 +67,9 @@ char *qkt_test_read_file(const char *path, size_t *n);
 /* The line of a markdown file whose first cell is `id` ("| id | ..."), without its newline
  * (malloc'd), or NULL if the file cannot be read or has no such row. */
 char *qkt_test_md_row(const char *path, const char *id);
+/* Every file below root/rel, recursively (names starting with '.' skipped): the sum of
+ * fn(full path, path relative to root, file name, ctx). */
+typedef int (*qkt_test_file_fn)(const char *full, const char *rel, const char *name, void *ctx);
+int qkt_test_walk(const char *root, const char *rel, qkt_test_file_fn fn, void *ctx);
 
 #endif
