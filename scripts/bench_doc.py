@@ -9,13 +9,12 @@ round (a figure is a best of 31 repetitions already), and `qkt bench --config ti
 (threads, replicas) = (1, 1), (1, 2), (2, 1), (2, 2), keeping each one's median round; 3 rounds,
 interleaved. Nothing is typed: every figure is one of the runs'.
 """
-import os
 import re
 import subprocess
 import sys
 import time
 
-from doc_section import qkt_binary, write_section
+from doc_section import machine, qkt_binary, write_section
 
 ROUNDS = 3
 
@@ -49,9 +48,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[2])
     qkt = qkt_binary(sys.argv[1], "bench_doc.py")
-    load = open("/proc/loadavg").read().split()[:3]
-    version = subprocess.run([qkt, "version"], capture_output=True, text=True).stdout.strip()
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
+    where = machine(qkt, "bench_doc.py")
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     best = {1: {}, 2: {}}
     steps = {}
@@ -66,8 +63,8 @@ def main():
                     steps.setdefault((config, t, r), []).append(step_ms(qkt, config, t, r))
     med = {k: sorted(v)[len(v) // 2] for k, v in steps.items()}
     how = ("Measured by `scripts/bench_doc.py` (`qkt bench --ops`: best of 31 repetitions, best of %d rounds; started %s) "
-           "on %s, %d cores; load average %s before the start; `%s`."
-           % (ROUNDS, started, cpu, os.cpu_count(), " ".join(load), version))
+           "on %s."
+           % (ROUNDS, started, where))
 
     def ms(t, name):
         return "%.2f ms" % float(best[t][("op", name)]["ms"])

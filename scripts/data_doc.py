@@ -15,12 +15,11 @@ with 8 pairs, vocab 64 and 8 queries (3,000 steps). Needs PyTorch (python3-torch
 import csv
 import os
 import re
-import shutil
 import sys
 import tempfile
 
 import doc_section
-from doc_section import ROOT, qkt_binary, write_section
+from doc_section import ROOT, cell_metric, qkt_binary, write_section
 
 TASKS = ["mqar", "induction", "sort", "reverse", "copy", "bigram"]
 SEEDS = [1, 2, 3]
@@ -43,10 +42,7 @@ def recall_curve(qkt, tmp):
         m = re.fullmatch(r"train_(\w+?)_dk(\d+)_s0\.csv", name)
         if not m:
             continue
-        loss = {}
-        for row in csv.reader(l for l in open(os.path.join(tmp, "recall", "cells", name)) if not l.startswith("#")):
-            if row[7] == "val_loss":
-                loss[int(row[6])] = float(row[10])
+        loss = cell_metric(os.path.join(tmp, "recall", "cells", name), "val_loss")
         curves[(m.group(1), int(m.group(2)))] = [loss[s] for s in sorted(loss)]
     text = ("`qkt ablate %s`: validation loss at steps 0, 20, 40, .., 300 (the quick preset's model: 2 layers, 2 heads, "
             "T 32, batch 16, AdamW 3e-3 with warmup 20 and cosine, `qk_init unit`, init std 0.08; one seed); the evaluations "
@@ -119,12 +115,9 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[3])
     qkt = qkt_binary(sys.argv[1], "data_doc.py")
-    tmp = tempfile.mkdtemp()
-    try:
+    with tempfile.TemporaryDirectory() as tmp:
         curve = recall_curve(qkt, tmp)
         learn = learnability(qkt, tmp)
-    finally:
-        shutil.rmtree(tmp)
     write_section("docs/data.md", "recall-curve", "data_doc.py", curve)
     write_section("docs/data.md", "learnability", "data_doc.py", learn)
     print(curve + "\n" + learn, end="")

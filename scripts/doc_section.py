@@ -1,6 +1,7 @@
 """The part of a doc a script writes: the lines between "<!-- NAME: written by scripts/SCRIPT -->"
 and "<!-- NAME end -->" (scripts/full_study_doc.py, perf_standing.py, report_html_size.py, bench_doc.py, distributed_doc.py,
 sigma_init_doc.py, data_doc.py, main_task_doc.py, profile_doc.py)."""
+import csv
 import os
 import subprocess
 import sys
@@ -16,12 +17,28 @@ def qkt_binary(build_dir, script):
     return qkt
 
 
-def run(cmd, script, what):
-    """cmd's standard output, or the script's exit naming what failed and the end of its stderr."""
+def run(cmd, script, what, stderr=False):
+    """cmd's standard output (followed by its standard error when stderr is true), or the script's exit
+    naming what failed and the end of its stderr."""
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode:
         sys.exit("%s: %s exited %d: %s" % (script, what, out.returncode, out.stderr.strip()[-400:]))
-    return out.stdout
+    return out.stdout + (out.stderr if stderr else "")
+
+
+def machine(qkt, script):
+    """"CPU, N cores; load average A B C before the start; `qkt version`", read before a script measures."""
+    load = " ".join(open("/proc/loadavg").read().split()[:3])
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
+    version = run([qkt, "version"], script, "qkt version").strip()
+    return "%s, %d cores; load average %s before the start; `%s`" % (cpu, os.cpu_count(), load, version)
+
+
+def cell_metric(path, metric):
+    """{step: value} of one metric in a study cell's file (cells/<id>.csv: columns id, experiment, variant,
+    d_k, seed, lr, step, metric, layer, head, value; '#' lines are its seal)."""
+    rows = csv.reader(l for l in open(path) if not l.startswith("#"))
+    return {int(r[6]): float(r[10]) for r in rows if r[7] == metric}
 
 
 def write_section(doc, name, script, text):

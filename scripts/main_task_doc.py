@@ -11,15 +11,13 @@ with --init-std 0.02 and 0.08 and --qk-init gpt2 and unit, the cells' validation
 100, 200 and 600.
 Needs PyTorch (python3-torch) for the PyTorch line.
 """
-import csv
 import os
 import re
-import shutil
 import sys
 import tempfile
 
 import doc_section
-from doc_section import ROOT, qkt_binary, write_section
+from doc_section import ROOT, cell_metric, qkt_binary, write_section
 
 LEARN = os.path.join(ROOT, "scripts", "task_learnability.py")
 MAIN = "--study --variants sqrt_dk,none,dk,qk_layernorm --d-k 8,16,64 --seeds 10 induction"
@@ -88,10 +86,8 @@ def init_std(qkt, tmp):
             run([qkt, "ablate"] + INIT.split() + ["--init-std", std, "--qk-init", qk, "--name", name, "--out", tmp],
                 "qkt ablate --init-std %s --qk-init %s" % (std, qk))
             for v in ("sqrt_dk", "none"):
-                path = os.path.join(tmp, name, "cells", "train_%s_dk16_s0.csv" % v)
-                for row in csv.reader(l for l in open(path) if not l.startswith("#")):
-                    if row[7] == "val_acc":
-                        acc[(qk, std, v, int(row[6]))] = float(row[10])
+                got = cell_metric(os.path.join(tmp, name, "cells", "train_%s_dk16_s0.csv" % v), "val_acc")
+                acc.update({(qk, std, v, step): a for step, a in got.items()})
     text = ("`qkt ablate %s --init-std S --qk-init Q` (mqar, T = 32, d_k = 16, 2 heads, lr 3e-3, 600 steps, one seed), "
             "the cells' validation accuracy; written by `scripts/main_task_doc.py`:\n\n" % INIT)
     text += ("| init std | W_q, W_k (`--qk-init`) | sqrt_dk: val accuracy at step 100 / 200 / 600 | none: at step 100 / 200 / 600 |\n"
@@ -107,12 +103,9 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[5])
     qkt = qkt_binary(sys.argv[1], "main_task_doc.py")
-    tmp = tempfile.mkdtemp()
-    try:
+    with tempfile.TemporaryDirectory() as tmp:
         std = init_std(qkt, tmp)
-        main = main_task(qkt)
-    finally:
-        shutil.rmtree(tmp)
+    main = main_task(qkt)
     version = run([qkt, "version"], "qkt version").strip()
     main += "\nWritten by `scripts/main_task_doc.py` (`%s`).\n" % version
     write_section("docs/ablate.md", "main-task", "main_task_doc.py", main)

@@ -9,22 +9,22 @@ medium on two threads with --replicas 2. Needs perf (linux-perf).
 """
 import os
 import re
-import subprocess
 import sys
 
-from doc_section import ROOT, qkt_binary, write_section
+from doc_section import ROOT, machine, qkt_binary, run, write_section
 
 SHAPES = [("cell32", 1, 500), ("cell128", 1, 200), ("tiny", 2, 500), ("small", 2, 100), ("medium", 2, 20)]
 
 
+def flags(config, threads):
+    """The shape's qkt bench flags: two threads run --replicas 2."""
+    return ["--config", config, "--threads", str(threads)] + (["--replicas", "2"] if threads == 2 else [])
+
+
 def profile(qkt, config, threads, steps):
-    flags = ["--config", config, "--threads", str(threads)] + (["--replicas", "2"] if threads == 2 else [])
-    cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench", "profile.py"), "--qkt", qkt, "--steps", str(steps), "--top", "0", "--"] + flags
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode:
-        sys.exit("profile_doc.py: %s exited %d: %s" % (" ".join(cmd), out.returncode, out.stderr.strip()[-300:]))
+    cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench", "profile.py"), "--qkt", qkt, "--steps", str(steps), "--top", "0", "--"]
     shares, ms = {}, None
-    for line in out.stdout.splitlines():
+    for line in run(cmd + flags(config, threads), "profile_doc.py", "bench/profile.py").splitlines():
         m = re.search(r"ms_per_step=([\d.]+)", line)
         if m:
             ms = float(m.group(1))
@@ -33,44 +33,37 @@ def profile(qkt, config, threads, steps):
             shares[m.group(1)] = float(m.group(2))
         if line.startswith("# top functions"):
             break
-    return " ".join(flags), ms, shares
+    return ms, shares
 
 
 def bench(qkt, config, threads, steps):
-    """(step ms, MFU, products ms, products GFLOP/s, peak GFLOP/s) of one shape. With --replicas 2 each
-    shard's products run on one thread at half the batch, side by side: timed as such."""
-    flags = ["--config", config, "--threads", str(threads), "--steps", str(steps)] + (["--replicas", "2"] if threads == 2 else [])
-    out = subprocess.run([qkt, "bench"] + flags, capture_output=True, text=True)
-    if out.returncode:
-        sys.exit("profile_doc.py: qkt bench %s exited %d: %s" % (" ".join(flags), out.returncode, out.stderr.strip()[-300:]))
-    text = out.stdout + out.stderr
+    """(step ms, MFU, products ms, products GFLOP/s) of one shape. With --replicas 2 each shard's
+    products run on one thread at half the batch, side by side: timed as such."""
+    text = run([qkt, "bench", "--steps", str(steps)] + flags(config, threads), "profile_doc.py", "qkt bench", stderr=True)
     ms, mfu = float(re.search(r"ms_per_step=([\d.]+)", text).group(1)), float(re.search(r"mfu=([\d.]+)", text).group(1))
-    peak, batch = float(re.search(r"sgemm peak ([\d.]+)", text).group(1)), int(re.search(r" B=(\d+)", text).group(1))
-    g = ["--config", config, "--threads", "1", "--steps", str(steps), "--gemm-shapes", "--batch", str(batch // (2 if threads == 2 else 1))]
-    out = subprocess.run([qkt, "bench"] + g, capture_output=True, text=True)
-    m = re.search(r"gemm step threads=1 ms=([\d.]+) gflops=([\d.]+)", out.stdout + out.stderr)
-    if out.returncode or not m:
-        sys.exit("profile_doc.py: qkt bench %s failed: %s" % (" ".join(g), out.stderr.strip()[-300:]))
-    return ms, mfu, float(m.group(1)), float(m.group(2)), peak
+    batch = int(re.search(r" B=(\d+)", text).group(1))
+    g = ["bench", "--config", config, "--threads", "1", "--steps", str(steps), "--gemm-shapes", "--batch", str(batch // threads)]
+    m = re.search(r"gemm step threads=1 ms=([\d.]+) gflops=([\d.]+)", run([qkt] + g, "profile_doc.py", "qkt bench --gemm-shapes", stderr=True))
+    if not m:
+        sys.exit("profile_doc.py: qkt %s printed no 'gemm step' line" % " ".join(g))
+    return ms, mfu, float(m.group(1)), float(m.group(2))
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[3])
     qkt = qkt_binary(sys.argv[1], "profile_doc.py")
-    load = open("/proc/loadavg").read().split()[:3]
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
-    version = subprocess.run([qkt, "version"], capture_output=True, text=True).stdout.strip()
-    out = subprocess.run([qkt, "bench", "--sgemm-peak", "--threads", "1"], capture_output=True, text=True).stdout
+    where = machine(qkt, "profile_doc.py")
+    out = run([qkt, "bench", "--sgemm-peak", "--threads", "1"], "profile_doc.py", "qkt bench --sgemm-peak")
     one = float(re.search(r"gflops=([\d.]+)", out).group(1))  # the products run on one thread each
     times = [bench(qkt, c, t, max(10, s // 10)) for c, t, s in SHAPES]
     runs = [profile(qkt, c, t, s) for c, t, s in SHAPES]
-    cats = sorted({k for _, _, sh in runs for k in sh}, key=lambda k: -sum(sh.get(k, 0) for _, _, sh in runs))
-    text = ("Written by `scripts/profile_doc.py`: %s, %d cores; load average %s before the start; `%s`; one core's "
-            "sgemm peak %.1f GFLOP/s (`qkt bench --sgemm-peak --threads 1`).\n\n" % (cpu, os.cpu_count(), " ".join(load), version, one))
+    cats = sorted({k for _, sh in runs for k in sh}, key=lambda k: -sum(sh.get(k, 0) for _, sh in runs))
+    text = ("Written by `scripts/profile_doc.py`: %s; one core's sgemm peak %.1f GFLOP/s "
+            "(`qkt bench --sgemm-peak --threads 1`).\n\n" % (where, one))
     text += ("| shape | step ms | MFU | products alone: ms (GFLOP/s, of one core's peak) | outside the products: ms (share) |\n"
              "|---|---:|---:|---:|---:|\n")
-    for (c, t, _), (ms, mfu, pms, pg, peak) in zip(SHAPES, times):
+    for (c, t, _), (ms, mfu, pms, pg) in zip(SHAPES, times):
         text += "| %s, %d thr.%s | %.2f | %.3f | %.2f (%.0f, %.2f) | %.2f (%.2f) |\n" % (
             c, t, ", --replicas 2" if t == 2 else "", ms, mfu, pms, pg, pg / one, ms - pms, (ms - pms) / ms)
     text += ("\n`qkt bench --config SHAPE` gives the step and its MFU (against the sgemm peak it measures on its threads); "
@@ -81,9 +74,9 @@ def main():
              "time is that of the profiled run (perf's sampling slows it a little):\n\n")
     text += "| kind of work | " + " | ".join("%s, %d thr." % (c, t) for c, t, _ in SHAPES) + " |\n"
     text += "|---|" + "---:|" * len(SHAPES) + "\n"
-    text += "| ms per step | " + " | ".join("%.2f" % ms if ms else "-" for _, ms, _ in runs) + " |\n"
+    text += "| ms per step | " + " | ".join("%.2f" % ms if ms else "-" for ms, _ in runs) + " |\n"
     for k in cats:
-        text += "| %s | %s |\n" % (k, " | ".join("%.1f" % sh[k] if k in sh else "-" for _, _, sh in runs))
+        text += "| %s | %s |\n" % (k, " | ".join("%.1f" % sh[k] if k in sh else "-" for _, sh in runs))
     write_section("docs/performance.md", "profile", "profile_doc.py", text)
     print(text, end="")
 

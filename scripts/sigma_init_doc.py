@@ -9,12 +9,10 @@ scaled logits at step 0, mean over layers and heads) for the train cells, per va
 """
 import csv
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
-from doc_section import qkt_binary, write_section
+from doc_section import qkt_binary, run, write_section
 
 VARIANTS = ["sqrt_dk", "sigma_reparam", "sigma_qk"]
 FLAGS = ("--preset quick --name sigma_init --task mqar --variants sqrt_dk,sigma_reparam,sigma_qk --d-k 16,64 --seeds 3 "
@@ -26,15 +24,10 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().splitlines()[2])
     qkt = qkt_binary(sys.argv[1], "sigma_init_doc.py")
-    tmp = tempfile.mkdtemp()
-    try:
-        out = subprocess.run([qkt, "ablate"] + FLAGS.split() + ["--out", tmp], capture_output=True, text=True)
-        if out.returncode:
-            sys.exit("sigma_init_doc.py: qkt ablate exited %d: %s" % (out.returncode, out.stderr.strip()[-400:]))
+    with tempfile.TemporaryDirectory() as tmp:
+        run([qkt, "ablate"] + FLAGS.split() + ["--out", tmp], "sigma_init_doc.py", "qkt ablate")
         rows = list(csv.DictReader(open(os.path.join(tmp, "sigma_init", "summary.csv"))))
-        version = subprocess.run([qkt, "version"], capture_output=True, text=True).stdout.strip()
-    finally:
-        shutil.rmtree(tmp)
+    version = run([qkt, "version"], "sigma_init_doc.py", "qkt version").strip()
     std = {}
     for r in rows:
         if r["experiment"] == "train":
