@@ -100,6 +100,132 @@ static void gelu_backward(bool fresh, const qkt_real *X, const qkt_real *dY, qkt
 }
 
 /* ---------------------------------------------------------------- LayerNorm */
+/* y = (x - mean) rstd w + b of one row, from its statistics (w, b may be NULL). */
+static inline void ln_row_out(const qkt_real *xr, const qkt_real *W, const qkt_real *Bb, qkt_real mm, qkt_real rs,
+                              qkt_real *yr, int C) {
+    if (W && Bb) {
+#pragma omp simd
+        for (int j = 0; j < C; j++) yr[j] = (xr[j] - mm) * rs * W[j] + Bb[j];
+    } else if (W) {
+#pragma omp simd
+        for (int j = 0; j < C; j++) yr[j] = (xr[j] - mm) * rs * W[j];
+    } else {
+#pragma omp simd
+        for (int j = 0; j < C; j++) yr[j] = (xr[j] - mm) * rs + (Bb ? Bb[j] : 0);
+    }
+}
+/* dx (=|+=) rstd (g - a - h c) of one row, g = dy w, h = (x - m) rstd, a = mean(g), c = mean(g h). */
+static inline void ln_row_dx(bool fresh, const qkt_real *xr, const qkt_real *W, const qkt_real *gr, qkt_real m,
+                             qkt_real rs, qkt_real a, qkt_real c, qkt_real *dx, int C) {
+    if (fresh) {
+#pragma omp simd
+        for (int j = 0; j < C; j++) dx[j] = rs * (gr[j] * (W ? W[j] : 1) - a - (xr[j] - m) * rs * c);
+    } else {
+#pragma omp simd
+        for (int j = 0; j < C; j++) dx[j] += rs * (gr[j] * (W ? W[j] : 1) - a - (xr[j] - m) * rs * c);
+    }
+}
+
+#if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+/* On AVX-512, 16 rows side by side. gcc 12 lowers each `omp simd reduction` of the
+ * portable loops (#else) to 16 double lanes (lane l: the terms j = l mod 16 in order
+ * of j; the terms past C's last multiple of 16 added to lane 0), then adds the lanes in
+ * order from 0, one dependent chain of 16 adds: at C = 32 those chains, two a row, were
+ * most of LayerNorm's time. Here the lanes are the same vector sums and the rows' final
+ * chains run interleaved, so every bit is that of the portable loops (test_kernels checks
+ * the order on this path). */
+#define LN_ROWS 16
+
+/* lane[0..16) = the 16 lane sums of (double)x[j] (sq: of ((double)x[j] - mu)^2, fused). */
+static inline void ln_lanes(const float *x, int C, bool sq, double mu, double *lane) {
+    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(), m = _mm512_set1_pd(mu);
+    int j = 0;
+    for (; j + 16 <= C; j += 16) {
+        __m512 v = _mm512_loadu_ps(x + j);
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v)), hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+        if (sq) {
+            lo = _mm512_sub_pd(lo, m), hi = _mm512_sub_pd(hi, m);
+            a0 = _mm512_fmadd_pd(lo, lo, a0), a1 = _mm512_fmadd_pd(hi, hi, a1);
+        } else {
+            a0 = _mm512_add_pd(a0, lo), a1 = _mm512_add_pd(a1, hi);
+        }
+    }
+    _mm512_storeu_pd(lane, a0), _mm512_storeu_pd(lane + 8, a1);
+    for (; j < C; j++) {
+        double d = (double)x[j] - mu;
+        lane[0] = sq ? fma(d, d, lane[0]) : lane[0] + (double)x[j];
+    }
+}
+
+/* The backward's two sums of row r: lane g (of g_j = dy_j w_j in float) and lane h (of
+ * g_j (x_j - m) rstd, the product in double, fused). */
+static inline void ln_back_lanes(const float *x, const float *gy, const float *W, int C, float m, float rs, double *lg,
+                                 double *lh) {
+    __m512d g0 = _mm512_setzero_pd(), g1 = _mm512_setzero_pd(), h0 = _mm512_setzero_pd(), h1 = _mm512_setzero_pd();
+    __m512 vm = _mm512_set1_ps(m), vr = _mm512_set1_ps(rs);
+    int j = 0;
+    for (; j + 16 <= C; j += 16) {
+        __m512 g = _mm512_loadu_ps(gy + j);
+        if (W) g = _mm512_mul_ps(g, _mm512_loadu_ps(W + j));
+        __m512 hat = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), vm), vr);
+        __m512d glo = _mm512_cvtps_pd(_mm512_castps512_ps256(g)), ghi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(g, 1));
+        __m512d hlo = _mm512_cvtps_pd(_mm512_castps512_ps256(hat)), hhi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(hat, 1));
+        g0 = _mm512_add_pd(g0, glo), g1 = _mm512_add_pd(g1, ghi);
+        h0 = _mm512_fmadd_pd(glo, hlo, h0), h1 = _mm512_fmadd_pd(ghi, hhi, h1);
+    }
+    _mm512_storeu_pd(lg, g0), _mm512_storeu_pd(lg + 8, g1);
+    _mm512_storeu_pd(lh, h0), _mm512_storeu_pd(lh + 8, h1);
+    for (; j < C; j++) {
+        float g = gy[j] * (W ? W[j] : 1);
+        lg[0] += g;
+        lh[0] = fma((double)g, (double)((x[j] - m) * rs), lh[0]);
+    }
+}
+
+static void layernorm_forward(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
+                              qkt_real *rstd, int64_t rows, int C, double eps) {
+    int64_t nblk = (rows + LN_ROWS - 1) / LN_ROWS;
+#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        int64_t r0 = blk * LN_ROWS;
+        int n = rows - r0 < LN_ROWS ? (int)(rows - r0) : LN_ROWS;
+        double lane[LN_ROWS * 16], mu[LN_ROWS], v[LN_ROWS];
+        for (int r = 0; r < n; r++) ln_lanes(X + (r0 + r) * C, C, false, 0, lane + r * 16);
+        qkt__lane_sums_pd(lane, n, mu);
+        for (int r = 0; r < n; r++) mu[r] /= C;
+        for (int r = 0; r < n; r++) ln_lanes(X + (r0 + r) * C, C, true, mu[r], lane + r * 16);
+        qkt__lane_sums_pd(lane, n, v);
+        for (int r = 0; r < n; r++) {
+            const qkt_real *xr = X + (r0 + r) * C;
+            qkt_real rs = (qkt_real)(1.0 / sqrt(v[r] / C + eps)), mm = (qkt_real)mu[r];
+            mean[r0 + r] = mm, rstd[r0 + r] = rs;
+            ln_row_out(xr, W, Bb, mm, rs, Y + (r0 + r) * C, C);
+        }
+    }
+}
+
+static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
+                               const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
+    int64_t nblk = (rows + LN_ROWS - 1) / LN_ROWS;
+#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        int64_t r0 = blk * LN_ROWS;
+        int n = rows - r0 < LN_ROWS ? (int)(rows - r0) : LN_ROWS;
+        double lg[LN_ROWS * 16], lh[LN_ROWS * 16], mg[LN_ROWS], mgh[LN_ROWS];
+        for (int r = 0; r < n; r++)
+            ln_back_lanes(X + (r0 + r) * C, dY + (r0 + r) * C, W, C, mean[r0 + r], rstd[r0 + r], lg + r * 16, lh + r * 16);
+        qkt__lane_sums_pd(lg, n, mg);
+        qkt__lane_sums_pd(lh, n, mgh);
+        for (int r = 0; r < n; r++) {
+            const qkt_real *xr = X + (r0 + r) * C, *gr = dY + (r0 + r) * C;
+            qkt_real m = mean[r0 + r], rs = rstd[r0 + r];
+            qkt_real a = (qkt_real)(mg[r] / C), c = (qkt_real)(mgh[r] / C);
+            ln_row_dx(fresh, xr, W, gr, m, rs, a, c, dX + (r0 + r) * C, C);
+        }
+    }
+}
+#else
+/* Per row, the double sums by `omp simd reduction`, one row at a time. */
 static void layernorm_forward(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
                               qkt_real *rstd, int64_t rows, int C, double eps) {
 #pragma omp parallel for if (rows * C > QKT_PAR_MIN)
@@ -114,17 +240,7 @@ static void layernorm_forward(const qkt_real *X, const qkt_real *W, const qkt_re
         v /= C;
         qkt_real rs = (qkt_real)(1.0 / sqrt(v + eps)), mm = (qkt_real)m;
         mean[r] = mm, rstd[r] = rs;
-        qkt_real *yr = Y + r * C;
-        if (W && Bb) {
-#pragma omp simd
-            for (int j = 0; j < C; j++) yr[j] = (xr[j] - mm) * rs * W[j] + Bb[j];
-        } else if (W) {
-#pragma omp simd
-            for (int j = 0; j < C; j++) yr[j] = (xr[j] - mm) * rs * W[j];
-        } else {
-#pragma omp simd
-            for (int j = 0; j < C; j++) yr[j] = (xr[j] - mm) * rs + (Bb ? Bb[j] : 0);
-        }
+        ln_row_out(xr, W, Bb, mm, rs, Y + r * C, C);
     }
 }
 
@@ -142,16 +258,11 @@ static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W,
             mgh += (double)g * ((xr[j] - m) * rs);
         }
         qkt_real a = (qkt_real)(mg / C), c = (qkt_real)(mgh / C);
-        qkt_real *dx = dX + r * C;
-        if (fresh) {
-#pragma omp simd
-            for (int j = 0; j < C; j++) dx[j] = rs * (gr[j] * (W ? W[j] : 1) - a - (xr[j] - m) * rs * c);
-        } else {
-#pragma omp simd
-            for (int j = 0; j < C; j++) dx[j] += rs * (gr[j] * (W ? W[j] : 1) - a - (xr[j] - m) * rs * c);
-        }
+        ln_row_dx(fresh, xr, W, gr, m, rs, a, c, dX + r * C, C);
     }
 }
+
+#endif
 
 /* ---------------------------------------------------------------- column sums */
 static void colsum(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,

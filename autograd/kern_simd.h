@@ -180,13 +180,86 @@ static inline double qkt__dot16(const qkt_real *a, const qkt_real *b, int n) {
     return s;
 }
 
+#if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+#include <immintrin.h>
+/* t[l][r] = a[r][l]: an 8 x 8 transpose of doubles (pairs, then blocks of 2, then of 4). */
+static inline __attribute__((always_inline)) void qkt__transpose8_pd(const __m512d a[8], __m512d t[8]) {
+    __m512d u[8], v[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i += 2) { /* u[i]: rows i, i+1 of the even lanes; u[i+1]: of the odd */
+        u[i] = _mm512_unpacklo_pd(a[i], a[i + 1]);
+        u[i + 1] = _mm512_unpackhi_pd(a[i], a[i + 1]);
+    }
+    const __m512i lo2 = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0), hi2 = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i += 4) /* v[i + c]: rows i .. i+3 of lanes c, c+2 (low half) and c+4, c+6 (high) */
+#pragma GCC unroll 8
+        for (int c = 0; c < 2; c++) {
+            v[i + c] = _mm512_permutex2var_pd(u[i + c], lo2, u[i + 2 + c]);
+            v[i + 2 + c] = _mm512_permutex2var_pd(u[i + c], hi2, u[i + 2 + c]);
+        }
+    const __m512i lo4 = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0), hi4 = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+#pragma GCC unroll 8
+    for (int c = 0; c < 4; c++) {
+        t[c] = _mm512_permutex2var_pd(v[c], lo4, v[4 + c]);
+        t[c + 4] = _mm512_permutex2var_pd(v[c], hi4, v[4 + c]);
+    }
+}
+
+/* The row sums below for 8 rows (a row past n: zeros), lane l of row r at a[r] (l < 8) or
+ * b[r] (l >= 8): the lanes transposed, so the 8 rows' chains are one chain of vector adds. */
+static inline __attribute__((always_inline)) __m512d qkt__lane_chains8(const __m512d a[8], const __m512d b[8]) {
+    __m512d t[8], acc = _mm512_setzero_pd();
+    qkt__transpose8_pd(a, t);
+#pragma GCC unroll 8
+    for (int l = 0; l < 8; l++) acc = _mm512_add_pd(acc, t[l]);
+    qkt__transpose8_pd(b, t);
+#pragma GCC unroll 8
+    for (int l = 0; l < 8; l++) acc = _mm512_add_pd(acc, t[l]);
+    return acc;
+}
+static inline void qkt__lane_store8(__m512d acc, int n, double *s) {
+    double out[8];
+    _mm512_storeu_pd(out, acc);
+    for (int r = 0; r < 8 && r < n; r++) s[r] = out[r];
+}
+#endif
+
 /* s[r] = the double sum, in lane order from 0, of the 16 lanes lane[16 r .. 16 r + 16),
- * for r < n: qkt__dot16's final sum of n rows, the rows' dependent chains interleaved. */
+ * for r < n: qkt__dot16's final sum of n rows, the rows' dependent chains interleaved
+ * (on AVX-512: 8 rows' as one vector chain; a chain through s[] in memory was slower). */
 static inline void qkt__lane_sums(const qkt_real *lane, int n, double *s) {
+#if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+    for (int g = 0; g < n; g += 8) {
+        __m512d a[8], b[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            __m512 v = g + r < n ? _mm512_loadu_ps(lane + (size_t)(g + r) * 16) : _mm512_setzero_ps();
+            a[r] = _mm512_cvtps_pd(_mm512_castps512_ps256(v)), b[r] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1));
+        }
+        qkt__lane_store8(qkt__lane_chains8(a, b), n - g, s + g);
+    }
+#else
     for (int r = 0; r < n; r++) s[r] = 0;
     for (int l = 0; l < 16; l++)
         for (int r = 0; r < n; r++) s[r] += lane[(size_t)r * 16 + l];
+#endif
 }
+#if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+/* qkt__lane_sums of double lanes (lane[16 r .. 16 r + 16): row r's). */
+static inline void qkt__lane_sums_pd(const double *lane, int n, double *s) {
+    for (int g = 0; g < n; g += 8) {
+        __m512d a[8], b[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            bool in = g + r < n;
+            a[r] = in ? _mm512_loadu_pd(lane + (size_t)(g + r) * 16) : _mm512_setzero_pd();
+            b[r] = in ? _mm512_loadu_pd(lane + (size_t)(g + r) * 16 + 8) : _mm512_setzero_pd();
+        }
+        qkt__lane_store8(qkt__lane_chains8(a, b), n - g, s + g);
+    }
+}
+#endif
 
 /* max of 32 values as a vectorised tree. (gcc 12 lowers `omp simd reduction` through a
  * per-lane array reduced by a scalar loop: ~40 extra instructions a row.) */

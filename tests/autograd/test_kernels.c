@@ -3,7 +3,7 @@
  * vectorised exp and tanh against libm, the register-blocked tile product against a
  * naive loop (ragged sizes, transposed A, accumulate), column sums, qkt_gemm's
  * thread split giving the same result as one thread, and the row sums side by side
- * giving each row's bits. */
+ * (the attention's, LayerNorm's) giving each row's bits. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +155,81 @@ static void test_lane_sums(void) {
         }
 }
 
+/* LayerNorm's row statistics: each row's mean and rstd do not depend on the rows beside it
+ * (the AVX-512 path computes 16 rows' sums side by side) or the thread count, and are within
+ * float rounding of a float64 reference. On the AVX-512 path (float32) they are also the bits
+ * of the order kern_ops.h states: 16 double lanes (lane l: terms j = l mod 16 in order, the
+ * terms past the last multiple of 16 into lane 0), the lanes added in order from 0. Rows of
+ * mixed magnitude, and rows with +-1e30 in lanes 0 and 1, whose sum is exact only in lane order;
+ * widths below, at and past multiples of 16. */
+static double ln_lane_order(const qkt_real *x, int C, bool sq, double mu) {
+    double lane[16] = {0}, s = 0;
+    int j = 0;
+    for (; j + 16 <= C; j += 16)
+        for (int l = 0; l < 16; l++) {
+            double d = (double)x[j + l] - mu;
+            lane[l] = sq ? fma(d, d, lane[l]) : lane[l] + (double)x[j + l];
+        }
+    for (; j < C; j++) {
+        double d = (double)x[j] - mu;
+        lane[0] = sq ? fma(d, d, lane[0]) : lane[0] + (double)x[j];
+    }
+    for (int l = 0; l < 16; l++) s += lane[l];
+    return s;
+}
+
+static void test_layernorm_rows(const qkt__kern *kp) {
+    enum { R = 37, CMAX = 130 };
+    static qkt_real x[R * CMAX], w[CMAX], b[CMAX], dy[R * CMAX], y[R * CMAX], y1[CMAX], dx[R * CMAX], dx1[CMAX];
+    qkt_real mean[R], rstd[R], m1, r1;
+    int widths[] = {5, 16, 32, 40, 128, 130};
+    qkt_rng r;
+    qkt_rng_seed(&r, 21);
+#if !defined(QKT_DOUBLE)
+    bool ordered = !strcmp(kp->name, "avx512");
+#if defined(__AVX512F__)
+    ordered |= !strcmp(kp->name, "native");
+#endif
+#else
+    bool ordered = false;
+#endif
+    for (int wi = 0; wi < 6; wi++) {
+        int C = widths[wi];
+        for (int i = 0; i < R * C; i++)
+            x[i] = (qkt_real)(3 + qkt_rng_normal(&r) * exp(6 * qkt_rng_normal(&r))), dy[i] = (qkt_real)qkt_rng_normal(&r);
+        for (int j = 0; j < C; j++) w[j] = (qkt_real)qkt_rng_normal(&r), b[j] = (qkt_real)qkt_rng_normal(&r);
+        for (int i = 0; i < R; i += 4) x[(size_t)i * C] = 1e30f, x[(size_t)i * C + 1] = -1e30f; /* cancels in lane order only */
+        for (int threads = 1; threads <= 2; threads++) {
+            qkt_set_threads(threads);
+            kp->layernorm_forward(x, w, b, y, mean, rstd, R, C, 1e-5);
+            kp->layernorm_backward(true, x, w, dy, mean, rstd, dx, R, C);
+            int alone = 0, order = 0, far = 0;
+            for (int i = 0; i < R; i++) {
+                const qkt_real *xi = x + (size_t)i * C;
+                kp->layernorm_forward(xi, w, b, y1, &m1, &r1, 1, C, 1e-5);
+                kp->layernorm_backward(true, xi, w, dy + (size_t)i * C, &m1, &r1, dx1, 1, C);
+                alone += m1 != mean[i] || r1 != rstd[i] || memcmp(y1, y + (size_t)i * C, sizeof(qkt_real) * C) ||
+                         memcmp(dx1, dx + (size_t)i * C, sizeof(qkt_real) * C);
+                double mu = ln_lane_order(xi, C, false, 0) / C, var = ln_lane_order(xi, C, true, mu) / C;
+                order += mean[i] != (qkt_real)mu || rstd[i] != (qkt_real)(1.0 / sqrt(var + 1e-5));
+                double m = 0, v = 0;
+                for (int j = 0; j < C; j++) m += xi[j];
+                m /= C;
+                for (int j = 0; j < C; j++) v += (xi[j] - m) * (xi[j] - m);
+                double rs = 1 / sqrt(v / C + 1e-5);
+                far += i % 4 && (fabs(mean[i] - m) > 1e-6 * (fabs(m) + sqrt(v / C)) || fabs(rstd[i] - rs) > 1e-6 * rs);
+            }
+            EXPECT(alone == 0, "layernorm C=%d threads=%d: %d of %d rows differ from the row alone", C, threads, alone, R);
+            EXPECT(far == 0, "layernorm C=%d threads=%d: %d of %d rows' mean or rstd off the float64 reference", C, threads,
+                   far, R);
+            if (ordered)
+                EXPECT(order == 0, "layernorm C=%d threads=%d (%s): %d of %d rows' mean or rstd not in the stated order", C,
+                       threads, kp->name, order, R);
+        }
+    }
+    qkt_set_threads(0);
+}
+
 int main(void) {
     qkt_test_isa_or_skip();
     const qkt__kern *kp = qkt__kern_get(); /* the path QKT_ISA forces, else the widest the CPU runs */
@@ -163,5 +238,6 @@ int main(void) {
     test_colsum();
     test_gemm_split();
     test_lane_sums();
+    test_layernorm_rows(kp);
     return qkt_test_finish();
 }
