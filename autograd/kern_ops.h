@@ -265,26 +265,95 @@ static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W,
 #endif
 
 /* ---------------------------------------------------------------- column sums */
-static void colsum(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
-                   const qkt_real *mul, qkt_real sign, qkt_real *out, double *part) {
+/* Rows [r0, r1) (one chunk) summed into p[j] = sum_r t(r, j), in order of r from 0, in
+ * double: t = X (Y NULL) or X ((Y - sub) mul) in float (sub, mul NULL: 0, 1); with G,
+ * t = u = G X, also stored to U. */
+#if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+/* Columns j0 .. j0 + 16 nv (nv <= 4; past cols masked off), their 2 nv double accumulators
+ * in registers for the whole chunk (through p in memory, each row's adds waited on the
+ * last row's stores). The same adds in the same order as the portable loop. */
+static inline __attribute__((always_inline)) void colsum_cols(int nv, int64_t r0, int64_t r1, int64_t cols, int64_t j0,
+                                                              const float *X, const float *Y, const float *sub,
+                                                              const float *mul, const float *G, float *U, double *p) {
+    __m512d acc[8];
+    __mmask16 k[4];
+#pragma GCC unroll 4
+    for (int q = 0; q < nv; q++) {
+        int64_t w = cols - j0 - 16 * q;
+        k[q] = w >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
+        acc[2 * q] = acc[2 * q + 1] = _mm512_setzero_pd();
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        const float *xr = X + r * cols + j0;
+        __m512 s = _mm512_set1_ps(sub ? sub[r] : 0), m = _mm512_set1_ps(mul ? mul[r] : 1);
+#pragma GCC unroll 4
+        for (int q = 0; q < nv; q++) {
+            __m512 v = _mm512_maskz_loadu_ps(k[q], xr + 16 * q);
+            if (G) {
+                v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k[q], G + r * cols + j0 + 16 * q), v);
+                _mm512_mask_storeu_ps(U + r * cols + j0 + 16 * q, k[q], v);
+            } else if (Y) {
+                __m512 y = _mm512_maskz_loadu_ps(k[q], Y + r * cols + j0 + 16 * q);
+                v = _mm512_mul_ps(v, _mm512_mul_ps(_mm512_sub_ps(y, s), m));
+            }
+            acc[2 * q] = _mm512_add_pd(acc[2 * q], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+            acc[2 * q + 1] = _mm512_add_pd(acc[2 * q + 1], _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < nv; q++) {
+        double t[16];
+        _mm512_storeu_pd(t, acc[2 * q]), _mm512_storeu_pd(t + 8, acc[2 * q + 1]);
+        for (int64_t j = 0; j < 16 && j0 + 16 * q + j < cols; j++) p[j0 + 16 * q + j] = t[j];
+    }
+}
+static void colsum_chunk(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
+                         const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
+    for (int64_t j0 = 0; j0 < cols; j0 += 64) {
+        int nv = (int)((cols - j0 + 15) / 16);
+        if (nv >= 4) colsum_cols(4, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
+        else if (nv == 3) colsum_cols(3, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
+        else if (nv == 2) colsum_cols(2, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
+        else colsum_cols(1, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
+    }
+}
+#else
+static void colsum_chunk(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
+                         const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
+    for (int64_t j = 0; j < cols; j++) p[j] = 0;
+    for (int64_t r = r0; r < r1; r++) {
+        const qkt_real *xr = X + r * cols;
+        if (G) {
+            const qkt_real *gr = G + r * cols;
+            qkt_real *ur = U + r * cols;
+#pragma omp simd
+            for (int64_t j = 0; j < cols; j++) {
+                qkt_real u = gr[j] * xr[j];
+                ur[j] = u;
+                p[j] += (double)u;
+            }
+        } else if (Y) {
+            const qkt_real *yr = Y + r * cols;
+            qkt_real s = sub ? sub[r] : 0, m = mul ? mul[r] : 1;
+#pragma omp simd
+            for (int64_t j = 0; j < cols; j++) p[j] += (double)(xr[j] * ((yr[j] - s) * m));
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < cols; j++) p[j] += (double)xr[j];
+        }
+    }
+}
+#endif
+
+/* out[j] += sign sum_r t(r, j) (colsum_chunk's t): chunks of QKT_COLSUM_ROWS rows over the
+ * threads, then the chunks' sums in order, so the bits do not depend on the thread count. */
+static void colsum_rows(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
+                        const qkt_real *mul, const qkt_real *G, qkt_real *U, qkt_real sign, qkt_real *out, double *part) {
     int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
 #pragma omp parallel for if (rows * cols > QKT_PAR_MIN)
     for (int64_t c = 0; c < nch; c++) {
-        double *p = part + c * cols;
-        for (int64_t j = 0; j < cols; j++) p[j] = 0;
         int64_t r1 = (c + 1) * QKT_COLSUM_ROWS < rows ? (c + 1) * QKT_COLSUM_ROWS : rows;
-        for (int64_t r = c * QKT_COLSUM_ROWS; r < r1; r++) {
-            const qkt_real *xr = X + r * cols;
-            if (Y) {
-                const qkt_real *yr = Y + r * cols;
-                qkt_real s = sub ? sub[r] : 0, m = mul ? mul[r] : 1;
-#pragma omp simd
-                for (int64_t j = 0; j < cols; j++) p[j] += (double)(xr[j] * ((yr[j] - s) * m));
-            } else {
-#pragma omp simd
-                for (int64_t j = 0; j < cols; j++) p[j] += (double)xr[j];
-            }
-        }
+        colsum_chunk(c * QKT_COLSUM_ROWS, r1, cols, X, Y, sub, mul, G, U, part + c * cols);
     }
     for (int64_t c = 1; c < nch; c++) {
         const double *p = part + c * cols;
@@ -295,34 +364,16 @@ static void colsum(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real
     for (int64_t j = 0; j < cols; j++) out[j] += sign * (qkt_real)part[j];
 }
 
+static void colsum(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
+                   const qkt_real *mul, qkt_real sign, qkt_real *out, double *part) {
+    colsum_rows(rows, cols, X, Y, sub, mul, NULL, NULL, sign, out, part);
+}
+
 /* dU = G dH (elementwise) and out[j] += sum_r dU[r, j] in one pass: colsum's chunks and
  * order (Y NULL, sign 1), so the bits of binary_forward's product, then colsum of dU. */
 static void mul_colsum(int64_t rows, int64_t cols, const qkt_real *G, const qkt_real *dH, qkt_real *dU, qkt_real *out,
                        double *part) {
-    int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
-#pragma omp parallel for if (rows * cols > QKT_PAR_MIN)
-    for (int64_t c = 0; c < nch; c++) {
-        double *p = part + c * cols;
-        for (int64_t j = 0; j < cols; j++) p[j] = 0;
-        int64_t r1 = (c + 1) * QKT_COLSUM_ROWS < rows ? (c + 1) * QKT_COLSUM_ROWS : rows;
-        for (int64_t r = c * QKT_COLSUM_ROWS; r < r1; r++) {
-            const qkt_real *gr = G + r * cols, *hr = dH + r * cols;
-            qkt_real *ur = dU + r * cols;
-#pragma omp simd
-            for (int64_t j = 0; j < cols; j++) {
-                qkt_real u = gr[j] * hr[j];
-                ur[j] = u;
-                p[j] += (double)u;
-            }
-        }
-    }
-    for (int64_t c = 1; c < nch; c++) {
-        const double *p = part + c * cols;
-#pragma omp simd
-        for (int64_t j = 0; j < cols; j++) part[j] += p[j];
-    }
-#pragma omp simd
-    for (int64_t j = 0; j < cols; j++) out[j] += (qkt_real)1 * (qkt_real)part[j];
+    colsum_rows(rows, cols, dH, NULL, NULL, NULL, G, dU, 1, out, part);
 }
 
 /* ---------------------------------------------------------------- cross-entropy */
