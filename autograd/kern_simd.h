@@ -228,7 +228,7 @@ static inline void qkt__lane_store8(__m512d acc, int n, double *s) {
 /* s[r] = the double sum, in lane order from 0, of the 16 lanes lane[16 r .. 16 r + 16),
  * for r < n: qkt__dot16's final sum of n rows, the rows' dependent chains interleaved
  * (on AVX-512: 8 rows' as one vector chain; a chain through s[] in memory was slower). */
-static inline void qkt__lane_sums(const qkt_real *lane, int n, double *s) {
+static inline __attribute__((always_inline)) void qkt__lane_sums(const qkt_real *lane, int n, double *s) {
 #if defined(__AVX512F__) && !defined(QKT_DOUBLE)
     for (int g = 0; g < n; g += 8) {
         __m512d a[8], b[8];
@@ -247,7 +247,7 @@ static inline void qkt__lane_sums(const qkt_real *lane, int n, double *s) {
 }
 #if defined(__AVX512F__) && !defined(QKT_DOUBLE)
 /* qkt__lane_sums of double lanes (lane[16 r .. 16 r + 16): row r's). */
-static inline void qkt__lane_sums_pd(const double *lane, int n, double *s) {
+static inline __attribute__((always_inline)) void qkt__lane_sums_pd(const double *lane, int n, double *s) {
     for (int g = 0; g < n; g += 8) {
         __m512d a[8], b[8];
 #pragma GCC unroll 8

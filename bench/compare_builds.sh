@@ -5,35 +5,38 @@
 # per-round ratios B_ms / A_ms (> 1: A is faster) of the wall time and of the CPU time
 # per step.
 #
-# usage: bench/compare_builds.sh [-r ROUNDS] [-t THREADS] [-s STEPS] [-w WARMUP] A_BIN B_BIN [CONFIG...]
+# usage: bench/compare_builds.sh [-r ROUNDS] [-t THREADS] [-p REPLICAS] [-s STEPS] [-w WARMUP] A_BIN B_BIN [CONFIG...]
 #   e.g. bench/compare_builds.sh build/qkt build-native/qkt tiny small cell32 cell128
 #   A_ENV / B_ENV: environment for A's / B's runs (e.g. A_ENV=QKT_ISA=avx2).
-#   configs default to "tiny small cell32 cell128"; qkt runs with --replicas 1.
+#   configs default to "tiny small cell32 cell128"; qkt runs with --replicas REPLICAS
+#   (default 1: the plain step, every op split over the threads; bench/compare.sh's default
+#   is THREADS).
 set -eu
-rounds=5 threads=1 steps=10 warmup=3
-while getopts r:t:s:w: opt; do
+rounds=5 threads=1 replicas=1 steps=10 warmup=3
+while getopts r:t:p:s:w: opt; do
     case $opt in
     r) rounds=$OPTARG ;;
     t) threads=$OPTARG ;;
+    p) replicas=$OPTARG ;;
     s) steps=$OPTARG ;;
     w) warmup=$OPTARG ;;
-    *) echo "usage: $0 [-r ROUNDS] [-t THREADS] [-s STEPS] [-w WARMUP] A_BIN B_BIN [CONFIG...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-r ROUNDS] [-t THREADS] [-p REPLICAS] [-s STEPS] [-w WARMUP] A_BIN B_BIN [CONFIG...]" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 2 ] || { echo "usage: $0 [-r ROUNDS] [-t THREADS] [-s STEPS] [-w WARMUP] A_BIN B_BIN [CONFIG...]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: $0 [-r ROUNDS] [-t THREADS] [-p REPLICAS] [-s STEPS] [-w WARMUP] A_BIN B_BIN [CONFIG...]" >&2; exit 2; }
 A=$1 B=$2
 shift 2
 configs=${*:-tiny small cell32 cell128}
 A_ENV=${A_ENV:-} B_ENV=${B_ENV:-}
 peak=100 # mfu only; both builds get the same
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), threads $threads"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), threads $threads, replicas $replicas"
 echo "# A: $A $A_ENV ($(env $A_ENV "$A" version))"
 echo "# B: $B $B_ENV ($(env $B_ENV "$B" version))"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 run() { # who bin env cfg -> "who cfg ms cpu_ms isa"
-    out=$(env $3 "$2" bench --config "$4" --threads "$threads" --replicas 1 --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1) || true
+    out=$(env $3 "$2" bench --config "$4" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1) || true
     ms=$(echo "$out" | sed -n 's/.* ms_per_step=\([0-9.]*\).*/\1/p')
     cpu=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')
     isa=$(echo "$out" | sed -n 's/.* isa=\([a-z0-9]*\).*/\1/p')

@@ -21,7 +21,7 @@ int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err) {
     int threads = qkt_get_threads();
     qkt_set_threads(1); /* the cells run on one thread each */
     const int n = QKT_ABLATE_PEAK_N;
-    double g = qkt_bench_gemm_rate_cpu(false, false, n, n, n, 0, 5, 0); /* C = A B */
+    double g = qkt_bench_gemm_rate_cpu(false, false, n, n, n, 0, QKT_ABLATE_PEAK_TIMINGS, 0); /* C = A B */
     qkt_set_threads(threads);
     char path[1100], line[128];
     peak_path(run_dir, path, sizeof path);

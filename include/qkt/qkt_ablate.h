@@ -267,7 +267,9 @@ int qkt_ablate_missing(const char *run_dir, const qkt_ablate_cfg *c, char *ids, 
  * forward-only passes (evaluations, attention captures), a third of a step's count at their
  * batch; S: the CPU seconds of qkt_ablate_run_cell (its process's thread team). The study's
  * start measures the single-core sgemm peak into sgemm_peak.txt (qkt_ablate_measure_peak). */
-#define QKT_ABLATE_PEAK_N 1024 /* the peak's n x n product, best of 5 by CPU time */
+#define QKT_ABLATE_PEAK_N 1024     /* the peak's n x n product ... */
+#define QKT_ABLATE_PEAK_TIMINGS 15 /* ... best of this many timings by CPU time (a process's first
+                                    * ~0.1 s of products can run at half the rate) */
 typedef struct qkt_ablate_efficiency {
     double train_flops, eval_flops, cpu_s; /* summed over the finished planned cells with a record */
     double peak_gflops;                    /* sgemm_peak.txt's single-core GFLOP/s, 0 if absent */
@@ -275,7 +277,7 @@ typedef struct qkt_ablate_efficiency {
     double efficiency;                     /* (train_flops + eval_flops) / cpu_s / (peak_gflops 1e9), NaN if unknown */
 } qkt_ablate_efficiency;
 void qkt_cell_cost_path(const char *run_dir, const char *id, char *path, size_t n);
-/* One thread's sgemm rate per CPU second (qkt_bench_gemm_rate_cpu, QKT_ABLATE_PEAK_N),
+/* One thread's sgemm rate per CPU second (qkt_bench_gemm_rate_cpu, QKT_ABLATE_PEAK_N and _TIMINGS),
  * written to run_dir/sgemm_peak.txt as "gflops=G n=N isa=I"; the thread setting is restored. */
 int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err);
 /* The sums over c's planned cells in run_dir (finished: a sealed cells/<id>.csv) and the
