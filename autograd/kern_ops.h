@@ -126,6 +126,45 @@ static inline void ln_row_dx(bool fresh, const qkt_real *xr, const qkt_real *W, 
     }
 }
 
+/* Per row, the double sums by `omp simd reduction`, one row at a time (every path; on
+ * AVX-512 for widths over LN_BLOCK_C, whose 16-row blocks would not stay in L1). */
+static void layernorm_forward_rows(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y,
+                                   qkt_real *mean, qkt_real *rstd, int64_t rows, int C, double eps) {
+#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const qkt_real *xr = X + r * C;
+        double m = 0, v = 0;
+#pragma omp simd reduction(+ : m)
+        for (int j = 0; j < C; j++) m += xr[j];
+        m /= C;
+#pragma omp simd reduction(+ : v)
+        for (int j = 0; j < C; j++) v += ((double)xr[j] - m) * ((double)xr[j] - m);
+        v /= C;
+        qkt_real rs = (qkt_real)(1.0 / sqrt(v + eps)), mm = (qkt_real)m;
+        mean[r] = mm, rstd[r] = rs;
+        ln_row_out(xr, W, Bb, mm, rs, Y + r * C, C);
+    }
+}
+
+static void layernorm_backward_rows(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
+                                    const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
+#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const qkt_real *xr = X + r * C, *gr = dY + r * C;
+        qkt_real m = mean[r], rs = rstd[r];
+        double mg = 0, mgh = 0;
+#pragma omp simd reduction(+ : mg, mgh)
+        for (int j = 0; j < C; j++) {
+            qkt_real g = gr[j] * (W ? W[j] : 1);
+            mg += g;
+            mgh += (double)g * ((xr[j] - m) * rs);
+        }
+        qkt_real a = (qkt_real)(mg / C), c = (qkt_real)(mgh / C);
+        ln_row_dx(fresh, xr, W, gr, m, rs, a, c, dX + r * C, C);
+    }
+}
+
+
 #if defined(__AVX512F__) && !defined(QKT_DOUBLE)
 /* On AVX-512, 16 rows side by side. gcc 12 lowers each `omp simd reduction` of the
  * portable loops (#else) to 16 double lanes (lane l: the terms j = l mod 16 in order
@@ -135,6 +174,7 @@ static inline void ln_row_dx(bool fresh, const qkt_real *xr, const qkt_real *W, 
  * chains run interleaved, so every bit is that of the portable loops (test_kernels checks
  * the order on this path). */
 #define LN_ROWS 16
+#define LN_BLOCK_C 256 /* widest rows taken in blocks (16 rows x 256 floats: 16 KiB) */
 
 /* lane[0..16) = the 16 lane sums of (double)x[j] (sq: of ((double)x[j] - mu)^2, fused). */
 static inline void ln_lanes(const float *x, int C, bool sq, double mu, double *lane) {
@@ -182,7 +222,7 @@ static inline void ln_back_lanes(const float *x, const float *gy, const float *W
     }
 }
 
-static void layernorm_forward(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
+static void layernorm_forward_blocks(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
                               qkt_real *rstd, int64_t rows, int C, double eps) {
     int64_t nblk = (rows + LN_ROWS - 1) / LN_ROWS;
 #pragma omp parallel for if (rows * C > QKT_PAR_MIN)
@@ -204,7 +244,7 @@ static void layernorm_forward(const qkt_real *X, const qkt_real *W, const qkt_re
     }
 }
 
-static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
+static void layernorm_backward_blocks(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
                                const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
     int64_t nblk = (rows + LN_ROWS - 1) / LN_ROWS;
 #pragma omp parallel for if (rows * C > QKT_PAR_MIN)
@@ -224,51 +264,59 @@ static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W,
         }
     }
 }
-#else
-/* Per row, the double sums by `omp simd reduction`, one row at a time. */
 static void layernorm_forward(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
                               qkt_real *rstd, int64_t rows, int C, double eps) {
-#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *xr = X + r * C;
-        double m = 0, v = 0;
-#pragma omp simd reduction(+ : m)
-        for (int j = 0; j < C; j++) m += xr[j];
-        m /= C;
-#pragma omp simd reduction(+ : v)
-        for (int j = 0; j < C; j++) v += ((double)xr[j] - m) * ((double)xr[j] - m);
-        v /= C;
-        qkt_real rs = (qkt_real)(1.0 / sqrt(v + eps)), mm = (qkt_real)m;
-        mean[r] = mm, rstd[r] = rs;
-        ln_row_out(xr, W, Bb, mm, rs, Y + r * C, C);
-    }
+    if (C <= LN_BLOCK_C) layernorm_forward_blocks(X, W, Bb, Y, mean, rstd, rows, C, eps);
+    else layernorm_forward_rows(X, W, Bb, Y, mean, rstd, rows, C, eps);
 }
-
 static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
                                const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
-#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *xr = X + r * C, *gr = dY + r * C;
-        qkt_real m = mean[r], rs = rstd[r];
-        double mg = 0, mgh = 0;
-#pragma omp simd reduction(+ : mg, mgh)
-        for (int j = 0; j < C; j++) {
-            qkt_real g = gr[j] * (W ? W[j] : 1);
-            mg += g;
-            mgh += (double)g * ((xr[j] - m) * rs);
-        }
-        qkt_real a = (qkt_real)(mg / C), c = (qkt_real)(mgh / C);
-        ln_row_dx(fresh, xr, W, gr, m, rs, a, c, dX + r * C, C);
-    }
+    if (C <= LN_BLOCK_C) layernorm_backward_blocks(fresh, X, W, dY, mean, rstd, dX, rows, C);
+    else layernorm_backward_rows(fresh, X, W, dY, mean, rstd, dX, rows, C);
 }
-
+#else
+static void layernorm_forward(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
+                              qkt_real *rstd, int64_t rows, int C, double eps) {
+    layernorm_forward_rows(X, W, Bb, Y, mean, rstd, rows, C, eps);
+}
+static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
+                               const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
+    layernorm_backward_rows(fresh, X, W, dY, mean, rstd, dX, rows, C);
+}
 #endif
 
 /* ---------------------------------------------------------------- column sums */
 /* Rows [r0, r1) (one chunk) summed into p[j] = sum_r t(r, j), in order of r from 0, in
  * double: t = X (Y NULL) or X ((Y - sub) mul) in float (sub, mul NULL: 0, 1); with G,
  * t = u = G X, also stored to U. */
+static void colsum_chunk_rows(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
+                              const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
+    for (int64_t j = 0; j < cols; j++) p[j] = 0;
+    for (int64_t r = r0; r < r1; r++) {
+        const qkt_real *xr = X + r * cols;
+        if (G) {
+            const qkt_real *gr = G + r * cols;
+            qkt_real *ur = U + r * cols;
+#pragma omp simd
+            for (int64_t j = 0; j < cols; j++) {
+                qkt_real u = gr[j] * xr[j];
+                ur[j] = u;
+                p[j] += (double)u;
+            }
+        } else if (Y) {
+            const qkt_real *yr = Y + r * cols;
+            qkt_real s = sub ? sub[r] : 0, m = mul ? mul[r] : 1;
+#pragma omp simd
+            for (int64_t j = 0; j < cols; j++) p[j] += (double)(xr[j] * ((yr[j] - s) * m));
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < cols; j++) p[j] += (double)xr[j];
+        }
+    }
+}
+
 #if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+#define COLSUM_BLOCK_COLS 512 /* widest rows summed in register blocks */
 /* Columns j0 .. j0 + 16 nv (nv <= 4; past cols masked off), their 2 nv double accumulators
  * in registers for the whole chunk (through p in memory, each row's adds waited on the
  * last row's stores). The same adds in the same order as the portable loop. */
@@ -309,6 +357,11 @@ static inline __attribute__((always_inline)) void colsum_cols(int nv, int64_t r0
 }
 static void colsum_chunk(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
                          const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
+    if (cols > COLSUM_BLOCK_COLS) { /* timed at 1024 and more columns, the row loop (whose long rows
+                                       hide the chain) was as fast, and faster for mul_colsum */
+        colsum_chunk_rows(r0, r1, cols, X, Y, sub, mul, G, U, p);
+        return;
+    }
     for (int64_t j0 = 0; j0 < cols; j0 += 64) {
         int nv = (int)((cols - j0 + 15) / 16);
         if (nv >= 4) colsum_cols(4, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
@@ -320,28 +373,7 @@ static void colsum_chunk(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X
 #else
 static void colsum_chunk(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
                          const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
-    for (int64_t j = 0; j < cols; j++) p[j] = 0;
-    for (int64_t r = r0; r < r1; r++) {
-        const qkt_real *xr = X + r * cols;
-        if (G) {
-            const qkt_real *gr = G + r * cols;
-            qkt_real *ur = U + r * cols;
-#pragma omp simd
-            for (int64_t j = 0; j < cols; j++) {
-                qkt_real u = gr[j] * xr[j];
-                ur[j] = u;
-                p[j] += (double)u;
-            }
-        } else if (Y) {
-            const qkt_real *yr = Y + r * cols;
-            qkt_real s = sub ? sub[r] : 0, m = mul ? mul[r] : 1;
-#pragma omp simd
-            for (int64_t j = 0; j < cols; j++) p[j] += (double)(xr[j] * ((yr[j] - s) * m));
-        } else {
-#pragma omp simd
-            for (int64_t j = 0; j < cols; j++) p[j] += (double)xr[j];
-        }
-    }
+    colsum_chunk_rows(r0, r1, cols, X, Y, sub, mul, G, U, p);
 }
 #endif
 
