@@ -303,24 +303,17 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
         }
     }
     double dlog = 0; /* sum_i q_i . dQ_i = sum_i (s q_i) . (dQ_i / s) */
-    for (int i0 = 0; i0 < Tq; i0 += BQ) {
-        int n = Tq - i0 < BQ ? Tq - i0 : BQ;
-        qkt_real lane[BQ * 16];
-        double dot[BQ];
-        for (int i = i0; i < i0 + n; i++) {
-            qkt_real *dqr = dq + qbase + (size_t)i * ld;
-            const qkt_real *gq = dQ + (size_t)i * dp;
-            if (store) {
+    for (int i = 0; i < Tq; i++) {
+        qkt_real *dqr = dq + qbase + (size_t)i * ld;
+        const qkt_real *gq = dQ + (size_t)i * dp;
+        if (store) {
 #pragma omp simd
-                for (int c = 0; c < d; c++) dqr[c] = s * gq[c];
-            } else {
+            for (int c = 0; c < d; c++) dqr[c] = s * gq[c];
+        } else {
 #pragma omp simd
-                for (int c = 0; c < d; c++) dqr[c] += s * gq[c];
-            }
-            qkt__lanes16(Q + (size_t)i * dp, gq, dp, lane + (i - i0) * 16); /* columns d..dp of Q are 0 */
+            for (int c = 0; c < d; c++) dqr[c] += s * gq[c];
         }
-        qkt__lane_sums(lane, n, dot); /* each row's qkt__dot16, the rows' chains side by side */
-        for (int i = 0; i < n; i++) dlog += dot[i];
+        dlog += qkt__dot16(Q + (size_t)i * dp, gq, dp); /* columns d..dp of Q are 0 */
     }
     return dlog;
 }

@@ -316,7 +316,8 @@ static void colsum_chunk_rows(int64_t r0, int64_t r1, int64_t cols, const qkt_re
 }
 
 #if defined(__AVX512F__) && !defined(QKT_DOUBLE)
-#define COLSUM_BLOCK_COLS 512 /* widest rows summed in register blocks */
+#define COLSUM_BLOCK_COLS 128 /* widest rows summed in register blocks: a chunk of 64 such rows
+                                * (32 KiB) stays in L1 while its column blocks are read in turn */
 /* Columns j0 .. j0 + 16 nv (nv <= 4; past cols masked off), their 2 nv double accumulators
  * in registers for the whole chunk (through p in memory, each row's adds waited on the
  * last row's stores). The same adds in the same order as the portable loop. */
@@ -357,8 +358,7 @@ static inline __attribute__((always_inline)) void colsum_cols(int nv, int64_t r0
 }
 static void colsum_chunk(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
                          const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
-    if (cols > COLSUM_BLOCK_COLS) { /* timed at 1024 and more columns, the row loop (whose long rows
-                                       hide the chain) was as fast, and faster for mul_colsum */
+    if (cols > COLSUM_BLOCK_COLS) { /* a long row hides the chain of the row loop */
         colsum_chunk_rows(r0, r1, cols, X, Y, sub, mul, G, U, p);
         return;
     }
