@@ -268,8 +268,8 @@ int qkt_ablate_missing(const char *run_dir, const qkt_ablate_cfg *c, char *ids, 
  * batch; S: the CPU seconds of qkt_ablate_run_cell (its process's thread team). The study's
  * start measures the single-core sgemm peak into sgemm_peak.txt (qkt_ablate_measure_peak). */
 #define QKT_ABLATE_PEAK_N 1024     /* the peak's n x n product ... */
-#define QKT_ABLATE_PEAK_TIMINGS 15 /* ... best of this many timings by CPU time (a process's first
-                                    * ~0.1 s of products can run at half the rate) */
+#define QKT_ABLATE_PEAK_TIMINGS 15 /* ... best of this many timings by CPU time (~0.17 s: a slow
+                                    * stretch of ~0.1 s does not decide it) */
 typedef struct qkt_ablate_efficiency {
     double train_flops, eval_flops, cpu_s; /* summed over the finished planned cells with a record */
     double peak_gflops;                    /* sgemm_peak.txt's single-core GFLOP/s, 0 if absent */
