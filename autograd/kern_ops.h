@@ -127,7 +127,8 @@ static inline void ln_row_dx(bool fresh, const qkt_real *xr, const qkt_real *W, 
 }
 
 /* Per row, the double sums by `omp simd reduction`, one row at a time (every path; on
- * AVX-512 for widths over LN_BLOCK_C, whose 16-row blocks would not stay in L1). */
+ * AVX-512 for widths over LN_BLOCK_C, whose 16-row blocks would not stay in L1). The
+ * dispatch is layernorm_forward / layernorm_backward, after the AVX-512 blocks. */
 static void layernorm_forward_rows(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y,
                                    qkt_real *mean, qkt_real *rstd, int64_t rows, int C, double eps) {
 #pragma omp parallel for if (rows * C > QKT_PAR_MIN)
@@ -163,7 +164,6 @@ static void layernorm_backward_rows(bool fresh, const qkt_real *X, const qkt_rea
         ln_row_dx(fresh, xr, W, gr, m, rs, a, c, dX + r * C, C);
     }
 }
-
 
 #if defined(__AVX512F__) && !defined(QKT_DOUBLE)
 /* On AVX-512, 16 rows side by side. gcc 12 lowers each `omp simd reduction` of the
@@ -222,8 +222,8 @@ static inline void ln_back_lanes(const float *x, const float *gy, const float *W
     }
 }
 
-static void layernorm_forward_blocks(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
-                              qkt_real *rstd, int64_t rows, int C, double eps) {
+static void layernorm_forward_blocks(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y,
+                                     qkt_real *mean, qkt_real *rstd, int64_t rows, int C, double eps) {
     int64_t nblk = (rows + LN_ROWS - 1) / LN_ROWS;
 #pragma omp parallel for if (rows * C > QKT_PAR_MIN)
     for (int64_t blk = 0; blk < nblk; blk++) {
@@ -245,7 +245,7 @@ static void layernorm_forward_blocks(const qkt_real *X, const qkt_real *W, const
 }
 
 static void layernorm_backward_blocks(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
-                               const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
+                                      const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
     int64_t nblk = (rows + LN_ROWS - 1) / LN_ROWS;
 #pragma omp parallel for if (rows * C > QKT_PAR_MIN)
     for (int64_t blk = 0; blk < nblk; blk++) {
@@ -264,26 +264,28 @@ static void layernorm_backward_blocks(bool fresh, const qkt_real *X, const qkt_r
         }
     }
 }
+#endif
+
 static void layernorm_forward(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
                               qkt_real *rstd, int64_t rows, int C, double eps) {
-    if (C <= LN_BLOCK_C) layernorm_forward_blocks(X, W, Bb, Y, mean, rstd, rows, C, eps);
-    else layernorm_forward_rows(X, W, Bb, Y, mean, rstd, rows, C, eps);
-}
-static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
-                               const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
-    if (C <= LN_BLOCK_C) layernorm_backward_blocks(fresh, X, W, dY, mean, rstd, dX, rows, C);
-    else layernorm_backward_rows(fresh, X, W, dY, mean, rstd, dX, rows, C);
-}
-#else
-static void layernorm_forward(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
-                              qkt_real *rstd, int64_t rows, int C, double eps) {
+#ifdef LN_BLOCK_C
+    if (C <= LN_BLOCK_C) {
+        layernorm_forward_blocks(X, W, Bb, Y, mean, rstd, rows, C, eps);
+        return;
+    }
+#endif
     layernorm_forward_rows(X, W, Bb, Y, mean, rstd, rows, C, eps);
 }
 static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
                                const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
+#ifdef LN_BLOCK_C
+    if (C <= LN_BLOCK_C) {
+        layernorm_backward_blocks(fresh, X, W, dY, mean, rstd, dX, rows, C);
+        return;
+    }
+#endif
     layernorm_backward_rows(fresh, X, W, dY, mean, rstd, dX, rows, C);
 }
-#endif
 
 /* ---------------------------------------------------------------- column sums */
 /* Rows [r0, r1) (one chunk) summed into p[j] = sum_r t(r, j), in order of r from 0, in
@@ -356,26 +358,24 @@ static inline __attribute__((always_inline)) void colsum_cols(int nv, int64_t r0
         for (int64_t j = 0; j < 16 && j0 + 16 * q + j < cols; j++) p[j0 + 16 * q + j] = t[j];
     }
 }
+#endif
+
 static void colsum_chunk(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
                          const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
-    if (cols > COLSUM_BLOCK_COLS) { /* a long row hides the chain of the row loop */
-        colsum_chunk_rows(r0, r1, cols, X, Y, sub, mul, G, U, p);
+#ifdef COLSUM_BLOCK_COLS
+    if (cols <= COLSUM_BLOCK_COLS) { /* wider: a long row hides the chain of the row loop */
+        for (int64_t j0 = 0; j0 < cols; j0 += 64) {
+            int nv = (int)((cols - j0 + 15) / 16);
+            if (nv >= 4) colsum_cols(4, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
+            else if (nv == 3) colsum_cols(3, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
+            else if (nv == 2) colsum_cols(2, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
+            else colsum_cols(1, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
+        }
         return;
     }
-    for (int64_t j0 = 0; j0 < cols; j0 += 64) {
-        int nv = (int)((cols - j0 + 15) / 16);
-        if (nv >= 4) colsum_cols(4, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
-        else if (nv == 3) colsum_cols(3, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
-        else if (nv == 2) colsum_cols(2, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
-        else colsum_cols(1, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
-    }
-}
-#else
-static void colsum_chunk(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
-                         const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
+#endif
     colsum_chunk_rows(r0, r1, cols, X, Y, sub, mul, G, U, p);
 }
-#endif
 
 /* out[j] += sign sum_r t(r, j) (colsum_chunk's t): chunks of QKT_COLSUM_ROWS rows over the
  * threads, then the chunks' sums in order, so the bits do not depend on the thread count. */
