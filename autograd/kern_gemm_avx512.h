@@ -30,6 +30,14 @@
 #define QKT__KERN_GEMM own_gemm
 
 enum { GEMM_KC = 256, GEMM_NC = 128, GEMM_MC = 64 };
+/* With op(A) = A^T (the weight gradients dW = dY^T X) and B read in place, the blocks
+ * of B are up to GEMM_NC_TA columns wide, and an A block that serves at least
+ * GEMM_PACK_A_MIN_NC of them is first transposed into rows of GEMM_KC floats. In place,
+ * A^T gives each k step a short run of one row of A (GEMM_KC rows per block, lda apart),
+ * where op(A) = A gives 8 rows read along k, which the prefetcher follows
+ * (docs/performance.md, "qkt's own gemm"). Below ~256 columns the transposition costs
+ * more than it saves. */
+enum { GEMM_NC_TA = 512, GEMM_PACK_A_MIN_NC = 256 };
 
 /* dst[j][i] = src[i][j] for a 16 x 16 block: three rounds of interleaving (32-bit,
  * 64-bit, then 128-bit lanes). */
@@ -62,9 +70,12 @@ static inline void gemm_transpose16(const float *src, size_t lds, float *dst, si
  * nc .. ncp zero; with tb, op(B) = B^T is transposed in 16 x 16 blocks. */
 static void gemm_pack_b(bool tb, const qkt_real *B, int ldb, int k0, int n0, int kc, int nc, int ncp, qkt_real *P) {
     if (!tb) {
-        for (int k = 0; k < kc; k++) {
+        for (int k = 0; k < kc; k++) { /* a vector loop: gcc 12 may lower a memcpy here to a
+                                           * `rep movsq`, which is slow for 512 bytes */
             qkt_real *row = P + (size_t)k * ncp;
-            memcpy(row, B + (size_t)(k0 + k) * ldb + n0, (size_t)nc * sizeof *row);
+            const qkt_real *src = B + (size_t)(k0 + k) * ldb + n0;
+#pragma omp simd
+            for (int n = 0; n < nc; n++) row[n] = src[n];
             for (int n = nc; n < ncp; n++) row[n] = 0;
         }
         return;
@@ -78,6 +89,21 @@ static void gemm_pack_b(bool tb, const qkt_real *B, int ldb, int k0, int n0, int
             }
             for (int i = 0; i < 16 && i0 + i < kc; i++) /* a ragged edge block */
                 for (int j = 0; j < 16; j++) P[(size_t)(i0 + i) * ncp + j0 + j] = j0 + j < nc ? src[(size_t)j * ldb + i] : 0;
+        }
+}
+
+/* P (mc rows of GEMM_KC floats) = rows [0, mc) x columns [0, kc) of op(A) = A^T, read
+ * from A (kc x mc at lda): 16 x 16 blocks transposed, a ragged edge element by element. */
+static void gemm_pack_at(const qkt_real *A, int lda, int mc, int kc, qkt_real *P) {
+    for (int i0 = 0; i0 < mc; i0 += 16)
+        for (int k0 = 0; k0 < kc; k0 += 16) {
+            const qkt_real *src = A + (size_t)k0 * lda + i0;
+            if (i0 + 16 <= mc && k0 + 16 <= kc) {
+                gemm_transpose16(src, (size_t)lda, P + (size_t)i0 * GEMM_KC + k0, GEMM_KC);
+                continue;
+            }
+            for (int i = i0; i < i0 + 16 && i < mc; i++)
+                for (int k = k0; k < k0 + 16 && k < kc; k++) P[(size_t)i * GEMM_KC + k] = src[(size_t)(k - k0) * lda + i - i0];
         }
 }
 
@@ -102,7 +128,8 @@ static void gemm_block(int mc, int nc, int kc, const qkt_real *A, ptrdiff_t sam,
 /* C = op(A) op(B), or C += op(A) op(B) when accumulate, or (bias, not accumulate) C =
  * bias + op(A) op(B) with every sum starting at bias[n]; one thread. op(B) = B with rows
  * under 4 KiB apart is read in place except its last nc % 16 columns; B^T, and B with
- * longer rows, are packed block by block. */
+ * longer rows, are packed block by block. op(A) = A is read in place; A^T in place or
+ * packed (GEMM_PACK_A_MIN_NC). The packing copies floats, so the bits do not change. */
 static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
                      bool accumulate, const qkt_real *bias, qkt_real *C, int ldc, const qkt__gemm_epi *epi) {
     if (accumulate) bias = NULL;
@@ -115,15 +142,20 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
         if (epi) epi->fn(C, epi->aux, M, N, ldc);
         return;
     }
-    int kmax = K < GEMM_KC ? K : GEMM_KC, nmax = N < GEMM_NC ? qkt__round_up(N, 16) : GEMM_NC;
     /* B in place when its rows are less than 4 KiB apart; further apart, the kc rows of a
      * 32-column strip fall into a few cache sets (2048 x 2048: 130 GFLOP/s in place, 195
      * packed), so B is packed like B^T */
     bool pack_all = !tb && (size_t)ldb * sizeof *B >= 4096;
+    /* B's block width: wider for A^T with B in place (a packed B block 512 wide, 512 KiB,
+     * was slower than 128 wide) */
+    int nb = ta && !tb && !pack_all ? GEMM_NC_TA : GEMM_NC;
+    int kmax = K < GEMM_KC ? K : GEMM_KC, nmax = N < nb ? qkt__round_up(N, 16) : nb;
     qkt_real *P = qkt_aligned_alloc(64, (size_t)kmax * (tb || pack_all ? nmax : 16) * sizeof *P);
     ptrdiff_t sam = ta ? 1 : lda, sak = ta ? lda : 1;
-    for (int n0 = 0; n0 < N; n0 += GEMM_NC) {
-        int nc = N - n0 < GEMM_NC ? N - n0 : GEMM_NC, ncp = qkt__round_up(nc, 16), nf = nc / 16 * 16;
+    qkt_real *PA = ta && nmax >= GEMM_PACK_A_MIN_NC ? qkt_aligned_alloc(64, (size_t)GEMM_MC * GEMM_KC * sizeof *PA) : NULL;
+    for (int n0 = 0; n0 < N; n0 += nb) {
+        int nc = N - n0 < nb ? N - n0 : nb, ncp = qkt__round_up(nc, 16), nf = nc / 16 * 16;
+        bool pack_a = PA && nc >= GEMM_PACK_A_MIN_NC;
         for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
             int kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
             const qkt_real *Bk = P, *T = P + nf; /* packed: the tail is P's last 16 columns */
@@ -138,13 +170,19 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
             for (int m0 = 0; m0 < M; m0 += GEMM_MC) {
                 int mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
                 const qkt_real *Am = A + m0 * sam + k0 * sak;
+                ptrdiff_t bsam = sam, bsak = sak;
+                if (pack_a) {
+                    gemm_pack_at(Am, lda, mc, kc, PA);
+                    Am = PA, bsam = GEMM_KC, bsak = 1;
+                }
                 qkt_real *Cm = C + (size_t)m0 * ldc + n0;
-                gemm_block(mc, nc, kc, Am, sam, sak, Bk, ldbk, T, ldt, acc, bias && !acc ? bias + n0 : NULL, Cm, ldc);
+                gemm_block(mc, nc, kc, Am, bsam, bsak, Bk, ldbk, T, ldt, acc, bias && !acc ? bias + n0 : NULL, Cm, ldc);
                 if (epi && k0 + kc == K) /* the block's sums are complete and in L1/L2 */
                     epi->fn(Cm, epi->aux ? epi->aux + (size_t)m0 * ldc + n0 : NULL, mc, nc, ldc);
             }
         }
     }
+    free(PA);
     free(P);
 }
 #else
