@@ -61,9 +61,16 @@ static void binary_backward_a(qkt_op op, bool fresh, const qkt_real *dY, const q
 /* t = tanh(k (x + c x^3)); y = 0.5 x (1 + t) */
 static inline qkt_real gelu_t(qkt_real v) { return qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)); }
 static inline qkt_real gelu_of(qkt_real v, qkt_real t) { return (qkt_real)0.5 * v * (1 + t); }
-/* dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2) */
+/* dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2). Where the path has FMA, the
+ * last add is an explicit fma of the right-hand product's last factor: which product
+ * gcc's contraction (-ffp-contract=fast) fuses depends on how t was computed, and this
+ * is the form the float32 kernels' published bits have. */
 static inline qkt_real gelu_grad_of(qkt_real v, qkt_real t) {
+#if defined(__FMA__) && !defined(QKT_DOUBLE)
+    return fmaf((qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K, 1 + 3 * (qkt_real)GELU_C * v * v, (qkt_real)0.5 * (1 + t));
+#else
     return (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
+#endif
 }
 static inline qkt_real gelu_grad(qkt_real v) { return gelu_grad_of(v, gelu_t(v)); }
 

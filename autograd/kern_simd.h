@@ -136,7 +136,11 @@ static inline qkt_real qkt__exp(qkt_real x) {
         int32_t i;
     } u = {.f = p};
     u.i += (int32_t)nf * (1 << 23);
-    return x >= -87.0f ? u.f : (x == x ? 0.0f : x); /* NaN in, NaN out */
+    /* NaN in, NaN out. The low value is chosen before the select: written as one nested
+     * conditional, gcc 12 copied the caller's arithmetic into each arm, so qkt__tanh's
+     * vector loop had two divisions (one for the NaN arm). */
+    float low = x == x ? 0.0f : x;
+    return x >= -87.0f ? u.f : low;
 #endif
 }
 

@@ -1,6 +1,7 @@
 /* The internal kernels of autograd/kern_simd.h, as the process's kernel path (kern_table.h;
  * CTest runs this once per path with QKT_ISA) compiles them, and the gemm split: the
- * vectorised exp and tanh against libm, the register-blocked tile product against a
+ * vectorised exp and tanh against libm, GELU's gradient against its stated float32
+ * form bit for bit, the register-blocked tile product against a
  * naive loop (ragged sizes, transposed A, accumulate), column sums, qkt_gemm's
  * thread split giving the same result as one thread, and the row sums side by side
  * (the attention's, LayerNorm's) giving each row's bits. */
@@ -41,6 +42,60 @@ static void test_exp_tanh(const qkt__kern *kp) {
     EXPECT(ts[3] == 1 && ts[4] == -1, "tanh does not saturate: %.9g %.9g", (double)ts[3], (double)ts[4]);
     free(x), free(e), free(t);
 }
+
+#ifndef QKT_DOUBLE
+/* GELU's gradient u -> 0.5 (1 + t) + 0.5 v (1 - t^2) k (1 + 3 c v^2), t = tanh(k (v + c v^3)),
+ * op by op as the float32 kernels round it: with FMA, (1 - t t), (v + (c v v) v) and
+ * (1 + (3c v) v) fused and the last add an fma of the right-hand product's last factor; without,
+ * no op fused (so this function is compiled without contraction). `swap`: the last add
+ * fused on the left-hand product instead (the planted form). t comes from the path's tanh. */
+__attribute__((optimize("fp-contract=off"))) static float gelu_grad_form(const qkt__kern *kp, float v, bool fma_path,
+                                                                         bool swap) {
+    const float K = (float)0.7978845608028654, C = (float)0.044715;
+    float u = fma_path ? K * fmaf(C * v * v, v, v) : K * (v + C * v * v * v), e, t;
+    kp->exp_tanh(&u, &e, &t, 1);
+    if (!fma_path) return 0.5f * (1 + t) + 0.5f * v * (1 - t * t) * K * (1 + 3 * C * v * v);
+    float left = 0.5f * v * fmaf(-t, t, 1) * K, right = fmaf(3 * C * v, v, 1), half = 0.5f * (1 + t);
+    return swap ? fmaf(1 + t, 0.5f, left * right) : fmaf(left, right, half);
+}
+
+/* The path's GELU gradient (gelu_backward with dy = 1, and the epilogue's saved factor) has
+ * the bits of gelu_grad_form on 2^20 inputs over [-6, 6] and around 0; the planted form (the
+ * other product fused) is caught on the FMA paths, where it differs in the last bit on a few
+ * inputs in a thousand. */
+static void test_gelu_grad_bits(const qkt__kern *kp) {
+    bool fma_path = strcmp(kp->name, "baseline") != 0;
+#ifndef __FMA__
+    if (!strcmp(kp->name, "native")) fma_path = false;
+#endif
+    enum { N = 1 << 20 };
+    float *x = malloc(sizeof(float) * N), *one = malloc(sizeof(float) * N), *dx = malloc(sizeof(float) * N);
+    float *c = malloc(sizeof(float) * N), *g = malloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) {
+        x[i] = i % 2 ? -6.0f + 12.0f * (float)i / N : ldexpf((float)i / N, -(i % 24)) * (i % 4 == 2 ? -1.0f : 1.0f);
+        one[i] = 1, c[i] = x[i];
+    }
+    kp->gelu_backward(true, x, one, dx, N);
+    kp->gelu_epilogue(c, g, 1024, N / 1024, N / 1024);
+    long bad = 0, bad_epi = 0, caught = 0;
+    for (int i = 0; i < N; i++) {
+        float want = gelu_grad_form(kp, x[i], fma_path, false);
+        bad += memcmp(&want, &dx[i], sizeof want) != 0;
+        bad_epi += memcmp(&dx[i], &g[i], sizeof want) != 0;
+        if (fma_path) {
+            float planted = gelu_grad_form(kp, x[i], true, true);
+            caught += memcmp(&planted, &dx[i], sizeof planted) != 0;
+        }
+    }
+    printf("%s: GELU gradient, %d inputs: %ld differ from the stated form (%s), %ld between the backward and the "
+           "epilogue; the planted form differs on %ld\n",
+           kp->name, N, bad, fma_path ? "fused" : "unfused", bad_epi, caught);
+    EXPECT(bad == 0, "%s: GELU gradient: %ld of %d inputs not the bits of the stated form", kp->name, bad, N);
+    EXPECT(bad_epi == 0, "%s: the epilogue's GELU factor differs from gelu_backward's on %ld inputs", kp->name, bad_epi);
+    if (fma_path) EXPECT(caught > 0, "%s: the planted GELU gradient form was not caught", kp->name);
+    free(x), free(one), free(dx), free(c), free(g);
+}
+#endif
 
 /* The path's tile product (qkt__mk_gemm) against a naive float64 loop. */
 static void test_tile_product(const qkt__kern *kp) {
@@ -240,6 +295,9 @@ int main(void) {
     qkt_test_isa_or_skip();
     const qkt__kern *kp = qkt__kern_get(); /* the path QKT_ISA forces, else the widest the CPU runs */
     test_exp_tanh(kp);
+#ifndef QKT_DOUBLE
+    test_gelu_grad_bits(kp);
+#endif
     test_tile_product(kp);
     test_colsum();
     test_gemm_split();
