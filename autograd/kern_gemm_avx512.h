@@ -29,7 +29,10 @@
 
 #define QKT__KERN_GEMM own_gemm
 
-enum { GEMM_KC = 256, GEMM_NC = 128, GEMM_MC = 64 };
+/* K blocks of 512: one pass over C for K up to 512 (the GPT's widths C and 4C at C = 128).
+ * Against 256: +2-6 % on the medium config's products (K >= 384), the same where K < 256
+ * (bench/gemm_blocks.sh, docs/performance.md "qkt's own gemm"). */
+enum { GEMM_KC = 512, GEMM_NC = 128, GEMM_MC = 64 };
 /* With op(A) = A^T (the weight gradients dW = dY^T X) and B read in place, the blocks
  * of B are up to GEMM_NC_TA columns wide, and an A block that serves at least
  * GEMM_PACK_A_MIN_NC of them is first transposed into rows of GEMM_KC floats. In place,

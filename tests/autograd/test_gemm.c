@@ -1,6 +1,6 @@
 /* qkt_gemm on the process's kernel path (CTest runs this once per path with QKT_ISA):
  * against a float64 product on ragged shapes around the blocking sizes of
- * kern_gemm_avx512.h (K 256, N 128, M 64), every transpose, beta 0 and 1; where the path has
+ * kern_gemm_avx512.h (K 512, N 128 or with A^T 512, M 64), every transpose, beta 0 and 1; where the path has
  * the same bits whatever the thread count, and where it has its own gemm (AVX-512)
  * whatever the way the product is cut into blocks; a planted wrong product (one k term
  * missing) is caught. */
@@ -126,8 +126,8 @@ static void test_edges(void) {
 static void test_bits(const qkt__kern *kp) {
     qkt_rng r;
     qkt_rng_seed(&r, 29);
-    /* {600, 520, 300}: with A^T, a B block of 512 columns (A packed) and one of 8 */
-    const int shapes[][3] = {{700, 90, 300}, {90, 700, 130}, {333, 334, 65}, {1024, 96, 32}, {60, 1500, 70}, {600, 520, 300}};
+    /* {600, 520, 700}: two K blocks (512 + 188); with A^T, a B block of 512 columns (A packed) and one of 8 */
+    const int shapes[][3] = {{700, 90, 300}, {90, 700, 130}, {333, 334, 65}, {1024, 96, 32}, {60, 1500, 70}, {600, 520, 700}};
     int n_cut = 0;
     for (int s = 0; s < 6; s++)
         for (int t = 0; t < 4; t++)
