@@ -30,6 +30,10 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
     IFS=, read -r kc nc mc ncta <<EOV
 $1
 EOV
+    for b in $kc $nc $mc $ncta; do
+        [ "$b" -ge 16 ] && [ $((b % 16)) -eq 0 ] && [ "$b" -le 8192 ] ||
+            { echo "gemm_blocks.sh: variant '$1': each size a multiple of 16 in 16..8192" >&2; exit 2; }
+    done
     mkdir "$tmp/v$n"
     sed -e "s/enum { GEMM_KC = [0-9]*, GEMM_NC = [0-9]*, GEMM_MC = [0-9]* };/enum { GEMM_KC = $kc, GEMM_NC = $nc, GEMM_MC = $mc };/" \
         -e "s/GEMM_NC_TA = [0-9]*/GEMM_NC_TA = $ncta/" "$root/autograd/kern_gemm_avx512.h" > "$tmp/v$n/kern_gemm_avx512.h"
