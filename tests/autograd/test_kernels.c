@@ -49,8 +49,13 @@ static void test_exp_tanh(const qkt__kern *kp) {
  * (1 + (3c v) v) fused and the last add an fma of the right-hand product's last factor; without,
  * no op fused (so this function is compiled without contraction). `swap`: the last add
  * fused on the left-hand product instead (the planted form). t comes from the path's tanh. */
-__attribute__((optimize("fp-contract=off"))) static float gelu_grad_form(const qkt__kern *kp, float v, bool fma_path,
-                                                                         bool swap) {
+/* gcc contracts a * b + c across statements; clang only within one, and not without FMA */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define NO_CONTRACT
+#endif
+NO_CONTRACT static float gelu_grad_form(const qkt__kern *kp, float v, bool fma_path, bool swap) {
     const float K = (float)0.7978845608028654, C = (float)0.044715;
     float u = fma_path ? K * fmaf(C * v * v, v, v) : K * (v + C * v * v * v), e, t;
     kp->exp_tanh(&u, &e, &t, 1);
