@@ -95,21 +95,6 @@ static void gemm_pack_b(bool tb, const qkt_real *B, int ldb, int k0, int n0, int
         }
 }
 
-/* P (mc rows of GEMM_KC floats) = rows [0, mc) x columns [0, kc) of op(A) = A^T, read
- * from A (kc x mc at lda): 16 x 16 blocks transposed, a ragged edge element by element. */
-static void gemm_pack_at(const qkt_real *A, int lda, int mc, int kc, qkt_real *P) {
-    for (int i0 = 0; i0 < mc; i0 += 16)
-        for (int k0 = 0; k0 < kc; k0 += 16) {
-            const qkt_real *src = A + (size_t)k0 * lda + i0;
-            if (i0 + 16 <= mc && k0 + 16 <= kc) {
-                gemm_transpose16(src, (size_t)lda, P + (size_t)i0 * GEMM_KC + k0, GEMM_KC);
-                continue;
-            }
-            for (int i = i0; i < i0 + 16 && i < mc; i++)
-                for (int k = k0; k < k0 + 16 && k < kc; k++) P[(size_t)i * GEMM_KC + k] = src[(size_t)(k - k0) * lda + i - i0];
-        }
-}
-
 /* C[mc x nc] (+)= A-block x op(B)-block. The first nf = nc rounded down to 16 columns
  * read B (ldb: in place, or packed); the rest a 16-wide zero-padded packed tail T (ldt)
  * into a scratch tile, so nothing beyond column nc is read or written. */
@@ -174,8 +159,8 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
                 int mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
                 const qkt_real *Am = A + m0 * sam + k0 * sak;
                 ptrdiff_t bsam = sam, bsak = sak;
-                if (pack_a) {
-                    gemm_pack_at(Am, lda, mc, kc, PA);
+                if (pack_a) { /* A^T into rows of GEMM_KC, as B^T is packed */
+                    gemm_pack_b(true, Am, lda, 0, 0, mc, kc, GEMM_KC, PA);
                     Am = PA, bsam = GEMM_KC, bsak = 1;
                 }
                 qkt_real *Cm = C + (size_t)m0 * ldc + n0;
