@@ -89,16 +89,17 @@ static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *
  * (not lse = m + log l, whose float32 rounding at |lse| ~ 100 would already be a 1e-5
  * relative error in P). */
 static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, const qkt_real *KT, int ldk,
-                       const qkt_real *V, const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, qkt_real *O, qkt_real *m,
-                       qkt_real *inv) {
+                       const qkt_real *V, const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, int lds, qkt_real *O,
+                       qkt_real *m, qkt_real *inv) {
     int Tk = a->Tk, last = a->full ? Tk : r0 + nq + a->off; /* the strip's rows see keys < last */
     if (last > Tk) last = Tk;
     int nc = last > 0 ? qkt__round_up(last, BK) : BK;
     bool add = a->bias || a->alibi;
-    qkt__mk_gemm(nq, nc, a->d, Q, dp, 1, KT, ldk, S, nc, false);   /* S = s Q K^T (nq, nc) */
+    if (lds == 0) lds = nc;
+    qkt__mk_gemm(nq, nc, a->d, Q, dp, 1, KT, ldk, S, lds, false);  /* S = s Q K^T (nq, nc) */
     bool dead[BQ]; /* rows without a finite max: P set below, no sum */
     for (int r = 0; r < nq; r++) {
-        qkt_real *z = S + (size_t)r * nc;
+        qkt_real *z = S + (size_t)r * lds;
         int jn = a->full ? nc : r0 + r + a->off + 1; /* causal: keys j <= i + off (none when <= 0) */
 #pragma omp simd
         for (int j = 0; j < nc; j++) z[j] = j < jn ? z[j] + kb[j] : -INFINITY;
@@ -127,12 +128,12 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
     double part[BQ], l[BQ];
     for (int r = 0; r < nq; r++) l[r] = 0;
     for (int j0 = 0; j0 < nc; j0 += 256) {
-        for (int r = 0; r < nq; r++) qkt__lanes16(S + (size_t)r * nc + j0, NULL, nc - j0 < 256 ? nc - j0 : 256, lane + r * 16);
+        for (int r = 0; r < nq; r++) qkt__lanes16(S + (size_t)r * lds + j0, NULL, nc - j0 < 256 ? nc - j0 : 256, lane + r * 16);
         qkt__lane_sums(lane, nq, part);
         for (int r = 0; r < nq; r++) l[r] += part[r];
     }
     for (int r = 0; r < nq; r++) {
-        qkt_real *z = S + (size_t)r * nc;
+        qkt_real *z = S + (size_t)r * lds;
         if (dead[r]) {
             inv[r] = 0;
             continue;
@@ -146,10 +147,11 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
             for (int j = 0; j < nc; j++) z[j] = mix32(key + (uint32_t)j * DROP_GOLDEN) >= thr ? z[j] * pinv * ks : 0;
             continue;
         }
+        qkt_real f = inv[r]; /* pinv, or 0 for a NaN row: P as the backward recomputes it */
 #pragma omp simd
-        for (int j = 0; j < nc; j++) z[j] *= pinv;
+        for (int j = 0; j < nc; j++) z[j] *= f;
     }
-    qkt__mk_gemm(nq, dp, nc, S, nc, 1, V, dp, O, dp, false); /* O = P V (V rows past T are 0) */
+    qkt__mk_gemm(nq, dp, nc, S, lds, 1, V, dp, O, dp, false); /* O = P V (V rows past T are 0) */
 }
 
 /* Query tiles [qt0, qt1) of one head: rows of y, m and 1/l. `w` is the thread's scratch
@@ -176,7 +178,10 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
         int nq = Tq - r0 < BQ ? Tq - r0 : BQ;
         copy_rows(q + qbase + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
         qkt_real inv[BQ];
-        strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, O, m, inv);
+        if (a->P) /* the strip is P's rows, kept for the backward */
+            strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, a->P + (row0 + r0) * a->ldp, a->ldp, O, m, inv);
+        else
+            strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, 0, O, m, inv);
         for (int r = 0; r < nq; r++) {
             qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
             memcpy(yr, o, (size_t)d * sizeof *yr); /* already normalised; 0 for a fully blocked row */
@@ -204,7 +209,7 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
  * `store`: the grads are a new, unzeroed buffer, so results are stored, not added (dbias
  * is always added to: a bias shared by the batch sums the heads (b, h) of every b, which
  * the op runs in order of b on one thread).
- * Returns dlog_scale[h]'s share from batch b.
+ * Returns dlog_scale[h]'s share from batch b (0 unless a->dlog).
  * One function of ~100 lines on purpose: the scratch layout, the per-tile strip and the
  * final dQ pass share a dozen pointers into one buffer and the float32 order of every sum
  * (the bits the gradient checks and the paths' comparisons pin); split, each piece would
@@ -248,17 +253,27 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
         /* the strip: rows rs .. Tq, rs the first query row that sees key c0 (the last
          * query, at position Tk - 1, sees every key, so the strip is never empty) */
         int rs = a->full || c0 - off < 0 ? 0 : c0 - off, M = Tq - rs;
-        copy_transposed(k + kbase + (size_t)c0 * ld, nk, d, ld, KT, BK);
         copy_transposed(v + kbase + (size_t)c0 * ld, nk, d, ld, VT, BK);
-        key_bias(a, b, c0, BK, kb);
-        qkt_real *Qi = Q + (size_t)rs * dp;
+        qkt_real *Qi = Q + (size_t)rs * dp, *Pt = P;
+        ptrdiff_t ldP = BK;
         const qkt_real *dYi = dYr + (size_t)rs * ldY;
-        qkt__mk_gemm(M, BK, d, Qi, dp, 1, KT, BK, P, BK, false);   /* z = s q.k (M, BK) */
+        if (a->P) { /* P as the forward left it (the same floats as recomputed below) */
+            Pt = a->P + (row0 + rs) * a->ldp + c0, ldP = a->ldp;
+        } else {
+            copy_transposed(k + kbase + (size_t)c0 * ld, nk, d, ld, KT, BK);
+            key_bias(a, b, c0, BK, kb);
+            qkt__mk_gemm(M, BK, d, Qi, dp, 1, KT, BK, P, BK, false); /* z = s q.k (M, BK) */
+        }
         qkt__mk_gemm(M, BK, d, dYi, ldY, 1, VT, BK, G, BK, false); /* dP = dY V^T */
         int jn_rs = a->full ? BK : rs + off - c0 + 1; /* row rs sees keys c0 + j, j < jn_rs (causal: c0 + j <= i + off) */
         for (int r = 0; r < M; r++) {
             int i = rs + r, jn = a->full ? BK : jn_rs + r;
-            qkt_real *p = P + (size_t)r * BK, *g = G + (size_t)r * BK, mi = rm[i], li = ri[i], Di = D[i];
+            qkt_real *p = Pt + (size_t)r * ldP, *g = G + (size_t)r * BK, mi = rm[i], li = ri[i], Di = D[i];
+            if (a->P) {
+#pragma omp simd
+                for (int j = 0; j < BK; j++) g[j] = p[j] * (g[j] - Di); /* dZ */
+                continue;
+            }
             if (mi == -INFINITY) jn = 0, mi = 0; /* fully blocked row: no P */
             if (add && jn > 0) add_bias(a, b, h, i, c0, jn < nk ? jn : nk, p);
             if (a->drop) { /* y = P' V with P' = P mask / (1-p): dV from P', dP = dP' mask / (1-p) */
@@ -279,13 +294,14 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
                     g[j] = pj * (g[j] - Di); /* dZ */
                 }
             }
-            if (db) {
-                qkt_real *dbr = db + (size_t)i * Tk + c0;
-#pragma omp simd
-                for (int j = 0; j < nk; j++) dbr[j] += g[j];
-            }
         }
-        qkt__mk_gemm(nk, dp, M, P, 1, BK, dYi, ldY, dVj, dp, false);                          /* dV_j = P^T dY */
+        for (int r = 0; db && r < M; r++) {
+            qkt_real *dbr = db + (size_t)(rs + r) * Tk + c0;
+            const qkt_real *g = G + (size_t)r * BK;
+#pragma omp simd
+            for (int j = 0; j < nk; j++) dbr[j] += g[j];
+        }
+        qkt__mk_gemm(nk, dp, M, Pt, 1, ldP, dYi, ldY, dVj, dp, false);                        /* dV_j = P^T dY */
         qkt__mk_gemm(nk, dp, M, G, 1, BK, Qi, dp, dKj, dp, false);                            /* dK_j = dZ^T (s Q) */
         qkt__mk_gemm(M, dp, nk, G, BK, 1, Kr + (size_t)c0 * ldK, ldK, dQ + (size_t)rs * dp, dp, true); /* dQ / s += dZ K_j */
         for (int j = 0; j < nk; j++) {
@@ -302,7 +318,6 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
             for (int c = 0; c < d; c++) dvr[c] += gv[c];
         }
     }
-    double dlog = 0; /* sum_i q_i . dQ_i = sum_i (s q_i) . (dQ_i / s) */
     for (int i = 0; i < Tq; i++) {
         qkt_real *dqr = dq + qbase + (size_t)i * ld;
         const qkt_real *gq = dQ + (size_t)i * dp;
@@ -313,7 +328,17 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
 #pragma omp simd
             for (int c = 0; c < d; c++) dqr[c] += s * gq[c];
         }
-        dlog += qkt__dot16(Q + (size_t)i * dp, gq, dp); /* columns d..dp of Q are 0 */
+    }
+    /* sum_i q_i . dQ_i = sum_i (s q_i) . (dQ_i / s), only when the log-scale wants it:
+     * qkt__dot16 per row (columns d..dp of Q are 0), the rows' lane sums side by side */
+    double dlog = 0;
+    for (int i0 = 0; a->dlog && i0 < Tq; i0 += BQ) {
+        int n = Tq - i0 < BQ ? Tq - i0 : BQ;
+        qkt_real lane[BQ * 16];
+        double part[BQ];
+        for (int r = 0; r < n; r++) qkt__lanes16(Q + (size_t)(i0 + r) * dp, dQ + (size_t)(i0 + r) * dp, dp, lane + r * 16);
+        qkt__lane_sums(lane, n, part);
+        for (int r = 0; r < n; r++) dlog += part[r];
     }
     return dlog;
 }

@@ -3,14 +3,16 @@
  *   forward:  per (b, h, query tile) a strip of scores against the keys the tile sees
  *             (under the causal mask, keys past the last row's limit are skipped), the
  *             bias and ALiBi terms added on the fly, an exact two-pass softmax and P V
- *             (strip_rows); only the row max m and 1 / l (B, H, Tq each) are saved, never P;
- *   backward: per (b, h) P is recomputed tile by tile as exp(z - m) / l.
+ *             (strip_rows); the row max m and 1 / l (B, H, Tq each) are saved, and P itself
+ *             where it is small (QKT_ATTN_KEEP_P_BYTES, ops_attention.h: short sequences);
+ *   backward: per (b, h) and key tile, P read back or recomputed as exp(z - m) / l (the
+ *             same floats).
  * q, k, v, y stay in the (B, T, H, d) layout; tiles are copied into small padded
  * buffers, and the tile products are the register-blocked kernels of kern_simd.h (the
  * threaded sgemm is never called from inside the parallel regions). Memory is linear
- * in Tq + Tk: m and 1/l plus per-thread scratch of a few (T, d) slabs and one (BQ, Tk)
- * and one (Tq, BK) strip; a bias is read in place (the caller's (.., Tq, Tk) tensor),
- * ALiBi computed from the slopes.
+ * in Tq + Tk beyond a P of at most QKT_ATTN_KEEP_P_BYTES: m and 1/l plus per-thread
+ * scratch of a few (T, d) slabs and one (BQ, Tk) and one (Tq, BK) strip; a bias is read
+ * in place (the caller's (.., Tq, Tk) tensor), ALiBi computed from the slopes.
  * This file is the op (shapes, saved state, the split over threads, the capture path);
  * the per-head compute is in kern_attention.h, run through the kernel table (kern_table.h). */
 #include "ops_attention.h"
@@ -156,11 +158,17 @@ static qkt_tensor *attention(qkt_ctx *ctx, int B, int Tq, int Tk, const qkt_real
         memcpy(a->alibi, o->alibi, (size_t)H * sizeof(qkt_real));
         for (int h = 0; h < H; h++) QKT_CHECK(isfinite(a->alibi[h]), "attention: ALiBi slope %d is %g", h, (double)a->alibi[h]);
     }
+    int Tkp = qkt__round_up(Tk, BK);
+    size_t pbytes = (size_t)B * H * Tq * Tkp * sizeof(qkt_real);
+    if (!ctx->no_grad && !a->drop && !o->recompute_p && pbytes <= QKT_ATTN_KEEP_P_BYTES) {
+        a->P = qkt_arena_alloc(&ctx->arena, pbytes);
+        a->ldp = (size_t)Tkp;
+    }
     qkt_tensor *y = qkt__op_output(ctx, 3, (int[]){B, Tq, C});
     /* Tasks: (b, h, chunk of query tiles). One chunk per head when there are enough
      * heads to keep the threads busy (K, V copied once per head); otherwise each head
      * is cut into chunks of equal cost (chunk_bounds). */
-    int nqt = (Tq + BQ - 1) / BQ, nth = n_threads(), Tkp = qkt__round_up(Tk, BK);
+    int nqt = (Tq + BQ - 1) / BQ, nth = n_threads();
     int nch = B * H >= 4 * nth ? 1 : (4 * nth + B * H - 1) / (B * H);
     if (nch > nqt) nch = nqt;
     int ntask = B * H * nch, *bounds = qkt_arena_alloc(&ctx->arena, (size_t)(nch + 1) * sizeof *bounds);
@@ -233,6 +241,7 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
         ls = n->in[3], bias = n->in[4];
     }
     a->dbias = qkt__needs_grad(bias) ? qkt_grad(ctx, bias) : NULL;
+    a->dlog = qkt__needs_grad(ls);
     double *dlog = qkt_arena_alloc(&ctx->arena, (size_t)B * H * sizeof(double));
     size_t wsz = BWD_SCRATCH(a->Tq, a->Tk, dp, a->d);
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));

@@ -510,8 +510,9 @@ qkt_tensor *qkt_rope(qkt_ctx *ctx, qkt_tensor *x, int n_head, double base);
  *        key_pad[b,j] != 0 blocks key j for every query of batch row b.
  * A blocked entry has exactly 0 probability and 0 gradient (also a bias entry of
  * -inf); a query row with every key blocked gives y = 0 (with Tq > Tk under the causal
- * mask, the first Tq - Tk rows see no key). Memory stays linear in Tq + Tk: only a
- * row max and a row normaliser (B, H, Tq each) are saved, plus per-thread scratch.
+ * mask, the first Tq - Tk rows see no key). A row max and a row normaliser (B, H, Tq
+ * each) are saved, and P itself when it is small (recompute_p, below); beyond that P,
+ * memory stays linear in Tq + Tk (per-thread scratch).
  * Gradients: q, k, v as usual; log_scale (H) receives ds_h/dlog_scale[h] = s_h (the
  * `learned` variant); bias, when it requires a gradient, receives dL/dz (summed over b
  * for a bias shared by the batch); key_pad and alibi get none. */
@@ -548,6 +549,11 @@ typedef struct qkt_attn_opts {
      * the logits, computed on the fly. Copied at the call. qkt_alibi_slopes gives the
      * standard ones. No gradient (fixed slopes). */
     const qkt_real *alibi;
+    /* false (default): the forward keeps P for the backward when it fits 8 MiB (B H Tq
+     * Tk floats, Tk rounded up to 32: short sequences), so the backward does not
+     * recompute it; true: never kept, the backward recomputes P per key tile and the
+     * op's memory stays linear in T. The same results bit for bit either way. */
+    bool recompute_p;
 } qkt_attn_opts;
 qkt_tensor *qkt_attention(qkt_ctx *ctx, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int n_head,
                           const qkt_attn_opts *o);

@@ -3,8 +3,9 @@
  * mask, an additive bias of each shape with its gradient, ALiBi, and cross-attention
  * with Tq < Tk and Tq > Tk), backward against the reference's gradients, capture of
  * probs and logits, fully blocked rows giving exactly 0, results independent of the
- * thread count (bit for bit, y and every grad), memory linear in T (no (T, T) kept
- * per head), and shapes that do not fit refused with a message naming them. */
+ * thread count and of keeping P or recomputing it (bit for bit, y and every grad, also
+ * with NaN and infinite logits), memory linear in T when P is recomputed and P kept
+ * only up to its cap, and shapes that do not fit refused with a message naming them. */
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,19 +145,21 @@ static void check_config(cfg g) {
 
     qkt_real *probs = malloc(nn * sizeof *probs), *logits = malloc(nn * sizeof *logits), *y1 = malloc(nq * sizeof *y1);
     qkt_real *g1 = malloc((size_t)p.size * sizeof *g1);
-    for (int threads = 1; threads <= 2; threads++) {
+    /* runs: 1 thread, 2 threads, then 1 thread with P recomputed in the backward (not kept) */
+    for (int run = 0; run < 3; run++) {
+        int threads = run == 1 ? 2 : 1;
         qkt_set_threads(threads);
         qkt_ctx ctx;
         qkt_ctx_init(&ctx, 1 << 20, 1);
         qkt_attn_capture cap = {.probs = probs, .logits = logits};
         qkt_attn_opts o = {.scale = ri.scale, .log_scale = ls, .key_pad = ri.pad, .capture = &cap, .full = g.full,
-                           .bias = bias, .alibi = ri.slopes};
+                           .bias = bias, .alibi = ri.slopes, .recompute_p = run == 2};
         qkt_tensor *out = qkt_attention(&ctx, q, k, v, H, &o);
         qkt_params_zero_grad(&p);
         qkt_backward(&ctx, out, dy);
         char what[160];
-        snprintf(what, sizeof what, "B=%d Tq=%d Tk=%d C=%d H=%d full=%d bias=%d alibi=%d pad=%d threads=%d", B, Tq, Tk, C, H,
-                 g.full, g.bias, g.alibi, g.pad, threads);
+        snprintf(what, sizeof what, "B=%d Tq=%d Tk=%d C=%d H=%d full=%d bias=%d alibi=%d pad=%d threads=%d%s", B, Tq, Tk, C,
+                 H, g.full, g.bias, g.alibi, g.pad, threads, run == 2 ? " recompute_p" : "");
         EXPECT(max_rel(out->data, y, nq) < 1e-5, "%s: y off by %.3g", what, max_rel(out->data, y, nq));
         EXPECT(max_rel(probs, P, nn) < 1e-5, "%s: probs off by %.3g", what, max_rel(probs, P, nn));
         size_t bad = 0;
@@ -177,14 +180,15 @@ static void check_config(cfg g) {
                     for (int c = 0; c < C / H; c++) nonzero += out->data[at + c] != 0 || q->grad[at + c] != 0;
                 }
         EXPECT(nonzero == 0, "%s: %zu values of y or dq in fully blocked rows are not 0", what, nonzero);
-        if (threads == 1) {
+        if (run == 0) {
             memcpy(y1, out->data, nq * sizeof *y1);
             memcpy(g1, p.grad, (size_t)p.size * sizeof *g1);
         } else {
-            EXPECT(memcmp(y1, out->data, nq * sizeof *y1) == 0, "%s: y depends on the thread count", what);
-            EXPECT(memcmp(g1, p.grad, (size_t)p.size * sizeof *g1) == 0, "%s: the grads depend on the thread count", what);
+            const char *by = run == 1 ? "the thread count" : "recompute_p";
+            EXPECT(memcmp(y1, out->data, nq * sizeof *y1) == 0, "%s: y depends on %s", what, by);
+            EXPECT(memcmp(g1, p.grad, (size_t)p.size * sizeof *g1) == 0, "%s: the grads depend on %s", what, by);
         }
-        if (threads == 2) printf("%s: ok, %zu fully blocked rows\n", what, n_dead);
+        if (run >= 1) printf("%s: ok, %zu fully blocked rows\n", what, n_dead);
         if (Tq != Tk) {
             qkt_ctx_free(&ctx);
             continue;
@@ -222,10 +226,10 @@ static void check_config(cfg g) {
 }
 
 /* Arena and grad-pool bytes of one forward + backward, beyond the inputs and their
- * grads (so y, dy, lse and the kernels' scratch). `variant`: 0 causal self-attention;
+ * grads (so y, dy, m, 1/l, the kernels' scratch and a kept P). `variant`: 0 causal self-attention;
  * 1 full mask with ALiBi, T queries against 2T keys (the ALiBi term is computed on the
  * fly: nothing (Tq, Tk) either). */
-static size_t attention_bytes(int T, int H, int variant) {
+static size_t attention_bytes(int T, int H, int variant, bool recompute_p) {
     int B = 1, C = 64, Tk = variant ? 2 * T : T;
     qkt_ctx ctx;
     qkt_ctx_init(&ctx, 0, 1);
@@ -238,7 +242,7 @@ static size_t attention_bytes(int T, int H, int variant) {
     qkt_real slopes[16];
     qkt_alibi_slopes(H, slopes);
     size_t before = qkt_ctx_mem(&ctx).arena_used, grads_before = qkt_ctx_mem(&ctx).grad_live;
-    qkt_attn_opts o = {.scale = 0.25, .full = variant == 1, .alibi = variant ? slopes : NULL};
+    qkt_attn_opts o = {.scale = 0.25, .full = variant == 1, .alibi = variant ? slopes : NULL, .recompute_p = recompute_p};
     qkt_tensor *y = qkt_attention(&ctx, x[0], x[1], x[2], H, &o);
     qkt_backward(&ctx, y, y->data);
     size_t used = qkt_ctx_mem(&ctx).arena_peak - before + qkt_ctx_mem(&ctx).grad_peak - grads_before;
@@ -335,6 +339,58 @@ static void check_dropout(void) {
     qkt_params_free(&p);
 }
 
+/* P kept by the forward or recomputed by the backward: the same y and grads bit for bit
+ * also where rows hold NaN or infinite logits (a NaN in q, an infinite k, whose rows'
+ * sums are NaN), with a bias and ALiBi on the full mask and causal. */
+static void check_keep_p_nonfinite(void) {
+    const int B = 2, T = 40, H = 2, C = 32;
+    size_t n = (size_t)B * T * C;
+    for (int full = 0; full < 2; full++) {
+        qkt_params p;
+        qkt_params_init(&p);
+        qkt_tensor *q = qkt_params_add(&p, "q", 3, (int[]){B, T, C}, 0), *k = qkt_params_add(&p, "k", 3, (int[]){B, T, C}, 0);
+        qkt_tensor *v = qkt_params_add(&p, "v", 3, (int[]){B, T, C}, 0);
+        qkt_tensor *bias = qkt_params_add(&p, "bias", 3, (int[]){H, T, T}, 0);
+        qkt_params_finalize(&p);
+        qkt_rng r;
+        qkt_rng_seed(&r, 11);
+        for (int64_t i = 0; i < p.size; i++) p.data[i] = (qkt_real)qkt_rng_normal(&r);
+        q->data[(size_t)5 * C + 3] = NAN;                  /* batch 0, query 5, head 0 */
+        k->data[((size_t)T + 3) * C + C / 2 + 1] = INFINITY; /* batch 1, key 3, head 1 */
+        qkt_real slopes[2], *dy = malloc(n * sizeof *dy), *y0 = malloc(n * sizeof *y0), *g0 = malloc((size_t)p.size * sizeof *g0);
+        qkt_alibi_slopes(H, slopes);
+        for (size_t i = 0; i < n; i++) dy[i] = (qkt_real)qkt_rng_normal(&r);
+        size_t nan_y = 0, nan_g = 0;
+        for (int recompute = 0; recompute < 2; recompute++) {
+            qkt_set_threads(1);
+            qkt_ctx ctx;
+            qkt_ctx_init(&ctx, 1 << 20, 1);
+            qkt_attn_opts o = {.scale = 0.3, .full = full, .bias = bias, .alibi = slopes, .recompute_p = recompute};
+            qkt_tensor *y = qkt_attention(&ctx, q, k, v, H, &o);
+            qkt_params_zero_grad(&p);
+            qkt_backward(&ctx, y, dy);
+            if (!recompute) {
+                memcpy(y0, y->data, n * sizeof *y0), memcpy(g0, p.grad, (size_t)p.size * sizeof *g0);
+                for (size_t i = 0; i < n; i++) nan_y += isnan(y->data[i]);
+                for (int64_t i = 0; i < p.size; i++) nan_g += isnan(p.grad[i]);
+            } else {
+                EXPECT(memcmp(y0, y->data, n * sizeof *y0) == 0, "full=%d non-finite logits: y depends on recompute_p", full);
+                size_t differ = 0;
+                for (int64_t i = 0; i < p.size; i++) differ += memcmp(g0 + i, p.grad + i, sizeof *g0) != 0;
+                EXPECT(differ == 0, "full=%d non-finite logits: %zu grads depend on recompute_p", full, differ);
+            }
+            qkt_ctx_free(&ctx);
+        }
+        EXPECT(nan_y > 0 && nan_g > 0, "full=%d: the planted NaN and inf reached no output (%zu NaN in y, %zu in the grads)",
+               full, nan_y, nan_g);
+        printf("non-finite logits, full=%d: %zu NaN in y, %zu in the grads, the same with P kept and recomputed\n", full,
+               nan_y, nan_g);
+        free(dy), free(y0), free(g0);
+        qkt_params_free(&p);
+    }
+    qkt_set_threads(0);
+}
+
 /* Each call must end in the fatal handler with a message containing `want`. */
 static void expect_refused(qkt_ctx *ctx, const char *want, qkt_tensor *q, qkt_tensor *k, qkt_tensor *v, int H,
                            const qkt_attn_opts *o) {
@@ -377,6 +433,7 @@ int main(void) {
     qkt_test_isa_or_skip();
     check_misuse();
     check_dropout();
+    check_keep_p_nonfinite();
     /* B, Tq, Tk, C, H, full, bias, alibi, pad */
     check_config((cfg){2, 45, 45, 24, 3, false, 0, false, 1});
     check_config((cfg){1, 100, 100, 64, 2, false, 0, false, 0});
@@ -390,11 +447,17 @@ int main(void) {
     check_config((cfg){1, 300, 33, 16, 2, true, 0, true, 0});    /* many queries, few keys, ALiBi both sides of the diagonal */
     check_config((cfg){2, 130, 130, 64, 4, false, 3, true, 1});  /* everything on the threaded causal path */
     check_config((cfg){3, 1, 70, 16, 2, false, 3, true, 1});     /* one query (decoding): sees every key */
-    /* Memory: doubling T at most doubles the op's arena use (plus a constant), and at
-     * T = 1024 (4 heads, 2 threads' scratch) it is under a quarter of one (T, T) matrix
-     * per head; also under the full mask with ALiBi against 2T keys. */
+    /* Memory with recompute_p: doubling T at most doubles the op's arena use (plus a
+     * constant), and at T = 1024 (4 heads, 2 threads' scratch) it is under a quarter of
+     * one (T, T) matrix per head; also under the full mask with ALiBi against 2T keys. By
+     * default P (B H T T floats) is kept only up to 8 MiB: at T = 512 (4 MiB) it is, at
+     * T = 1024 (16 MiB) not, so the default's T = 1024 use is the recomputing one's. */
     for (int variant = 0; variant < 2; variant++) {
-        size_t m512 = attention_bytes(512, 4, variant), m1024 = attention_bytes(1024, 4, variant);
+        size_t m512 = attention_bytes(512, 4, variant, true), m1024 = attention_bytes(1024, 4, variant, true);
+        size_t k512 = attention_bytes(512, 4, variant, false), k1024 = attention_bytes(1024, 4, variant, false);
+        size_t pbytes = (size_t)4 * 512 * (variant ? 1024 : 512) * sizeof(qkt_real);
+        EXPECT(k512 >= m512 + pbytes, "variant %d: P not kept at T=512: %zu bytes, %zu recomputing", variant, k512, m512);
+        EXPECT(k1024 == m1024, "variant %d: T=1024 kept something: %zu bytes, %zu recomputing", variant, k1024, m1024);
         printf("attention arena bytes (%s): T=512 %zu, T=1024 %zu\n", variant ? "full, ALiBi, Tk = 2T" : "causal", m512, m1024);
         EXPECT(m1024 <= 2 * m512 + 65536, "variant %d: memory grows faster than T: %zu -> %zu", variant, m512, m1024);
         EXPECT(m1024 < (size_t)4 * 1024 * 1024 * sizeof(qkt_real) / 4, "variant %d: T=1024 used %zu bytes", variant, m1024);
