@@ -297,10 +297,13 @@ static void layernorm_backward(bool fresh, const qkt_real *X, const qkt_real *W,
 /* ---------------------------------------------------------------- column sums */
 /* Rows [r0, r1) (one chunk) summed into p[j] = sum_r t(r, j), in order of r from 0, in
  * double: t = X (Y NULL) or X ((Y - sub) mul) in float (sub, mul NULL: 0, 1); with G,
- * t = u = G X, also stored to U. */
+ * t = u = G X, also stored to U. With Y, p2 (or NULL) gets X's own sums in the same pass:
+ * the bits of a call with Y NULL. */
 static void colsum_chunk_rows(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
-                              const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
+                              const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p,
+                              double *p2) {
     for (int64_t j = 0; j < cols; j++) p[j] = 0;
+    for (int64_t j = 0; p2 && j < cols; j++) p2[j] = 0;
     for (int64_t r = r0; r < r1; r++) {
         const qkt_real *xr = X + r * cols;
         if (G) {
@@ -317,6 +320,10 @@ static void colsum_chunk_rows(int64_t r0, int64_t r1, int64_t cols, const qkt_re
             qkt_real s = sub ? sub[r] : 0, m = mul ? mul[r] : 1;
 #pragma omp simd
             for (int64_t j = 0; j < cols; j++) p[j] += (double)(xr[j] * ((yr[j] - s) * m));
+            if (p2) {
+#pragma omp simd
+                for (int64_t j = 0; j < cols; j++) p2[j] += (double)xr[j];
+            }
         } else {
 #pragma omp simd
             for (int64_t j = 0; j < cols; j++) p[j] += (double)xr[j];
@@ -329,17 +336,18 @@ static void colsum_chunk_rows(int64_t r0, int64_t r1, int64_t cols, const qkt_re
                                 * (32 KiB) stays in L1 while its column blocks are read in turn */
 /* Columns j0 .. j0 + 16 nv (nv <= 4; past cols masked off), their 2 nv double accumulators
  * in registers for the whole chunk (through p in memory, each row's adds waited on the
- * last row's stores). The same adds in the same order as the portable loop. */
+ * last row's stores), 2 nv more for p2. The same adds in the same order as the portable loop. */
 static inline __attribute__((always_inline)) void colsum_cols(int nv, int64_t r0, int64_t r1, int64_t cols, int64_t j0,
                                                               const float *X, const float *Y, const float *sub,
-                                                              const float *mul, const float *G, float *U, double *p) {
-    __m512d acc[8];
+                                                              const float *mul, const float *G, float *U, double *p,
+                                                              double *p2) {
+    __m512d acc[8], acc2[8];
     __mmask16 k[4];
 #pragma GCC unroll 4
     for (int q = 0; q < nv; q++) {
         int64_t w = cols - j0 - 16 * q;
         k[q] = w >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
-        acc[2 * q] = acc[2 * q + 1] = _mm512_setzero_pd();
+        acc[2 * q] = acc[2 * q + 1] = acc2[2 * q] = acc2[2 * q + 1] = _mm512_setzero_pd();
     }
     for (int64_t r = r0; r < r1; r++) {
         const float *xr = X + r * cols + j0;
@@ -352,6 +360,10 @@ static inline __attribute__((always_inline)) void colsum_cols(int nv, int64_t r0
                 _mm512_mask_storeu_ps(U + r * cols + j0 + 16 * q, k[q], v);
             } else if (Y) {
                 __m512 y = _mm512_maskz_loadu_ps(k[q], Y + r * cols + j0 + 16 * q);
+                if (p2) {
+                    acc2[2 * q] = _mm512_add_pd(acc2[2 * q], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+                    acc2[2 * q + 1] = _mm512_add_pd(acc2[2 * q + 1], _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+                }
                 v = _mm512_mul_ps(v, _mm512_mul_ps(_mm512_sub_ps(y, s), m));
             }
             acc[2 * q] = _mm512_add_pd(acc[2 * q], _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
@@ -363,37 +375,32 @@ static inline __attribute__((always_inline)) void colsum_cols(int nv, int64_t r0
         double t[16];
         _mm512_storeu_pd(t, acc[2 * q]), _mm512_storeu_pd(t + 8, acc[2 * q + 1]);
         for (int64_t j = 0; j < 16 && j0 + 16 * q + j < cols; j++) p[j0 + 16 * q + j] = t[j];
+        if (!p2) continue;
+        _mm512_storeu_pd(t, acc2[2 * q]), _mm512_storeu_pd(t + 8, acc2[2 * q + 1]);
+        for (int64_t j = 0; j < 16 && j0 + 16 * q + j < cols; j++) p2[j0 + 16 * q + j] = t[j];
     }
 }
 #endif
 
 static void colsum_chunk(int64_t r0, int64_t r1, int64_t cols, const qkt_real *X, const qkt_real *Y,
-                         const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p) {
+                         const qkt_real *sub, const qkt_real *mul, const qkt_real *G, qkt_real *U, double *p, double *p2) {
 #ifdef COLSUM_BLOCK_COLS
     if (cols <= COLSUM_BLOCK_COLS) { /* wider: a long row hides the chain of the row loop */
         for (int64_t j0 = 0; j0 < cols; j0 += 64) {
             int nv = (int)((cols - j0 + 15) / 16);
-            if (nv >= 4) colsum_cols(4, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
-            else if (nv == 3) colsum_cols(3, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
-            else if (nv == 2) colsum_cols(2, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
-            else colsum_cols(1, r0, r1, cols, j0, X, Y, sub, mul, G, U, p);
+            if (nv >= 4) colsum_cols(4, r0, r1, cols, j0, X, Y, sub, mul, G, U, p, p2);
+            else if (nv == 3) colsum_cols(3, r0, r1, cols, j0, X, Y, sub, mul, G, U, p, p2);
+            else if (nv == 2) colsum_cols(2, r0, r1, cols, j0, X, Y, sub, mul, G, U, p, p2);
+            else colsum_cols(1, r0, r1, cols, j0, X, Y, sub, mul, G, U, p, p2);
         }
         return;
     }
 #endif
-    colsum_chunk_rows(r0, r1, cols, X, Y, sub, mul, G, U, p);
+    colsum_chunk_rows(r0, r1, cols, X, Y, sub, mul, G, U, p, p2);
 }
 
-/* out[j] += sign sum_r t(r, j) (colsum_chunk's t): chunks of QKT_COLSUM_ROWS rows over the
- * threads, then the chunks' sums in order, so the bits do not depend on the thread count. */
-static void colsum_rows(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
-                        const qkt_real *mul, const qkt_real *G, qkt_real *U, qkt_real sign, qkt_real *out, double *part) {
-    int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
-#pragma omp parallel for if (rows * cols > QKT_PAR_MIN)
-    for (int64_t c = 0; c < nch; c++) {
-        int64_t r1 = (c + 1) * QKT_COLSUM_ROWS < rows ? (c + 1) * QKT_COLSUM_ROWS : rows;
-        colsum_chunk(c * QKT_COLSUM_ROWS, r1, cols, X, Y, sub, mul, G, U, part + c * cols);
-    }
+/* The chunks' sums part (nch x cols) in order into out[j] += sign sum. */
+static void colsum_finish(int64_t nch, int64_t cols, double *part, qkt_real sign, qkt_real *out) {
     for (int64_t c = 1; c < nch; c++) {
         const double *p = part + c * cols;
 #pragma omp simd
@@ -403,16 +410,33 @@ static void colsum_rows(int64_t rows, int64_t cols, const qkt_real *X, const qkt
     for (int64_t j = 0; j < cols; j++) out[j] += sign * (qkt_real)part[j];
 }
 
+/* out[j] += sign sum_r t(r, j) (colsum_chunk's t): chunks of QKT_COLSUM_ROWS rows over the
+ * threads, then the chunks' sums in order, so the bits do not depend on the thread count.
+ * With Y and out2, also out2[j] += sign sum_r X[r, j] in the same pass (part2 as part). */
+static void colsum_rows(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
+                        const qkt_real *mul, const qkt_real *G, qkt_real *U, qkt_real sign, qkt_real *out, double *part,
+                        qkt_real *out2, double *part2) {
+    int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
+    bool two = Y && out2;
+#pragma omp parallel for if (rows * cols > QKT_PAR_MIN)
+    for (int64_t c = 0; c < nch; c++) {
+        int64_t r1 = (c + 1) * QKT_COLSUM_ROWS < rows ? (c + 1) * QKT_COLSUM_ROWS : rows;
+        colsum_chunk(c * QKT_COLSUM_ROWS, r1, cols, X, Y, sub, mul, G, U, part + c * cols, two ? part2 + c * cols : NULL);
+    }
+    colsum_finish(nch, cols, part, sign, out);
+    if (two) colsum_finish(nch, cols, part2, sign, out2);
+}
+
 static void colsum(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
-                   const qkt_real *mul, qkt_real sign, qkt_real *out, double *part) {
-    colsum_rows(rows, cols, X, Y, sub, mul, NULL, NULL, sign, out, part);
+                   const qkt_real *mul, qkt_real sign, qkt_real *out, double *part, qkt_real *out2, double *part2) {
+    colsum_rows(rows, cols, X, Y, sub, mul, NULL, NULL, sign, out, part, out2, part2);
 }
 
 /* dU = G dH (elementwise) and out[j] += sum_r dU[r, j] in one pass: colsum's chunks and
  * order (Y NULL, sign 1), so the bits of binary_forward's product, then colsum of dU. */
 static void mul_colsum(int64_t rows, int64_t cols, const qkt_real *G, const qkt_real *dH, qkt_real *dU, qkt_real *out,
                        double *part) {
-    colsum_rows(rows, cols, dH, NULL, NULL, NULL, G, dU, 1, out, part);
+    colsum_rows(rows, cols, dH, NULL, NULL, NULL, G, dU, 1, out, part, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------- cross-entropy */

@@ -68,9 +68,10 @@ typedef struct qkt__kern {
     /* h = (x - mean) rstd, g = dy w:  dx (=|+=) rstd (g - mean(g) - h mean(g h)) */
     void (*layernorm_backward)(bool store, const qkt_real *x, const qkt_real *w, const qkt_real *dy, const qkt_real *mean,
                                const qkt_real *rstd, qkt_real *dx, int64_t rows, int C);
-    /* out[j] += sign sum_r X[r, j] f(r, j) (ops_internal.h's qkt__colsum); part: ceil(rows / 64) x cols doubles */
+    /* out[j] += sign sum_r X[r, j] f(r, j) (ops_internal.h's qkt__colsum); part: ceil(rows / 64) x cols doubles;
+     * with Y and out2 (else NULL), also out2[j] += sign sum_r X[r, j] in the same pass (part2 as part) */
     void (*colsum)(int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
-                   const qkt_real *mul, qkt_real sign, qkt_real *out, double *part);
+                   const qkt_real *mul, qkt_real sign, qkt_real *out, double *part, qkt_real *out2, double *part2);
     /* du = g dh elementwise and out[j] += sum_r du[r, j]: colsum's bits of du (part as colsum's) */
     void (*mul_colsum)(int64_t rows, int64_t cols, const qkt_real *g, const qkt_real *dh, qkt_real *du, qkt_real *out,
                        double *part);

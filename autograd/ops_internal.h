@@ -41,6 +41,10 @@ void qkt__gemm_bias_gelu(int M, int N, int K, const qkt_real *A, int lda, const 
                          qkt_real *C, qkt_real *G, int ldc);
 void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                  const qkt_real *mul, qkt_real sign, qkt_real *out);
+/* out[j] += sum_r X[r, j] ((Y[r, j] - sub[r]) mul[r]) and out2[j] += sum_r X[r, j] in one pass
+ * over X and Y (LayerNorm's gain and bias gradients): the bits of two qkt__colsum calls. */
+void qkt__colsum2(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
+                  const qkt_real *mul, qkt_real *out, qkt_real *out2);
 
 /* t's grad for an op that writes every element of it: when the buffer is new (*fresh),
  * it is NOT zeroed and the op must store (=) instead of accumulate (+=), which saves a

@@ -40,8 +40,10 @@ void qkt__layernorm_backward(qkt_ctx *ctx, qkt_node *n) {
         qkt__kern_get()->layernorm_backward(fresh, x->data, W, dY, s->mean, s->rstd, dX, rows, C);
     }
     /* dw_j = sum_r dy_rj (x_rj - mean_r) rstd_r,  db_j = sum_r dy_rj */
-    if (qkt__needs_grad(w)) qkt__colsum(ctx, rows, C, dY, x->data, s->mean, s->rstd, 1, qkt_grad(ctx, w));
-    if (qkt__needs_grad(b)) qkt__colsum(ctx, rows, C, dY, NULL, NULL, NULL, 1, qkt_grad(ctx, b));
+    bool gw = qkt__needs_grad(w), gb = qkt__needs_grad(b);
+    if (gw && gb) qkt__colsum2(ctx, rows, C, dY, x->data, s->mean, s->rstd, qkt_grad(ctx, w), qkt_grad(ctx, b));
+    else if (gw) qkt__colsum(ctx, rows, C, dY, x->data, s->mean, s->rstd, 1, qkt_grad(ctx, w));
+    else if (gb) qkt__colsum(ctx, rows, C, dY, NULL, NULL, NULL, 1, qkt_grad(ctx, b));
 }
 
 /* ---------------------------------------------------------------- RMSNorm */

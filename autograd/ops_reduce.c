@@ -36,5 +36,12 @@ void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, co
     int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
     if (nch == 0) return;
     double *part = qkt_arena_alloc(&ctx->arena, (size_t)(nch * cols) * sizeof *part);
-    qkt__kern_get()->colsum(rows, cols, X, Y, sub, mul, sign, out, part);
+    qkt__kern_get()->colsum(rows, cols, X, Y, sub, mul, sign, out, part, NULL, NULL);
+}
+void qkt__colsum2(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
+                  const qkt_real *mul, qkt_real *out, qkt_real *out2) {
+    int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
+    if (nch == 0) return;
+    double *part = qkt_arena_alloc(&ctx->arena, (size_t)(2 * nch * cols) * sizeof *part);
+    qkt__kern_get()->colsum(rows, cols, X, Y, sub, mul, 1, out, part, out2, part + nch * cols);
 }

@@ -169,9 +169,38 @@ static void test_colsum_width(int cols) {
     qkt_ctx_free(&ctx);
 }
 
+/* qkt__colsum2 (LayerNorm's gain and bias gradients in one pass) against two qkt__colsum
+ * calls, bit for bit, on 1 and 2 threads; rows not a multiple of the 64-row chunks, widths
+ * on both sides of the register blocks' 128 columns and with a masked tail. */
+static void test_colsum2_width(int cols) {
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 1 << 22, 1);
+    int rows = 1000;
+    size_t n = (size_t)rows * cols;
+    qkt_real *X = qkt_arena_alloc(&ctx.arena, sizeof(qkt_real) * n), *Y = qkt_arena_alloc(&ctx.arena, sizeof(qkt_real) * n);
+    qkt_real sub[1000], mul[1000], w1[300], b1[300], w2[300], b2[300];
+    qkt_rng r;
+    qkt_rng_seed(&r, 10);
+    for (size_t i = 0; i < n; i++) X[i] = (qkt_real)(qkt_rng_normal(&r) * 1e3), Y[i] = (qkt_real)qkt_rng_normal(&r);
+    for (int i = 0; i < rows; i++) sub[i] = (qkt_real)qkt_rng_normal(&r), mul[i] = (qkt_real)qkt_rng_uniform(&r);
+    for (int threads = 1; threads <= 2; threads++) {
+        qkt_set_threads(threads);
+        for (int j = 0; j < cols; j++) w1[j] = w2[j] = (qkt_real)j, b1[j] = b2[j] = (qkt_real)-j;
+        qkt__colsum(&ctx, rows, cols, X, Y, sub, mul, 1, w1);
+        qkt__colsum(&ctx, rows, cols, X, NULL, NULL, NULL, 1, b1);
+        qkt__colsum2(&ctx, rows, cols, X, Y, sub, mul, w2, b2);
+        EXPECT(memcmp(w1, w2, sizeof(qkt_real) * cols) == 0, "colsum2 cols=%d threads=%d: the gain sums differ", cols, threads);
+        EXPECT(memcmp(b1, b2, sizeof(qkt_real) * cols) == 0, "colsum2 cols=%d threads=%d: the bias sums differ", cols, threads);
+    }
+    qkt_set_threads(0);
+    qkt_ctx_free(&ctx);
+}
+
 static void test_colsum(void) {
     int widths[] = {37, 300}; /* on AVX-512: the register blocks (up to 128 columns) and the row loop */
     for (int w = 0; w < 2; w++) test_colsum_width(widths[w]);
+    int widths2[] = {32, 37, 128, 129, 300};
+    for (int w = 0; w < 5; w++) test_colsum2_width(widths2[w]);
 }
 
 /* qkt_gemm splits large products over the threads, by rows (M >= N) or columns, without
