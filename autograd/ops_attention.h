@@ -33,7 +33,7 @@ struct qkt__attn {
     uint64_t drop_seed;
 };
 
-/* The largest P (B H Tq Tk floats, Tk rounded up to BK) the forward keeps for the
+/* The largest P (B H Tq Tk reals, Tk rounded up to BK) the forward keeps for the
  * backward, which then reads it instead of recomputing z = s q.k and exp(z - m) / l per
  * key tile (the same floats either way). Larger, the backward recomputes it and the op's
  * memory stays linear in T. */

@@ -550,7 +550,7 @@ typedef struct qkt_attn_opts {
      * standard ones. No gradient (fixed slopes). */
     const qkt_real *alibi;
     /* false (default): the forward keeps P for the backward when it fits 8 MiB (B H Tq
-     * Tk floats, Tk rounded up to 32: short sequences), so the backward does not
+     * Tk reals, Tk rounded up to 32: short sequences), so the backward does not
      * recompute it; true: never kept, the backward recomputes P per key tile and the
      * op's memory stays linear in T. The same results bit for bit either way. */
     bool recompute_p;
