@@ -31,17 +31,20 @@ void qkt__sum_backward(qkt_ctx *ctx, qkt_node *n) { reduce_backward(ctx, n); }
 void qkt__mean_backward(qkt_ctx *ctx, qkt_node *n) { reduce_backward(ctx, n); }
 
 /* ---------------------------------------------------------------- column sums */
-void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
-                 const qkt_real *mul, qkt_real sign, qkt_real *out) {
+/* The kernel's column sums with their chunks' partial sums in the arena (a second block
+ * for out2). */
+static void colsums(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
+                    const qkt_real *mul, qkt_real sign, qkt_real *out, qkt_real *out2) {
     int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
     if (nch == 0) return;
-    double *part = qkt_arena_alloc(&ctx->arena, (size_t)(nch * cols) * sizeof *part);
-    qkt__kern_get()->colsum(rows, cols, X, Y, sub, mul, sign, out, part, NULL, NULL);
+    double *part = qkt_arena_alloc(&ctx->arena, (size_t)((out2 ? 2 : 1) * nch * cols) * sizeof *part);
+    qkt__kern_get()->colsum(rows, cols, X, Y, sub, mul, sign, out, part, out2, out2 ? part + nch * cols : NULL);
+}
+void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
+                 const qkt_real *mul, qkt_real sign, qkt_real *out) {
+    colsums(ctx, rows, cols, X, Y, sub, mul, sign, out, NULL);
 }
 void qkt__colsum2(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                   const qkt_real *mul, qkt_real *out, qkt_real *out2) {
-    int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
-    if (nch == 0) return;
-    double *part = qkt_arena_alloc(&ctx->arena, (size_t)(2 * nch * cols) * sizeof *part);
-    qkt__kern_get()->colsum(rows, cols, X, Y, sub, mul, 1, out, part, out2, part + nch * cols);
+    colsums(ctx, rows, cols, X, Y, sub, mul, 1, out, out2);
 }
