@@ -54,7 +54,10 @@ static bool blocked(const qkt__attn *a, int b, int i, int j) {
  * sum, so the captured P is exactly the softmax of the captured logits (rows sum to 1).
  * Not the kernel's saved m and 1/l: at huge logits (|z| ~ 1e8 after a diverging LR) the
  * float32 kernel's max and this recomputation differ by many units, and exp(z - m) with
- * the other's m gave "probabilities" of 1e20 (found as entropies of -7e25). */
+ * the other's m gave "probabilities" of 1e20 (found as entropies of -7e25).
+ * Per (b, h) the keys are copied once into a (d, Tk) double slab, so a row's dot
+ * products run side by side over the keys; each still sums its d products in order from
+ * 0. Each exp is taken once, and a logit of -inf (blocked) gives exactly 0 without it. */
 static void capture(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
     int Tq = a->Tq, Tk = a->Tk, ld = a->ld, d = a->d, H = a->H;
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if (worth_threads(a))
@@ -62,15 +65,24 @@ static void capture(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qk
         for (int h = 0; h < H; h++) {
             size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
             size_t poff = ((size_t)b * H + h) * Tq * Tk;
-            double *zr = qkt_malloc((size_t)Tk * sizeof *zr);
+            double *kt = qkt_malloc(((size_t)d + 2) * Tk * sizeof *kt), *dot = kt + (size_t)d * Tk, *zr = dot + Tk;
+            for (int j = 0; j < Tk; j++)
+                for (int c = 0; c < d; c++) kt[(size_t)c * Tk + j] = k[kbase + (size_t)j * ld + c];
             for (int i = 0; i < Tq; i++) {
+                /* keys past the causal limit are blocked: no dot product for them */
+                int jn = a->full ? Tk : i + a->off + 1 < 0 ? 0 : i + a->off + 1 < Tk ? i + a->off + 1 : Tk;
+                const qkt_real *qi = q + qbase + (size_t)i * ld;
+                for (int j = 0; j < jn; j++) dot[j] = 0;
+                for (int c = 0; c < d; c++) {
+                    const double qc = qi[c], *kc = kt + (size_t)c * Tk;
+#pragma omp simd
+                    for (int j = 0; j < jn; j++) dot[j] += qc * kc[j];
+                }
                 double mx = -INFINITY;
                 for (int j = 0; j < Tk; j++) {
                     qkt_real z = -INFINITY;
                     if (!blocked(a, b, i, j)) {
-                        double dot = 0;
-                        for (int c = 0; c < d; c++) dot += (double)q[qbase + (size_t)i * ld + c] * k[kbase + (size_t)j * ld + c];
-                        z = (qkt_real)(a->s[h] * dot);
+                        z = (qkt_real)(a->s[h] * dot[j]);
                         if (a->bias) z += a->bias[(size_t)b * a->bias_bstride + ((size_t)h * Tq + i) * Tk + j];
                         if (a->alibi) z -= a->alibi[h] * (qkt_real)abs(i + a->off - j);
                     }
@@ -79,13 +91,20 @@ static void capture(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qk
                     if (cap->logits) cap->logits[poff + (size_t)i * Tk + j] = z;
                 }
                 if (!cap->probs) continue;
+                qkt_real *pr = cap->probs + poff + (size_t)i * Tk;
+                if (!(mx > -INFINITY)) { /* a row with every key blocked: zeros */
+                    for (int j = 0; j < Tk; j++) pr[j] = 0;
+                    continue;
+                }
                 double sum = 0;
-                if (mx > -INFINITY)
-                    for (int j = 0; j < Tk; j++) sum += exp(zr[j] - mx);
-                for (int j = 0; j < Tk; j++) /* a row with every key blocked: zeros */
-                    cap->probs[poff + (size_t)i * Tk + j] = mx > -INFINITY ? (qkt_real)(exp(zr[j] - mx) / sum) : 0;
+                for (int j = 0; j < Tk; j++) {
+                    double e = zr[j] == -INFINITY ? 0 : exp(zr[j] - mx); /* exp(-inf - mx) is 0 */
+                    zr[j] = e;
+                    sum += e;
+                }
+                for (int j = 0; j < Tk; j++) pr[j] = (qkt_real)(zr[j] / sum);
             }
-            free(zr);
+            free(kt);
         }
 }
 

@@ -108,6 +108,7 @@ qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int 
          * copied, every tensor repointed; the new tensor starts at zero. */
         size_t bytes = (size_t)p->size * sizeof(qkt_real);
         qkt_real *data = qkt_calloc(1, bytes), *grad = qkt_calloc(1, bytes);
+        qkt__big_pages(data, bytes), qkt__big_pages(grad, bytes);
         if (old) {
             memcpy(data, p->data, (size_t)old * sizeof(qkt_real));
             memcpy(grad, p->grad, (size_t)old * sizeof(qkt_real));
@@ -126,6 +127,7 @@ void qkt_params_finalize(qkt_params *p) {
     size_t bytes = (size_t)(p->size ? p->size : 1) * sizeof(qkt_real);
     p->data = qkt_calloc(1, bytes);
     p->grad = qkt_calloc(1, bytes);
+    qkt__big_pages(p->data, bytes), qkt__big_pages(p->grad, bytes);
     repoint(p);
     p->finalized = true;
 }

@@ -320,9 +320,10 @@ double qkt_data_accuracy(const qkt_real *logits, const int32_t *targets, int64_t
     for (int64_t r = 0; r < n_rows; r++) {
         if (targets[r] == QKT_IGNORE) continue;
         const qkt_real *x = logits + r * V;
-        int best = 0;
+        int best = 0; /* the first largest; a NaN compares false (at 0 it stays) */
+        qkt_real bv = x[0];
         for (int j = 1; j < V; j++)
-            if (x[j] > x[best]) best = j;
+            if (x[j] > bv) bv = x[j], best = j;
         counted++, correct += best == targets[r];
     }
     if (n_counted) *n_counted = counted;

@@ -265,8 +265,8 @@ static double logit_grad_norm(qkt_trainer *t) {
     return sqrt(s);
 }
 
-/* At init: validation loss and attention stats, then the gradients of one step (the
- * update itself is not used). */
+/* At init: validation loss and attention stats, then the gradients of one step, without
+ * its update (nothing reads it: the cell ends here). */
 static void run_init(qkt_trainer *t, const qkt_cell *cell, qkt_attn_stats *st, qkt_buf *b, cell_flops *fl) {
     const int L = t->gpt.cfg.n_layer, H = t->gpt.cfg.n_head;
     qkt_eval ev = {.heads = st};
@@ -275,7 +275,7 @@ static void run_init(qkt_trainer *t, const qkt_cell *cell, qkt_attn_stats *st, q
     count_forward(fl, t, 2 * INIT_BATCH);
     row(b, cell, 0, QKT_METRIC_VAL_LOSS, -1, -1, ev.loss);
     stats_rows(b, cell, 0, st, L, H);
-    qkt_trainer_step(t, &ss);
+    qkt_trainer_grads(t, &ss);
     count_step(fl, t);
     row(b, cell, 0, QKT_METRIC_GRAD_NORM_WQ, -1, -1, ss.grad_norm_wq);
     row(b, cell, 0, QKT_METRIC_GRAD_NORM_WK, -1, -1, ss.grad_norm_wk);

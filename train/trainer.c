@@ -71,7 +71,7 @@ static double qk_grad_norm(const qkt_gpt *g, int which) {
     return sqrt(s);
 }
 
-void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
+void qkt_trainer_grads(qkt_trainer *t, qkt_step_stats *st) {
     int B = t->cfg.batch_size;
     if (t->data) qkt_data_batch(t->data, QKT_SPLIT_TRAIN, B, t->idx, t->tgt, NULL);
     t->ctx.training = true;
@@ -82,6 +82,10 @@ void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
     st->grad_norm = qkt_clip_grad_norm(&t->gpt.params, t->cfg.grad_clip);
     st->lr = qkt_schedule_lr(&t->sched, t->step);
     st->finite = isfinite(st->loss) && isfinite(st->grad_norm);
+}
+
+void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st) {
+    qkt_trainer_grads(t, st);
     if (st->finite) qkt_optim_step(&t->opt, st->lr);
     t->step++;
 }

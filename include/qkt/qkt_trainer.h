@@ -100,6 +100,11 @@ void qkt_trainer_share_state(qkt_trainer *t, int root);
 /* One step: batch (from the data source, if any), forward, backward, clip, update
  * (skipped when not finite). */
 void qkt_trainer_step(qkt_trainer *t, qkt_step_stats *st);
+/* A step's first part, without the update: the batch drawn as qkt_trainer_step draws
+ * it, forward, backward and clip. The model's grads hold the clipped gradient; the
+ * parameters, the optimizer state and t->step stay. st->lr is the rate the update would
+ * use. Collective like qkt_trainer_step under qkt_trainer_distribute. */
+void qkt_trainer_grads(qkt_trainer *t, qkt_step_stats *st);
 
 typedef struct qkt_eval {
     double loss, acc;            /* mean over batches (accuracy over answer positions) */

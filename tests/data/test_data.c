@@ -506,6 +506,12 @@ static void test_accuracy(void) {
     EXPECT_NEAR(qkt_data_accuracy_tokens(pred, tg, 4, &n), 2.0 / 3, 1e-12);
     int32_t none[4] = {-1, -1, -1, -1};
     EXPECT(qkt_data_accuracy(logits, none, 4, 3, &n) == 0 && n == 0, "nothing counted");
+    /* NaN compares false: one at 0 is never beaten, one later never wins; the first of
+     * equal largest values wins. */
+    qkt_real nl[12] = {NAN, 7, 8, 1, NAN, 2, 4, 9, 9, 5, 5, 1};
+    int32_t t0[4] = {0, 2, 1, 0}, t1[4] = {2, 0, 2, 1};
+    EXPECT(qkt_data_accuracy(nl, t0, 4, 3, &n) == 1.0 && n == 4, "argmax with NaN and ties: %g", qkt_data_accuracy(nl, t0, 4, 3, &n));
+    EXPECT(qkt_data_accuracy(nl, t1, 4, 3, &n) == 0.0 && n == 4, "argmax with NaN and ties: %g", qkt_data_accuracy(nl, t1, 4, 3, &n));
     /* Sequences: B = 2 rows of T = 2: row 0 = (2 right, ignored) all right; row 1 = (0 right, 1 wrong). */
     EXPECT_NEAR(qkt_data_seq_accuracy(logits, tg, 2, 2, 3), 0.5, 1e-12);
     tg[3] = 2;
