@@ -91,9 +91,10 @@ static QKT_NORETURN void nomem(size_t n, const char *file, int line) {
  * of a block of 2 MiB or more, a hint only. A fresh model's first touch of its store then
  * faults 2 MiB at a time, not 4 KiB: in a virtual machine, where each fault is dear, the
  * study's GPT-at-init cell at d_k 512 (25M parameters) made 56763 page faults and took
- * 1.40 CPU-s, and 2482 and 1.10-1.23 with the hint (docs/performance.md, "What was
- * changed", 13). Only the store: the step arena's blocks, marked too, made the study's
- * training cells slower when two ran side by side. The values are the same either way. */
+ * 1.40 CPU-s, and 8220-8729 and 1.16-1.23 with the hint (docs/performance.md, "What was
+ * changed", 13). Only the store: with the step arena's blocks marked too, the study's
+ * training cells ran 1.4-1.6 times slower in two runs, cause not settled. The values
+ * are the same either way. */
 void qkt__big_pages(void *p, size_t n) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     enum { BIG_PAGE = 2 << 20 };
