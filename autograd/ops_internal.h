@@ -46,9 +46,6 @@ void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, co
 void qkt__colsum2(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                   const qkt_real *mul, qkt_real *out, qkt_real *out2);
 
-/* Marks a block of the parameter store for transparent huge pages where the kernel has
- * them (rt_error.c): a hint, the values are the same. */
-void qkt__big_pages(void *p, size_t n);
 /* t's grad for an op that writes every element of it: when the buffer is new (*fresh),
  * it is NOT zeroed and the op must store (=) instead of accumulate (+=), which saves a
  * memset and a read per element. Parameters' grads are never fresh. */

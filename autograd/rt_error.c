@@ -7,13 +7,9 @@
 
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 #ifdef QKT_DOUBLE
 const int qkt_abi_float64__link_with_libqkt64 = 64;
@@ -84,27 +80,6 @@ QKT_NORETURN void qkt_fatal(const char *file, int line, const char *cond, const 
 /* ---------------------------------------------------------------- allocation */
 static QKT_NORETURN void nomem(size_t n, const char *file, int line) {
     qkt_fatalf(QKT_FATAL_NOMEM, "out of memory: %zu bytes requested at %s:%d", n, file, line);
-}
-
-/* The parameter store's values and grads are marked for transparent huge pages where the
- * kernel has them (Linux's THP in "madvise" mode; else nothing): the 2 MiB-aligned inside
- * of a block of 2 MiB or more, a hint only. A fresh model's first touch of its store then
- * faults 2 MiB at a time, not 4 KiB: in a virtual machine, where each fault is dear, the
- * study's GPT-at-init cell at d_k 512 (25M parameters) made 56763 page faults and took
- * 1.40 CPU-s, and 8220-8729 and 1.16-1.23 with the hint (docs/performance.md, "What was
- * changed", 13). Only the store: with the step arena's blocks marked too, the study's
- * training cells ran 1.4-1.6 times slower in two runs, cause not settled. The values
- * are the same either way. */
-void qkt__big_pages(void *p, size_t n) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    enum { BIG_PAGE = 2 << 20 };
-    if (!p || n < BIG_PAGE) return;
-    uintptr_t a = ((uintptr_t)p + BIG_PAGE - 1) & ~(uintptr_t)(BIG_PAGE - 1);
-    uintptr_t b = ((uintptr_t)p + n) & ~(uintptr_t)(BIG_PAGE - 1);
-    if (b > a) (void)madvise((void *)a, b - a, MADV_HUGEPAGE); /* refused: 4 KiB pages, as without it */
-#else
-    (void)p, (void)n;
-#endif
 }
 
 void *qkt__malloc(size_t n, const char *file, int line) {
