@@ -140,6 +140,23 @@ void qkt__gemm_bias(int M, int N, int K, const qkt_real *A, int lda, const qkt_r
     gemm_run(false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, NULL);
 }
 
+/* The residual epilogue (qkt__gemm_bias_add): c = r + c, r laid out like C; the bits
+ * of qkt_add(r, c) (the same float add, r the first operand). */
+static void residual_epilogue(qkt_real *c, qkt_real *r, int rows, int cols, int ldc) {
+    for (int i = 0; i < rows; i++) {
+        qkt_real *ci = c + (size_t)i * ldc;
+        const qkt_real *ri = r + (size_t)i * ldc;
+#pragma omp simd
+        for (int j = 0; j < cols; j++) ci[j] = ri[j] + ci[j];
+    }
+}
+
+void qkt__gemm_bias_add(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
+                        const qkt_real *R, qkt_real *C, int ldc) {
+    qkt__gemm_epi e = {residual_epilogue, (qkt_real *)R}; /* read only: the epilogue's aux is not const for GELU's g */
+    gemm_run(false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, &e);
+}
+
 void qkt__gemm_bias_gelu(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
                          qkt_real *C, qkt_real *G, int ldc) {
     qkt__gemm_epi e = {qkt__kern_get()->gelu_epilogue, G};

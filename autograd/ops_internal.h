@@ -39,6 +39,10 @@ void qkt__gemm_bias(int M, int N, int K, const qkt_real *A, int lda, const qkt_r
  * qkt__gemm_bias, then gelu_forward and gelu_backward's factor. */
 void qkt__gemm_bias_gelu(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
                          qkt_real *C, qkt_real *G, int ldc);
+/* The same, then C = R + C with R laid out like C (ldc), each block of C as its sums are
+ * complete: the bits of qkt__gemm_bias, then qkt_add(R, C). */
+void qkt__gemm_bias_add(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
+                        const qkt_real *R, qkt_real *C, int ldc);
 void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                  const qkt_real *mul, qkt_real sign, qkt_real *out);
 /* out[j] += sum_r X[r, j] ((Y[r, j] - sub[r]) mul[r]) and out2[j] += sum_r X[r, j] in one pass

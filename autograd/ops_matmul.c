@@ -109,7 +109,9 @@ void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
 /* The names an affine-shaped op's usage errors give: its own, then its two shape checks. */
 static const struct {
     const char *op, *xw, *wb;
-} affine_names[] = {{"affine", "affine (x, W)", "affine (W, b)"}, {"affine_gelu", "affine_gelu (x, W)", "affine_gelu (W, b)"}};
+} affine_names[] = {{"affine", "affine (x, W)", "affine (W, b)"},
+                    {"affine_gelu", "affine_gelu (x, W)", "affine_gelu (W, b)"},
+                    {"affine_add", "affine_add (x, W)", "affine_add (W, b)"}};
 
 /* x (..., in), W (out, in) and b (out) or NULL, checked for op affine_names[k]; y's shape
  * (x's with out last) into shape. Returns x's rows. */
@@ -149,6 +151,44 @@ static void affine_backward_dy(qkt_ctx *ctx, const qkt_node *n, const qkt_real *
 }
 
 void qkt__affine_backward(qkt_ctx *ctx, qkt_node *n) { affine_backward_dy(ctx, n, n->out->grad, false); }
+
+/* ---------------------------------------------------------------- affine + residual (an output projection) */
+/* y = r + (x W^T + b) in one node: the product's epilogue adds r to each block of sums
+ * while it is in cache (kern_gemm.c), so x W^T + b is never a tensor and no pass adds r.
+ * The bits of qkt_add(r, qkt_affine(x, W, b)) on every path and thread count. */
+qkt_tensor *qkt_affine_add(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b, qkt_tensor *r) {
+    int shape[QKT_MAX_DIMS];
+    int64_t rows = affine_shape(ctx, 2, x, w, b, shape);
+    qkt__check_live(ctx, "affine_add", r, 3, false);
+    int in = w->shape[1], out = w->shape[0];
+    bool fits = r->ndim == x->ndim && !memcmp(r->shape, shape, (size_t)x->ndim * sizeof *shape);
+    QKT_CHECK_SHAPES(fits, "affine_add (x, r: r must have the shape of x W^T)", x, r);
+    qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
+    qkt__gemm_bias_add((int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, r->data, y->data, out);
+    qkt_op_record(ctx, QKT_OP_AFFINE_ADD, y, 4, (qkt_tensor *[]){x, w, b, r});
+    qkt_op_done(ctx, QKT_OP_AFFINE_ADD, y);
+    return y;
+}
+
+/* As the residual add's backward, then the affine's: r's grad is dy's buffer itself when r
+ * has none yet (the buffer changes hands: y's grad would be released after this backward;
+ * not with keep_grads, nor when r is x, whose dx the product below adds into), else dr
+ * (=|+=) dy; then dx, dW, db from dy. */
+void qkt__affine_add_backward(qkt_ctx *ctx, qkt_node *n) {
+    qkt_tensor *x = n->in[0], *r = n->in[3];
+    const qkt_real *dY = n->out->grad;
+    if (qkt__needs_grad(r)) {
+        if (!r->grad && !r->is_param && !ctx->keep_grads && r != x) {
+            r->grad = n->out->grad;
+            n->out->grad = NULL;
+        } else {
+            bool fresh;
+            qkt_real *dR = qkt__grad_out(ctx, r, &fresh);
+            qkt__kern_get()->binary_backward_a(QKT_OP_ADD, fresh, dY, NULL, dR, r->size, r->size);
+        }
+    }
+    affine_backward_dy(ctx, n, dY, false);
+}
 
 /* ---------------------------------------------------------------- affine + GELU (an MLP's c_fc) */
 /* h = gelu(x W^T + b) in one node: the product's epilogue turns each block of sums into

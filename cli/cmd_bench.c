@@ -11,6 +11,8 @@
  *
  * --ops times the library's pieces outside the products instead, a line each:
  *   qkt op NAME threads=N elements=E ms=X isa=P          (forward and backward of one op)
+ *   qkt residual NAME threads=N rows=R width=C ms=X isa=P (a residual add after an output
+ *                                                         projection, fused or not)
  *   qkt adamw threads=N params=P ms=X ns_per_param=Y isa=P  (one qkt_optim_step)
  * each the best of --steps timed repetitions after --warmup untimed ones. */
 #include <math.h>
@@ -121,11 +123,57 @@ static void ops_once(void *user) {
 }
 static void adamw_once(void *user) { qkt_optim_step(user, 1e-3); }
 
+
 /* Values in [0.5, 1.5): no op meets a zero or a non-finite value. */
 static void ops_fill(qkt_tensor *t, uint64_t seed) {
     qkt_rng g;
     qkt_rng_seed(&g, seed);
     qkt_init_uniform(t, &g, 0.5, 1.5);
+}
+
+/* --ops, the residual add after a block's output projection, forward and backward:
+ * qkt_add(r, qkt_affine(h, W, b)) ("affine_then_add") against qkt_affine_add(h, W, b, r)
+ * ("affine_add", what qkt_block_forward records without dropout), r and h computed (the
+ * residual stream and the projection's input are never leaves), at the bench's rows and
+ * the widths of cell32 and cell128. */
+typedef struct {
+    qkt_ctx *ctx;
+    bool fused;
+    qkt_tensor *h0, *w, *b, *r0;
+    const qkt_real *seed;
+} residual_run;
+static void residual_once(void *user) {
+    residual_run *u = user;
+    qkt_tensor *h = qkt_scale(u->ctx, u->h0, 1), *r = qkt_scale(u->ctx, u->r0, 1);
+    qkt_tensor *y = u->fused ? qkt_affine_add(u->ctx, h, u->w, u->b, r) : qkt_add(u->ctx, r, qkt_affine(u->ctx, h, u->w, u->b));
+    qkt_backward(u->ctx, y, u->seed);
+    qkt_ctx_reset(u->ctx);
+}
+
+static void bench_residual(int threads, int warmup, int steps) {
+    const int rows = OPS_B * OPS_T, widths[] = {32, 128};
+    for (int i = 0; i < 2; i++) {
+        int C = widths[i];
+        qkt_params p;
+        qkt_params_init(&p);
+        qkt_tensor *h0 = qkt_params_add(&p, "h", QKT_SHAPE(rows, C), 0), *w = qkt_params_add(&p, "w", QKT_SHAPE(C, C), 0);
+        qkt_tensor *b = qkt_params_add(&p, "b", QKT_SHAPE(C), 0), *r0 = qkt_params_add(&p, "r", QKT_SHAPE(rows, C), 0);
+        qkt_params_finalize(&p);
+        ops_fill(h0, 5), ops_fill(w, 6), ops_fill(b, 7), ops_fill(r0, 8);
+        qkt_real *seed = qkt_malloc((size_t)rows * C * sizeof *seed);
+        for (int64_t j = 0; j < (int64_t)rows * C; j++) seed[j] = 1;
+        qkt_ctx ctx;
+        qkt_ctx_init(&ctx, 0, 1);
+        for (int fused = 0; fused < 2; fused++) {
+            residual_run u = {&ctx, fused, h0, w, b, r0, seed};
+            double s = best_time(residual_once, &u, warmup, steps);
+            printf("qkt residual %s threads=%d rows=%d width=%d ms=%.3f isa=%s\n", fused ? "affine_add" : "affine_then_add",
+                   threads, rows, C, s * 1e3, qkt_isa_name());
+        }
+        qkt_ctx_free(&ctx);
+        free(seed);
+        qkt_params_free(&p);
+    }
 }
 
 static void bench_ops(int threads, int warmup, int steps) {
@@ -151,6 +199,7 @@ static void bench_ops(int threads, int warmup, int steps) {
         free(seed);
         qkt_params_free(&p);
     }
+    bench_residual(threads, warmup, steps);
     /* AdamW over 2^20 parameters (the store's one loop per decay run) and over 10.5M (medium's size: memory bound) */
     const int64_t sizes[] = {(int64_t)1 << 20, 10485760};
     for (int i = 0; i < 2; i++) {
@@ -209,7 +258,7 @@ static int parse(int argc, char **argv, bench_args *a) {
         {"sgemm-peak", QKT_FLAG_BOOL, &a->want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
         {"peak-n", QKT_FLAG_INT, &a->peak_n, "matrix size for the sgemm peak", BENCH_MIN_PEAK_N, BENCH_MAX_PEAK_N, true, false},
         {"gemm-shapes", QKT_FLAG_BOOL, &a->want_shapes, "time the config's step products (each linear layer's forward, dx, dw) instead of the step", 1, 0, false, false},
-        {"ops", QKT_FLAG_BOOL, &a->want_ops, "time the elementwise ops (forward and backward) and AdamW instead of a step (best of --steps)", 1, 0, false, false},
+        {"ops", QKT_FLAG_BOOL, &a->want_ops, "time the elementwise ops and the residual add, fused or not (forward and backward), and AdamW instead of a step (best of --steps)", 1, 0, false, false},
         {"peak", QKT_FLAG_DOUBLE, &a->peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, BENCH_MAX_PEAK, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);

@@ -57,7 +57,8 @@ void qkt_attn_split(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *packed, qkt_att
     io->packed = NULL, io->q = qkv[0], io->k = qkv[1], io->v = qkv[2];
 }
 
-qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const qkt_attn_call *call) {
+/* The attention of x, then c_proj; r (or NULL) added in c_proj's product. */
+static qkt_tensor *attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const qkt_attn_call *call, qkt_tensor *r) {
     int C = a->n_embd;
     QKT_CHECK(x->ndim == 3 && x->shape[2] == C, "attention input must be (B, T, %d), got %d dims, last %d", C, x->ndim,
               x->shape[x->ndim - 1]);
@@ -87,5 +88,15 @@ qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, con
     o.log_scale = io.log_scale;
     if (io.packed) y = qkt_attention_qkv(ctx, io.packed, a->n_head, &o); /* reads q, k, v in place: no split copies */
     else y = qkt_attention(ctx, io.q, io.k, io.v, a->n_head, &o);
-    return qkt_linear_forward(ctx, &a->c_proj, y); /* y (B, T, C), heads merged */
+    /* y (B, T, C), heads merged */
+    return r ? qkt_linear_forward_add(ctx, &a->c_proj, y, r) : qkt_linear_forward(ctx, &a->c_proj, y);
+}
+
+qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const qkt_attn_call *call) {
+    return attn_forward(ctx, a, x, call, NULL);
+}
+
+qkt_tensor *qkt_attn_forward_add(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const qkt_attn_call *call, qkt_tensor *r) {
+    QKT_CHECK(r, "qkt_attn_forward_add: the residual r is NULL");
+    return attn_forward(ctx, a, x, call, r);
 }

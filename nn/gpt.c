@@ -30,6 +30,11 @@ static void block_advance(const qkt_block *b) {
 
 qkt_tensor *qkt_block_forward(qkt_ctx *ctx, const qkt_block *b, qkt_tensor *x, const qkt_attn_call *call) {
     if (ctx->training && !ctx->no_grad && !(call && call->hold_state)) block_advance(b);
+    if (!ctx->training || b->dropout == 0) { /* dropout is the identity: each residual add in its
+                                                * output projection's product (the same bits) */
+        x = qkt_attn_forward_add(ctx, &b->attn, qkt_ln_forward(ctx, &b->ln_1, x), call, x);
+        return qkt_mlp_forward_add(ctx, &b->mlp, qkt_ln_forward(ctx, &b->ln_2, x), x);
+    }
     qkt_tensor *a = qkt_attn_forward(ctx, &b->attn, qkt_ln_forward(ctx, &b->ln_1, x), call);
     x = qkt_add(ctx, x, qkt_dropout(ctx, a, b->dropout));
     qkt_tensor *m = qkt_mlp_forward(ctx, &b->mlp, qkt_ln_forward(ctx, &b->ln_2, x));

@@ -28,6 +28,10 @@ qkt_tensor *qkt_linear_forward(qkt_ctx *ctx, const qkt_linear *l, qkt_tensor *x)
     return qkt_affine(ctx, x, qkt_linear_weight(ctx, l), l->bias);
 }
 
+qkt_tensor *qkt_linear_forward_add(qkt_ctx *ctx, const qkt_linear *l, qkt_tensor *x, qkt_tensor *r) {
+    return qkt_affine_add(ctx, x, qkt_linear_weight(ctx, l), l->bias, r);
+}
+
 /* ---------------------------------------------------------------- Embedding */
 void qkt_embed_add(qkt_embed *e, qkt_params *p, const char *name, int n, int C) {
     e->weight = add_param(p, name, "", 2, (int[]){n, C}, QKT_PARAM_DECAY);
@@ -77,10 +81,19 @@ void qkt_mlp_add(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool bias
     qkt_mlp_add_kind(m, p, prefix, C, bias, QKT_MLP_GELU);
 }
 
-/* GELU: c_fc and the GELU as one op (qkt_affine_gelu: the same bits, one pass fewer). */
-qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x) {
-    if (!m->swiglu) return qkt_linear_forward(ctx, &m->c_proj, qkt_affine_gelu(ctx, x, qkt_linear_weight(ctx, &m->c_fc), m->c_fc.bias));
-    return qkt_linear_forward(ctx, &m->c_proj, qkt_swiglu(ctx, qkt_linear_forward(ctx, &m->c_fc, x)));
+/* GELU: c_fc and the GELU as one op (qkt_affine_gelu: the same bits, one pass fewer).
+ * r (or NULL): added in c_proj's product. */
+static qkt_tensor *mlp(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x, qkt_tensor *r) {
+    qkt_tensor *h = m->swiglu ? qkt_swiglu(ctx, qkt_linear_forward(ctx, &m->c_fc, x))
+                              : qkt_affine_gelu(ctx, x, qkt_linear_weight(ctx, &m->c_fc), m->c_fc.bias);
+    return r ? qkt_linear_forward_add(ctx, &m->c_proj, h, r) : qkt_linear_forward(ctx, &m->c_proj, h);
+}
+
+qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x) { return mlp(ctx, m, x, NULL); }
+
+qkt_tensor *qkt_mlp_forward_add(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x, qkt_tensor *r) {
+    QKT_CHECK(r, "qkt_mlp_forward_add: the residual r is NULL");
+    return mlp(ctx, m, x, r);
 }
 
 /* ---------------------------------------------------------------- SwiGLU */

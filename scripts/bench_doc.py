@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Measures the pieces the docs time with `qkt bench` and writes those figures: the elementwise ops
-(docs/autograd.md, "ops-times"), AdamW (docs/optim.md, "adamw-times") and data-parallel replicas
+(docs/autograd.md, "ops-times"), the residual add in the output projection's product (docs/autograd.md,
+"residual-times"), AdamW (docs/optim.md, "adamw-times") and data-parallel replicas
 within one process (docs/train.md, "replicas-times").
 
 usage: scripts/bench_doc.py BUILD_DIR      (e.g. build: the default build)
@@ -30,6 +31,8 @@ def run(qkt, threads):
         kv = dict(x.split("=", 1) for x in f[2:] if "=" in x) if len(f) > 2 else {}
         if f[:2] == ["qkt", "op"]:
             rows[("op", f[2])] = kv
+        elif f[:2] == ["qkt", "residual"]:
+            rows[("residual", f[2], kv["width"])] = kv
         elif f[:2] == ["qkt", "adamw"]:
             rows[("adamw", kv["params"])] = kv
     return rows
@@ -75,6 +78,18 @@ def main():
            % (n, ms(1, "mul_same"), ms(1, "add_bias"), ms(1, "add_bias_first"), ms(1, "mul_bt1"), ms(1, "div_same"), how))
     write_section("docs/autograd.md", "ops-times", "bench_doc.py", ops)
 
+    def res(width, name):
+        return float(best[1][("residual", name, width)]["ms"])
+
+    rows = best[1][("residual", "affine_add", "32")]["rows"]
+    resid = ("A residual add after an output projection, forward plus backward on %s rows, one thread (the projection's "
+             "input and the residual computed, as in a block): width 32, `qkt_add(r, qkt_affine(h, W, b))` %.3f ms and "
+             "`qkt_affine_add(h, W, b, r)` %.3f ms (%.2fx); width 128, %.3f ms and %.3f ms (%.2fx). %s\n"
+             % (rows, res("32", "affine_then_add"), res("32", "affine_add"), res("32", "affine_then_add") / res("32", "affine_add"),
+                res("128", "affine_then_add"), res("128", "affine_add"), res("128", "affine_then_add") / res("128", "affine_add"),
+                how))
+    write_section("docs/autograd.md", "residual-times", "bench_doc.py", resid)
+
     small, big = "1048576", "10485760"
     a1, a2 = best[1][("adamw", big)], best[2][("adamw", big)]
     adamw = ("One AdamW step (`qkt_optim_step`, half the parameters decayed) over 2^20 parameters: %.2f ns per parameter on "
@@ -92,7 +107,7 @@ def main():
             rep += "| %s | %d | %.2f | %.2f | %.2f |\n" % (config, t, a, b, b / a)
     rep += "\n" + how.replace("(`qkt bench --ops`: best of 31 repetitions, best of %d rounds; " % ROUNDS, "(") + "\n"
     write_section("docs/train.md", "replicas-times", "bench_doc.py", rep)
-    print(ops + adamw + rep, end="")
+    print(ops + resid + adamw + rep, end="")
 
 
 if __name__ == "__main__":

@@ -425,6 +425,10 @@ qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b
 /* y = gelu(x W^T + b), qkt_gelu(qkt_affine(x, W, b)) bit for bit in one node: GELU is
  * applied to each block of the product as it is done, gelu' kept for backward (an MLP's c_fc). */
 qkt_tensor *qkt_affine_gelu(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b);
+/* y = r + (x W^T + b), r of y's shape: qkt_add(r, qkt_affine(x, W, b)) bit for bit in one
+ * node: r is added to each block of the product as it is done, and backward hands dy to r
+ * (a residual connection's output projection). */
+qkt_tensor *qkt_affine_add(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b, qkt_tensor *r);
 
 /* y = a + b, a - b, a * b, with NumPy broadcasting (see qkt_div below): e.g. a bias (C)
  * on (B, T, C), (B, T, 1) * (B, T, C), (2, 1) + (1, 3), a scalar. Grads sum over the

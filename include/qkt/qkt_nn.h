@@ -132,6 +132,8 @@ typedef struct qkt_linear {
 /* Registers `<prefix>.weight` (out, in) with QKT_PARAM_DECAY and, if bias, `<prefix>.bias`. */
 void qkt_linear_add(qkt_linear *l, qkt_params *p, const char *prefix, int in, int out, bool bias);
 qkt_tensor *qkt_linear_forward(qkt_ctx *ctx, const qkt_linear *l, qkt_tensor *x);
+/* r + qkt_linear_forward(x) bit for bit, in one node (qkt_affine_add): r of the output's shape. */
+qkt_tensor *qkt_linear_forward_add(qkt_ctx *ctx, const qkt_linear *l, qkt_tensor *x, qkt_tensor *r);
 
 /* Spectral reparametrisation (Zhai et al. 2023, sigmaReparam). For nb row blocks of
  * `rows` rows of w (out, in):  W_hat_m = gamma_m / sigma_m W_m,  sigma_m = ||W_m u_m|| (>= 1e-12),
@@ -189,6 +191,8 @@ void qkt_mlp_add_kind(qkt_mlp *m, qkt_params *p, const char *prefix, int C, bool
 /* y = silu(a) * b = a sigmoid(a) b for x = [a | b] on the last axis (..., 2F) -> (..., F); fused. */
 qkt_tensor *qkt_swiglu(qkt_ctx *ctx, qkt_tensor *x);
 qkt_tensor *qkt_mlp_forward(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x);
+/* r + qkt_mlp_forward(x) bit for bit, r added in c_proj's product (qkt_linear_forward_add). */
+qkt_tensor *qkt_mlp_forward_add(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x, qkt_tensor *r);
 
 /* Causal multi-head self-attention, x (B, T, C) -> (B, T, C):
  *   q, k, v = split(c_attn(x));  [the variant's forward hook may change q, k (qk_layernorm,
@@ -228,6 +232,8 @@ typedef struct qkt_attn_call {
  * persistent state (its `advance` hook), unless call->hold_state. (The block forward
  * advances its sigmaReparam Linears the same way.) */
 qkt_tensor *qkt_attn_forward(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const qkt_attn_call *call);
+/* r + qkt_attn_forward(x) bit for bit, r added in c_proj's product (qkt_linear_forward_add). */
+qkt_tensor *qkt_attn_forward_add(qkt_ctx *ctx, const qkt_attn *a, qkt_tensor *x, const qkt_attn_call *call, qkt_tensor *r);
 
 /* ---------------------------------------------------------------- the variant registry */
 /* A scale variant is a registry entry: the built-ins are registered this way too

@@ -20,6 +20,21 @@ static qkt_tensor *f_affine(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) 
 static qkt_tensor *f_affine_gelu(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
     return qkt_affine_gelu(ctx, x[0], x[1], c->flags ? NULL : x[2]);
 }
+/* r + x W^T + b. flags: 0 r an input; 1 no bias; 2 r = x (W square); 3 r computed, so
+ * its grad is dy's buffer handed over; 4 r computed and also used after, so its grad
+ * exists when the fused op's backward runs (dr += dy). */
+static qkt_tensor *f_affine_add(qkt_ctx *ctx, qkt_tensor **x, const qkt_gc_case *c) {
+    switch (c->flags) {
+    case 1: return qkt_affine_add(ctx, x[0], x[1], NULL, x[2]);
+    case 2: return qkt_affine_add(ctx, x[0], x[1], x[2], x[0]);
+    case 3: return qkt_affine_add(ctx, x[0], x[1], x[2], qkt_scale(ctx, x[3], 0.7));
+    case 4: {
+        qkt_tensor *r = qkt_scale(ctx, x[3], 0.7);
+        return qkt_mul(ctx, qkt_affine_add(ctx, x[0], x[1], x[2], r), r);
+    }
+    default: return qkt_affine_add(ctx, x[0], x[1], x[2], x[3]);
+    }
+}
 /* A chain whose intermediate grads are all new when first written (the ops store
  * instead of accumulating into unzeroed buffers): affine, GELU, LayerNorm, mul, add,
  * attention on a packed qkv, each on a computed input. x0 (2, 5, 6), W (18, 6), b (18). */
@@ -220,6 +235,11 @@ static const qkt_gc_case op_cases[] = {
     CASE("affine no bias, 2d", f_affine, TOL, 1, 2, .ndim = {2, 2}, .shape = {{33, 4}, {3, 4}}),
     CASE("affine_gelu x W^T + b", f_affine_gelu, TOL, 0, 3, .ndim = {3, 2, 1}, .shape = {{2, 3, 7}, {33, 7}, {33}}),
     CASE("affine_gelu no bias, 2d", f_affine_gelu, TOL, 1, 2, .ndim = {2, 2}, .shape = {{33, 4}, {17, 4}}),
+    CASE("affine_add r + x W^T + b", f_affine_add, TOL, 0, 4, .ndim = {3, 2, 1, 3}, .shape = {{2, 3, 7}, {33, 7}, {33}, {2, 3, 33}}),
+    CASE("affine_add no bias, 2d", f_affine_add, TOL, 1, 3, .ndim = {2, 2, 2}, .shape = {{33, 4}, {17, 4}, {33, 17}}),
+    CASE("affine_add r = x", f_affine_add, TOL, 2, 3, .ndim = {3, 2, 1}, .shape = {{2, 3, 7}, {7, 7}, {7}}),
+    CASE("affine_add r computed", f_affine_add, TOL, 3, 4, .ndim = {2, 2, 1, 2}, .shape = {{5, 3}, {6, 3}, {6}, {5, 6}}),
+    CASE("affine_add r also used after", f_affine_add, TOL, 4, 4, .ndim = {2, 2, 1, 2}, .shape = {{5, 3}, {6, 3}, {6}, {5, 6}}),
     CASE("add same", f_add, TOL, 0, 2, .ndim = {3, 3}, .shape = {{2, 3, 7}, {2, 3, 7}}),
     CASE("add bias (C)", f_add, TOL, 0, 2, .ndim = {3, 1}, .shape = {{2, 3, 7}, {7}}),
     CASE("add (T, C) over B", f_add, TOL, 0, 2, .ndim = {3, 2}, .shape = {{2, 3, 7}, {3, 7}}),

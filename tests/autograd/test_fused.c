@@ -1,10 +1,12 @@
 /* The fused ops against the ops they replace, bit for bit, on the kernel path of the
  * process (CTest runs it once per path, tests/isa.cmake): qkt_affine_gelu(x, W, b) and
- * qkt_gelu(qkt_affine(x, W, b)) give the same output and the same grads of x, W and b, on
- * 1 and 2 threads, with and without a bias, with grads kept (keep_grads) and in eval mode
+ * qkt_gelu(qkt_affine(x, W, b)), and qkt_affine_add(x, W, b, r) and qkt_add(r, qkt_affine(x,
+ * W, b)), give the same output and the same grads of x, W, b (and of r's source), on 1 and
+ * 2 threads, with and without a bias, with grads kept (keep_grads) and in eval mode
  * (no_grad), at shapes that split over threads, span several K blocks of the own gemm
- * (K > 256) and end in ragged columns. (The float64 gradient check of the fused op is in
- * op_cases.h, test_gc_ops.) */
+ * (K > 256) and end in ragged columns. The residual r is computed (0.5 r0, exact), so its
+ * grad is dy's buffer handed over, or r is x itself where W is square. (The float64
+ * gradient checks of the fused ops are in op_cases.h, test_gc_ops.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +17,17 @@ typedef struct {
     int rows, in, out;
 } shape;
 
-/* y, dx, dW, db of sum(R * f(x W^T + b)) (f = GELU), fused or not, as one float array. */
-static qkt_real *run(const shape *s, bool fused, bool bias, int threads, bool keep, bool no_grad, int64_t *n) {
+enum { GELU, ADD, ADD_X }; /* gelu(x W^T + b); 0.5 r0 + (x W^T + b); x + (x W^T + b) */
+
+/* y and the grads of x, W, b, r0 of sum(R * f(x, W, b)) (f by op), fused or not, as one float array. */
+static qkt_real *run(int op, const shape *s, bool fused, bool bias, int threads, bool keep, bool no_grad, int64_t *n) {
     qkt_set_threads(threads);
     qkt_params p;
     qkt_params_init(&p);
     qkt_tensor *x = qkt_params_add(&p, "x", 2, (int[]){s->rows, s->in}, 0);
     qkt_tensor *w = qkt_params_add(&p, "w", 2, (int[]){s->out, s->in}, 0);
     qkt_tensor *b = qkt_params_add(&p, "b", 1, (int[]){s->out}, 0);
+    qkt_tensor *r0 = qkt_params_add(&p, "r0", 2, (int[]){s->rows, s->out}, 0);
     qkt_params_finalize(&p);
     qkt_rng r;
     qkt_rng_seed(&r, 11);
@@ -33,7 +38,11 @@ static qkt_real *run(const shape *s, bool fused, bool bias, int threads, bool ke
     qkt_tensor *R = qkt_tensor_new(&ctx, 2, (int[]){s->rows, s->out});
     for (int64_t i = 0; i < R->size; i++) R->data[i] = (qkt_real)qkt_rng_normal(&r);
     qkt_tensor *bb = bias ? b : NULL;
-    qkt_tensor *y = fused ? qkt_affine_gelu(&ctx, x, w, bb) : qkt_gelu(&ctx, qkt_affine(&ctx, x, w, bb));
+    qkt_tensor *y, *res = op == ADD ? qkt_scale(&ctx, r0, 0.5) : x;
+    if (op == GELU)
+        y = fused ? qkt_affine_gelu(&ctx, x, w, bb) : qkt_gelu(&ctx, qkt_affine(&ctx, x, w, bb));
+    else
+        y = fused ? qkt_affine_add(&ctx, x, w, bb, res) : qkt_add(&ctx, res, qkt_affine(&ctx, x, w, bb));
     int64_t ny = y->size;
     *n = ny + (no_grad ? 0 : p.size);
     qkt_real *out = malloc(sizeof *out * (size_t)*n);
@@ -57,23 +66,32 @@ static bool same(const qkt_real *a, const qkt_real *b, int64_t n, int64_t *first
 int main(void) {
     qkt_test_isa_or_skip();
     /* serial; split over threads (2 M N K >= 2^23); K = 300 over two K blocks with N = 133
-     * ragged; the study's cell128 c_fc (B T = 1024 rows, C = 128, 4C = 512) */
-    const shape shapes[] = {{7, 5, 33}, {560, 64, 256}, {37, 300, 133}, {1024, 128, 512}};
-    for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
-        const shape *s = &shapes[k];
+     * ragged; the study's cell128 c_fc (B T = 1024 rows, C = 128, 4C = 512); square W for
+     * r = x: cell128's attention c_proj, and a ragged one */
+    const shape shapes[] = {{7, 5, 33},       {560, 64, 256},   {37, 300, 133},
+                            {1024, 128, 512}, {1024, 128, 128}, {5, 33, 33}};
+    const char *names[] = {"gelu", "add", "add x"};
+    for (size_t k = 0; k < 3 * sizeof shapes / sizeof *shapes; k++) {
+        const shape *s = &shapes[k / 3];
+        int op = (int)(k % 3);
+        if (op == ADD_X && s->in != s->out) continue;
         for (int mode = 0; mode < 4; mode++) { /* 0 plain, 1 no bias, 2 keep_grads, 3 no_grad */
             bool bias = mode != 1, keep = mode == 2, no_grad = mode == 3;
             int64_t n0, n1, n2, n3, at = -1;
-            qkt_real *ref1 = run(s, false, bias, 1, keep, no_grad, &n0), *fus1 = run(s, true, bias, 1, keep, no_grad, &n1);
-            qkt_real *ref2 = run(s, false, bias, 2, keep, no_grad, &n2), *fus2 = run(s, true, bias, 2, keep, no_grad, &n3);
-            EXPECT(n0 == n1 && n0 == n2 && n0 == n3, "%dx%dx%d mode %d: sizes %lld %lld", s->rows, s->in, s->out, mode, (long long)n0,
-                   (long long)n1);
-            EXPECT(same(ref1, fus1, n0, &at), "%dx%dx%d mode %d, 1 thread: fused differs from gelu(affine) at %lld (%.9g vs %.9g)",
-                   s->rows, s->in, s->out, mode, (long long)at, at >= 0 ? (double)fus1[at] : 0.0, at >= 0 ? (double)ref1[at] : 0.0);
-            EXPECT(same(ref2, fus2, n0, &at), "%dx%dx%d mode %d, 2 threads: fused differs from gelu(affine) at %lld", s->rows, s->in,
-                   s->out, mode, (long long)at);
-            EXPECT(same(fus1, fus2, n0, &at), "%dx%dx%d mode %d: fused on 1 and 2 threads differ at %lld", s->rows, s->in, s->out,
-                   mode, (long long)at);
+            qkt_real *ref1 = run(op, s, false, bias, 1, keep, no_grad, &n0),
+                     *fus1 = run(op, s, true, bias, 1, keep, no_grad, &n1);
+            qkt_real *ref2 = run(op, s, false, bias, 2, keep, no_grad, &n2),
+                     *fus2 = run(op, s, true, bias, 2, keep, no_grad, &n3);
+            EXPECT(n0 == n1 && n0 == n2 && n0 == n3, "%s %dx%dx%d mode %d: sizes %lld %lld", names[op], s->rows, s->in,
+                   s->out, mode, (long long)n0, (long long)n1);
+            EXPECT(same(ref1, fus1, n0, &at),
+                   "%s %dx%dx%d mode %d, 1 thread: fused differs from unfused at %lld (%.9g vs %.9g)", names[op],
+                   s->rows, s->in, s->out, mode, (long long)at, at >= 0 ? (double)fus1[at] : 0.0,
+                   at >= 0 ? (double)ref1[at] : 0.0);
+            EXPECT(same(ref2, fus2, n0, &at), "%s %dx%dx%d mode %d, 2 threads: fused differs from unfused at %lld",
+                   names[op], s->rows, s->in, s->out, mode, (long long)at);
+            EXPECT(same(fus1, fus2, n0, &at), "%s %dx%dx%d mode %d: fused on 1 and 2 threads differ at %lld", names[op],
+                   s->rows, s->in, s->out, mode, (long long)at);
             free(ref1), free(fus1), free(ref2), free(fus2);
         }
     }

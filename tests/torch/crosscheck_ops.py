@@ -186,6 +186,19 @@ def gelu_tanh(x):
     return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+def ref_affine_add(xs, f):
+    """op_cases.h's f_affine_add: r + x W^T + b, by flags (see there)."""
+    if f == 1:
+        return xs[2] + F.linear(xs[0], xs[1])
+    if f == 2:
+        return xs[0] + F.linear(xs[0], xs[1], xs[2])
+    if f in (3, 4):
+        r = 0.7 * xs[3]
+        y = r + F.linear(xs[0], xs[1], xs[2])
+        return y * r if f == 4 else y
+    return xs[3] + F.linear(xs[0], xs[1], xs[2])
+
+
 BINARY = [torch.add, torch.sub, torch.mul, torch.div]
 
 # by the case function of op_cases.h: (xs, flags) -> output
@@ -193,6 +206,7 @@ REFS = {
     "matmul": lambda xs, f: (xs[0].transpose(-1, -2) if f & 1 else xs[0]) @ (xs[1].transpose(-1, -2) if f & 2 else xs[1]),
     "affine": lambda xs, f: F.linear(xs[0], xs[1], None if f else xs[2]),
     "affine_gelu": lambda xs, f: gelu_tanh(F.linear(xs[0], xs[1], None if f else xs[2])),
+    "affine_add": lambda xs, f: ref_affine_add(xs, f),
     "add": lambda xs, f: xs[0] + xs[1],
     "sub": lambda xs, f: xs[0] - xs[1],
     "mul": lambda xs, f: xs[0] * xs[1],
@@ -232,7 +246,7 @@ REFS = {
 
 # case name -> the REFS key (the case function's name in op_cases.h, without f_)
 def ref_key(name):
-    table = [("matmul", "matmul"), ("affine_gelu", "affine_gelu"), ("affine", "affine"), ("add same", "add"), ("add bias", "add"),
+    table = [("matmul", "matmul"), ("affine_gelu", "affine_gelu"), ("affine_add", "affine_add"), ("affine", "affine"), ("add same", "add"), ("add bias", "add"),
              ("add (T, C)", "add"), ("sub bias", "sub"), ("mul bias", "mul"), ("mul same", "mul"),
              ("scale", "scale"), ("sum_axis", "reduce_axis"), ("sum", "sum"), ("mean_axis", "reduce_axis"),
              ("mean", "mean"), ("reshape", "reshape"), ("permute", "permute"), ("transpose", "transpose"),
