@@ -498,6 +498,64 @@ static void test_dropout(void) {
     qkt_gpt_free(&g);
 }
 
+/* ---------------------------------------------------------------- fused residual adds */
+/* qkt_block_forward without dropout adds each residual in the output projection's product
+ * (qkt_attn_forward_add, qkt_mlp_forward_add): its output and every grad equal, bit for bit,
+ * those of the block written out with qkt_add, for each scale variant, both MLP kinds, with
+ * grads kept or not, and in eval. x is the embedding's output, so its grad is handed over. */
+static qkt_real *block_run(qkt_gpt *g, bool fused, bool keep, bool train, int64_t *n) {
+    int B = 2, T = 8, C = g->cfg.n_embd;
+    int32_t idx[16];
+    random_tokens(idx, B * T, g->cfg.vocab_size, 61);
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 1 << 20, 1);
+    ctx.keep_grads = keep, ctx.training = train, ctx.no_grad = !train;
+    qkt_attn_call call = {.hold_state = true}; /* the two runs see the same sigmaReparam state */
+    const qkt_block *b = &g->h[0];
+    qkt_tensor *x = qkt_embed_forward(&ctx, &g->wte, idx, 2, (int[]){B, T}), *y;
+    if (fused) {
+        y = qkt_block_forward(&ctx, b, x, &call);
+    } else {
+        x = qkt_add(&ctx, x, qkt_attn_forward(&ctx, &b->attn, qkt_ln_forward(&ctx, &b->ln_1, x), &call));
+        y = qkt_add(&ctx, x, qkt_mlp_forward(&ctx, &b->mlp, qkt_ln_forward(&ctx, &b->ln_2, x)));
+    }
+    *n = y->size + (train ? g->params.size : 0);
+    qkt_real *out = malloc(sizeof *out * (size_t)*n);
+    memcpy(out, y->data, sizeof *out * (size_t)y->size);
+    if (train) {
+        qkt_real *seed = malloc(sizeof *seed * (size_t)B * T * C);
+        for (int i = 0; i < B * T * C; i++) seed[i] = (qkt_real)((i % 7) - 3) / 4;
+        qkt_params_zero_grad(&g->params);
+        qkt_backward(&ctx, y, seed);
+        memcpy(out + y->size, g->params.grad, sizeof *out * (size_t)g->params.size);
+        free(seed);
+    }
+    qkt_ctx_free(&ctx);
+    return out;
+}
+
+static void test_residual_fused(void) {
+    for (int s = 0; s < QKT_ATTN_SCALE_COUNT; s++)
+        for (int mk = 0; mk < 2; mk++) {
+            qkt_gpt_config c = small_cfg((qkt_attn_scale)s);
+            c.mlp = mk ? QKT_MLP_SWIGLU : QKT_MLP_GELU;
+            qkt_gpt g;
+            make_gpt(&g, &c, 8);
+            for (int mode = 0; mode < 3; mode++) { /* 0 train, 1 train keeping grads, 2 eval */
+                int64_t n0, n1;
+                qkt_real *ref = block_run(&g, false, mode == 1, mode != 2, &n0);
+                qkt_real *fus = block_run(&g, true, mode == 1, mode != 2, &n1);
+                int64_t at = -1;
+                for (int64_t i = 0; n0 == n1 && at < 0 && i < n0; i++)
+                    if (memcmp(&ref[i], &fus[i], sizeof *ref)) at = i;
+                EXPECT(n0 == n1 && at < 0, "%s, %s MLP, mode %d: the block differs from its ops written out at %lld of %lld",
+                       qkt_attn_scale_name(s), mk ? "SwiGLU" : "GELU", mode, (long long)at, (long long)n0);
+                free(ref), free(fus);
+            }
+            qkt_gpt_free(&g);
+        }
+}
+
 /* ---------------------------------------------------------------- generation */
 static void count_tok(int32_t tok, void *user) {
     (void)tok;
@@ -650,6 +708,7 @@ int main(void) {
     test_scale_variants();
     test_capture();
     test_dropout();
+    test_residual_fused();
     test_generate();
     test_overfit();
     test_config();
