@@ -161,9 +161,9 @@ qkt_tensor *qkt_affine_add(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tenso
     int64_t rows = affine_shape(ctx, 2, x, w, b, shape);
     qkt__check_live(ctx, "affine_add", r, 3, false);
     int in = w->shape[1], out = w->shape[0];
-    bool fits = r->ndim == x->ndim && !memcmp(r->shape, shape, (size_t)x->ndim * sizeof *shape);
-    QKT_CHECK_SHAPES(fits, "affine_add (x, r: r must have the shape of x W^T)", x, r);
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
+    bool fits = r->ndim == y->ndim && !memcmp(r->shape, y->shape, (size_t)y->ndim * sizeof *shape);
+    QKT_CHECK_SHAPES(fits, "affine_add (x W^T, r)", y, r);
     qkt__gemm_bias_add((int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, r->data, y->data, out);
     qkt_op_record(ctx, QKT_OP_AFFINE_ADD, y, 4, (qkt_tensor *[]){x, w, b, r});
     qkt_op_done(ctx, QKT_OP_AFFINE_ADD, y);

@@ -9,6 +9,7 @@
  *     QKT_DEBUG_ARENA=1 across several resets (a dead tensor's data then reads NaN);
  *   - a zeroed or freed context, a parameter before finalize, a NULL input, a shape whose
  *     element count overflows, a custom op's output used or backpropagated unrecorded;
+ *   - affine_add without its residual, with one of another shape or of an earlier step;
  *   - a usage error names the op and ctx->scope (also in backward), and only while in it. */
 #include <setjmp.h>
 #include <stdlib.h>
@@ -221,6 +222,17 @@ static void test_unfinalized_and_null(void) {
     EXPECT_REFUSED(QKT_FATAL_USAGE, "attention: input 2 is NULL",
                    qkt_attention(&ctx, x, x, NULL, 1, &(qkt_attn_opts){.scale = 1}), "NULL v into attention");
     EXPECT_REFUSED(QKT_FATAL_USAGE, "qkt_backward: the output is NULL", qkt_backward(&ctx, NULL, NULL), "backward from NULL");
+    /* affine_add: its residual (input 3) is required, live and of the output's shape */
+    qkt_tensor *W = w, *r = qkt_tensor_new(&ctx, 2, (int[]){2, W->shape[0]}); /* W (4, 3) */
+    EXPECT_REFUSED(QKT_FATAL_USAGE, "affine_add: input 3 is NULL", qkt_affine_add(&ctx, x, W, NULL, NULL), "NULL residual");
+    EXPECT_REFUSED(QKT_FATAL_USAGE, "affine_add (x W^T, r): shapes (2, 4) and (2, 3) do not fit",
+                   qkt_affine_add(&ctx, x, W, NULL, x), "a residual of the input's shape, not the output's");
+    qkt_tensor *y0 = qkt_affine_add(&ctx, x, W, NULL, r);
+    EXPECT(y0 && y0->ndim == 2 && y0->shape[1] == W->shape[0], "affine_add with a fitting residual");
+    qkt_ctx_reset(&ctx);
+    x = qkt_tensor_new(&ctx, 2, (int[]){2, 3});
+    EXPECT_REFUSED(QKT_FATAL_USAGE, "affine_add: input 3 is a tensor of an earlier step", qkt_affine_add(&ctx, x, W, NULL, r),
+                   "a residual of an earlier step");
     /* optional inputs stay optional */
     qkt_tensor *y = qkt_layernorm(&ctx, x, NULL, NULL, 1e-5);
     EXPECT(y && y->size == 6, "layernorm without affine");
