@@ -10,6 +10,7 @@
  * 2-core machine (docs/performance.md, "Thread settings"). Called
  * from inside a parallel region, a product runs on the calling thread alone. */
 #include "kern_table.h"
+#include "rt_memory.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -37,6 +38,15 @@
 #define QKT_GEMM_BLAS_BLOCKS 8
 
 #ifndef QKT_NO_BLAS
+/* The calling thread's number in the product's team (0 outside one). */
+static int team_thread(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 #endif
@@ -46,12 +56,13 @@ static void gemm_blas(bool ta, bool tb, int M, int N, int K, qkt_real alpha, con
 
 /* own: the kernel table whose gemm computes this product, or NULL for BLAS (gemm_run
  * decides). bias (with beta 0 only): every row of C starts as bias. epi (may be NULL):
- * the own gemm runs it per block as the block is done, BLAS on the whole C after. */
+ * the own gemm runs it per block as the block is done, BLAS on the whole C after.
+ * scratch: the own gemm's packing buffers, or NULL (it allocates its own). */
 static void gemm_serial(const qkt__kern *own, bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A,
                         int lda, const qkt_real *B, int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc,
-                        const qkt__gemm_epi *epi) {
+                        const qkt__gemm_epi *epi, qkt_real *scratch) {
     if (own) {
-        own->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta == 1, bias, C, ldc, epi);
+        own->gemm(ta, tb, M, N, K, A, lda, B, ldb, beta == 1, bias, C, ldc, epi, scratch);
         return;
     }
     gemm_blas(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc);
@@ -86,7 +97,9 @@ static void gemm_blas(bool ta, bool tb, int M, int N, int K, qkt_real alpha, con
 #endif
 }
 
-static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda,
+/* ar (or NULL): the arena whose scratch (qkt__arena_scratch) holds the own gemm's packing
+ * buffers, one per block's thread; without it each call allocates and frees its own. */
+static void gemm_run(qkt_arena *ar, bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda,
                      const qkt_real *B, int ldb, qkt_real beta, const qkt_real *bias, qkt_real *C, int ldc,
                      const qkt__gemm_epi *epi) {
     if (M == 0 || N == 0) return;
@@ -109,10 +122,12 @@ static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, cons
     int len = by_rows ? M : N, nb = len / QKT_GEMM_MIN_BLOCK, cap = own ? nt : big ? QKT_GEMM_BLAS_BLOCKS : 1;
     if (nb > cap) nb = cap;
     if (nb < 2) {
-        gemm_serial(own, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, epi);
+        qkt_real *scratch = own && ar ? qkt__arena_scratch(ar, 1, own->gemm_scratch * sizeof(qkt_real))[0] : NULL;
+        gemm_serial(own, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, epi, scratch);
         return;
     }
     if (nt > nb) nt = nb;
+    void **scratch = own && ar ? qkt__arena_scratch(ar, nt, own->gemm_scratch * sizeof(qkt_real)) : NULL;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
     for (int b = 0; b < nb; b++) {
         /* Block b covers [lo, hi), boundaries on multiples of 16 (the kernels' widths). */
@@ -120,24 +135,30 @@ static void gemm_run(bool ta, bool tb, int M, int N, int K, qkt_real alpha, cons
         if (hi <= lo) continue;
         size_t off = by_rows ? (size_t)lo * ldc : (size_t)lo; /* of the block in C (and in epi's aux) */
         qkt__gemm_epi e = {epi ? epi->fn : NULL, epi && epi->aux ? epi->aux + off : NULL}, *eb = epi ? &e : NULL;
+        qkt_real *sb = scratch ? scratch[nt > 1 ? team_thread() : 0] : NULL;
         if (by_rows) {
             const qkt_real *Ab = ta ? A + lo : A + (size_t)lo * lda;
-            gemm_serial(own, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, bias, C + off, ldc, eb);
+            gemm_serial(own, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, bias, C + off, ldc, eb, sb);
         } else {
             const qkt_real *Bb = tb ? B + (size_t)lo * ldb : B + lo;
-            gemm_serial(own, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, bias ? bias + lo : NULL, C + off, ldc, eb);
+            gemm_serial(own, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, bias ? bias + lo : NULL, C + off, ldc, eb, sb);
         }
     }
 }
 
 void qkt_gemm(bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda, const qkt_real *B,
               int ldb, qkt_real beta, qkt_real *C, int ldc) {
-    gemm_run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, NULL);
+    gemm_run(NULL, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, NULL, C, ldc, NULL);
 }
 
-void qkt__gemm_bias(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
-                    qkt_real *C, int ldc) {
-    gemm_run(false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, NULL);
+void qkt__gemm(qkt_ctx *ctx, bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
+               qkt_real beta, qkt_real *C, int ldc) {
+    gemm_run(&ctx->arena, ta, tb, M, N, K, 1, A, lda, B, ldb, beta, NULL, C, ldc, NULL);
+}
+
+void qkt__gemm_bias(qkt_ctx *ctx, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
+                    const qkt_real *bias, qkt_real *C, int ldc) {
+    gemm_run(&ctx->arena, false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, NULL);
 }
 
 /* The residual epilogue (qkt__gemm_bias_add): c = r + c, r laid out like C; the bits
@@ -151,14 +172,14 @@ static void residual_epilogue(qkt_real *c, qkt_real *r, int rows, int cols, int 
     }
 }
 
-void qkt__gemm_bias_add(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
-                        const qkt_real *R, qkt_real *C, int ldc) {
+void qkt__gemm_bias_add(qkt_ctx *ctx, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
+                        const qkt_real *bias, const qkt_real *R, qkt_real *C, int ldc) {
     qkt__gemm_epi e = {residual_epilogue, (qkt_real *)R}; /* read only: the epilogue's aux is not const for GELU's g */
-    gemm_run(false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, &e);
+    gemm_run(&ctx->arena, false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, &e);
 }
 
-void qkt__gemm_bias_gelu(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
-                         qkt_real *C, qkt_real *G, int ldc) {
+void qkt__gemm_bias_gelu(qkt_ctx *ctx, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
+                         const qkt_real *bias, qkt_real *C, qkt_real *G, int ldc) {
     qkt__gemm_epi e = {qkt__kern_get()->gelu_epilogue, G};
-    gemm_run(false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, &e);
+    gemm_run(&ctx->arena, false, true, M, N, K, 1, A, lda, B, ldb, 0, bias, C, ldc, &e);
 }

@@ -41,6 +41,10 @@ enum { GEMM_KC = 512, GEMM_NC = 128, GEMM_MC = 64 };
  * (docs/performance.md, "qkt's own gemm"). Below ~256 columns the transposition costs
  * more than it saves. */
 enum { GEMM_NC_TA = 512, GEMM_PACK_A_MIN_NC = 256 };
+/* The packing buffers of one call at most: B's block (GEMM_KC rows of up to GEMM_NC floats;
+ * in place, only its 16-wide tail) and A^T's block (GEMM_MC x GEMM_KC). */
+enum { GEMM_SCRATCH_B = GEMM_KC * GEMM_NC, GEMM_SCRATCH = GEMM_SCRATCH_B + GEMM_MC * GEMM_KC };
+#define QKT__KERN_GEMM_SCRATCH GEMM_SCRATCH
 
 /* dst[j][i] = src[i][j] for a 16 x 16 block: three rounds of interleaving (32-bit,
  * 64-bit, then 128-bit lanes). */
@@ -119,7 +123,8 @@ static void gemm_block(int mc, int nc, int kc, const qkt_real *A, ptrdiff_t sam,
  * longer rows, are packed block by block. op(A) = A is read in place; A^T in place or
  * packed (GEMM_PACK_A_MIN_NC). The packing copies floats, so the bits do not change. */
 static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
-                     bool accumulate, const qkt_real *bias, qkt_real *C, int ldc, const qkt__gemm_epi *epi) {
+                     bool accumulate, const qkt_real *bias, qkt_real *C, int ldc, const qkt__gemm_epi *epi,
+                     qkt_real *scratch) {
     if (accumulate) bias = NULL;
     if (K == 0) {
         if (!accumulate)
@@ -138,9 +143,10 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
      * was slower than 128 wide) */
     int nb = ta && !tb && !pack_all ? GEMM_NC_TA : GEMM_NC;
     int kmax = K < GEMM_KC ? K : GEMM_KC, nmax = N < nb ? qkt__round_up(N, 16) : nb;
-    qkt_real *P = qkt_aligned_alloc(64, (size_t)kmax * (tb || pack_all ? nmax : 16) * sizeof *P);
+    bool own = !scratch, want_pa = ta && nmax >= GEMM_PACK_A_MIN_NC; /* own: this call's buffers */
+    qkt_real *P = own ? qkt_aligned_alloc(64, (size_t)kmax * (tb || pack_all ? nmax : 16) * sizeof *P) : scratch;
     ptrdiff_t sam = ta ? 1 : lda, sak = ta ? lda : 1;
-    qkt_real *PA = ta && nmax >= GEMM_PACK_A_MIN_NC ? qkt_aligned_alloc(64, (size_t)GEMM_MC * GEMM_KC * sizeof *PA) : NULL;
+    qkt_real *PA = !want_pa ? NULL : own ? qkt_aligned_alloc(64, (size_t)GEMM_MC * GEMM_KC * sizeof *PA) : scratch + GEMM_SCRATCH_B;
     for (int n0 = 0; n0 < N; n0 += nb) {
         int nc = N - n0 < nb ? N - n0 : nb, ncp = qkt__round_up(nc, 16), nf = nc / 16 * 16;
         bool pack_a = PA && nc >= GEMM_PACK_A_MIN_NC;
@@ -170,9 +176,9 @@ static void own_gemm(bool ta, bool tb, int M, int N, int K, const qkt_real *A, i
             }
         }
     }
-    free(PA);
-    free(P);
+    if (own) free(PA), free(P);
 }
 #else
 #define QKT__KERN_GEMM NULL
+#define QKT__KERN_GEMM_SCRATCH 0
 #endif

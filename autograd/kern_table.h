@@ -95,9 +95,12 @@ typedef struct qkt__kern {
                          ptrdiff_t ldb, qkt_real *C, ptrdiff_t ldc, bool accumulate);
     /* C = op(A) op(B), or C += when accumulate, or (bias not NULL, not accumulate) each
      * row of C = bias + op(A) op(B) with the sums starting at bias, on the calling thread
-     * (kern_gemm_avx512.h); NULL on the paths whose products BLAS computes (kern_gemm.c) */
+     * (kern_gemm_avx512.h); NULL on the paths whose products BLAS computes (kern_gemm.c).
+     * scratch: gemm_scratch floats (64-byte aligned) for its packing, or NULL: allocated
+     * and freed by the call. */
     void (*gemm)(bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
-                 bool accumulate, const qkt_real *bias, qkt_real *C, int ldc, const qkt__gemm_epi *epi);
+                 bool accumulate, const qkt_real *bias, qkt_real *C, int ldc, const qkt__gemm_epi *epi, qkt_real *scratch);
+    size_t gemm_scratch; /* floats of scratch one gemm call uses at most (0 without gemm) */
 } qkt__kern;
 
 /* The process's table: chosen on the first call, the same ever after. An unknown or
@@ -125,7 +128,7 @@ extern const qkt__kern qkt__kern_single;
         .layernorm_backward = layernorm_backward, .colsum = colsum, .mul_colsum = mul_colsum, .cross_entropy_forward = cross_entropy_forward, \
         .cross_entropy_backward = cross_entropy_backward, .attn_forward_tiles = attn_forward_tiles,                 \
         .attn_backward_head = attn_backward_head, .exp_tanh = exp_tanh, .tile_product = qkt__mk_gemm,               \
-        .gemm = QKT__KERN_GEMM,                                                                                     \
+        .gemm = QKT__KERN_GEMM, .gemm_scratch = QKT__KERN_GEMM_SCRATCH,                                             \
     }
 
 #endif

@@ -30,19 +30,23 @@
  * Rows go in fixed chunks with float64 partial sums added in chunk order, so the
  * result does not depend on the thread count; rows are read contiguously. */
 #define QKT_COLSUM_ROWS 64 /* rows per chunk: fixed, so results are thread-count independent */
-/* C = bias (every row) + A B^T, A (M, K), B (N, K): qkt_gemm (kern_gemm.c) with the sums
- * starting at the bias (NULL: at 0); the affine op's forward. */
-void qkt__gemm_bias(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
-                    qkt_real *C, int ldc);
+/* qkt_gemm with alpha 1 (kern_gemm.c) for an op of ctx: the own gemm's packing buffers are
+ * ctx's arena's scratch (qkt__arena_scratch), kept from product to product and step to step. */
+void qkt__gemm(qkt_ctx *ctx, bool ta, bool tb, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
+               qkt_real beta, qkt_real *C, int ldc);
+/* C = bias (every row) + A B^T, A (M, K), B (N, K): qkt__gemm with the sums starting at the
+ * bias (NULL: at 0); the affine op's forward. */
+void qkt__gemm_bias(qkt_ctx *ctx, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
+                    const qkt_real *bias, qkt_real *C, int ldc);
 /* The same, then C = gelu(C) and (G not NULL) G = gelu'(C's sums), laid out like C: each
  * block of C as its sums are complete (kern_table.h's gelu_epilogue); the bits of
  * qkt__gemm_bias, then gelu_forward and gelu_backward's factor. */
-void qkt__gemm_bias_gelu(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
-                         qkt_real *C, qkt_real *G, int ldc);
+void qkt__gemm_bias_gelu(qkt_ctx *ctx, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
+                         const qkt_real *bias, qkt_real *C, qkt_real *G, int ldc);
 /* The same, then C = R + C with R laid out like C (ldc), each block of C as its sums are
  * complete: the bits of qkt__gemm_bias, then qkt_add(R, C). */
-void qkt__gemm_bias_add(int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb, const qkt_real *bias,
-                        const qkt_real *R, qkt_real *C, int ldc);
+void qkt__gemm_bias_add(qkt_ctx *ctx, int M, int N, int K, const qkt_real *A, int lda, const qkt_real *B, int ldb,
+                        const qkt_real *bias, const qkt_real *R, qkt_real *C, int ldc);
 void qkt__colsum(qkt_ctx *ctx, int64_t rows, int64_t cols, const qkt_real *X, const qkt_real *Y, const qkt_real *sub,
                  const qkt_real *mul, qkt_real sign, qkt_real *out);
 /* out[j] += sum_r X[r, j] ((Y[r, j] - sub[r]) mul[r]) and out2[j] += sum_r X[r, j] in one pass

@@ -13,18 +13,18 @@ static mm_geom geom_of(const qkt_node *n) {
     return g;
 }
 
-/* Batched C[b] = alpha op(A[b]) op(B[b]) + beta C[b] via the one wrapper. When B is shared
+/* Batched C[b] = op(A[b]) op(B[b]) + beta C[b] via the one wrapper (qkt__gemm). When B is shared
  * and A is not transposed, the batch folds into M: one large gemm instead of many. */
-static void mm_run(int batch, int M, int N, int K, bool ta, bool tb, bool b_shared, const qkt_real *A,
+static void mm_run(qkt_ctx *ctx, int batch, int M, int N, int K, bool ta, bool tb, bool b_shared, const qkt_real *A,
                    const qkt_real *B, qkt_real beta, qkt_real *C) {
     int lda = ta ? M : K, ldb = tb ? K : N;
     if (b_shared && !ta) {
-        qkt_gemm(false, tb, batch * M, N, K, 1, A, lda, B, ldb, beta, C, N);
+        qkt__gemm(ctx, false, tb, batch * M, N, K, A, lda, B, ldb, beta, C, N);
         return;
     }
     for (int b = 0; b < batch; b++)
-        qkt_gemm(ta, tb, M, N, K, 1, A + (size_t)b * M * K, lda, b_shared ? B : B + (size_t)b * K * N, ldb, beta,
-                 C + (size_t)b * M * N, N);
+        qkt__gemm(ctx, ta, tb, M, N, K, A + (size_t)b * M * K, lda, b_shared ? B : B + (size_t)b * K * N, ldb, beta,
+                  C + (size_t)b * M * N, N);
 }
 
 qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool tb) {
@@ -46,7 +46,7 @@ qkt_tensor *qkt_matmul(qkt_ctx *ctx, qkt_tensor *a, qkt_tensor *b, bool ta, bool
     shape[a->ndim - 2] = M;
     shape[a->ndim - 1] = N;
     qkt_tensor *c = qkt__op_output(ctx, a->ndim, shape);
-    mm_run(batch, M, N, K, ta, tb, b_shared, a->data, b->data, 0, c->data);
+    mm_run(ctx, batch, M, N, K, ta, tb, b_shared, a->data, b->data, 0, c->data);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_MATMUL, c, 2, (qkt_tensor *[]){a, b});
     if (n) {
         int *p = n->p.i;
@@ -68,16 +68,16 @@ void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
         qkt_real *dA = qkt_grad(ctx, a);
         if (g.b_shared && !g.ta) {
             /* (batch*M, N) x op(B)^T -> (batch*M, K) */
-            qkt_gemm(false, !g.tb, g.batch * g.M, g.K, g.N, 1, dC, g.N, b->data, ldb, 1, dA, lda);
+            qkt__gemm(ctx, false, !g.tb, g.batch * g.M, g.K, g.N, dC, g.N, b->data, ldb, 1, dA, lda);
         } else {
             for (int i = 0; i < g.batch; i++) {
                 const qkt_real *Bi = g.b_shared ? b->data : b->data + (size_t)i * g.K * g.N;
                 const qkt_real *dCi = dC + (size_t)i * g.M * g.N;
                 qkt_real *dAi = dA + (size_t)i * g.M * g.K;
                 if (!g.ta) /* dA (M,K) = dC (M,N) op(B)^T */
-                    qkt_gemm(false, !g.tb, g.M, g.K, g.N, 1, dCi, g.N, Bi, ldb, 1, dAi, lda);
+                    qkt__gemm(ctx, false, !g.tb, g.M, g.K, g.N, dCi, g.N, Bi, ldb, 1, dAi, lda);
                 else /* dA stored (K,M) = op(B) (K,N) dC^T */
-                    qkt_gemm(g.tb, true, g.K, g.M, g.N, 1, Bi, ldb, dCi, g.N, 1, dAi, lda);
+                    qkt__gemm(ctx, g.tb, true, g.K, g.M, g.N, Bi, ldb, dCi, g.N, 1, dAi, lda);
             }
         }
     }
@@ -85,18 +85,18 @@ void qkt__matmul_backward(qkt_ctx *ctx, qkt_node *n) {
         qkt_real *dB = qkt_grad(ctx, b);
         if (g.b_shared && !g.ta) {
             if (!g.tb) /* dB (K,N) = A^T (K, batch*M) dC (batch*M, N) */
-                qkt_gemm(true, false, g.K, g.N, g.batch * g.M, 1, a->data, lda, dC, g.N, 1, dB, ldb);
+                qkt__gemm(ctx, true, false, g.K, g.N, g.batch * g.M, a->data, lda, dC, g.N, 1, dB, ldb);
             else /* dB stored (N,K) = dC^T (N, batch*M) A (batch*M, K) */
-                qkt_gemm(true, false, g.N, g.K, g.batch * g.M, 1, dC, g.N, a->data, lda, 1, dB, ldb);
+                qkt__gemm(ctx, true, false, g.N, g.K, g.batch * g.M, dC, g.N, a->data, lda, 1, dB, ldb);
         } else {
             for (int i = 0; i < g.batch; i++) {
                 const qkt_real *Ai = a->data + (size_t)i * g.M * g.K;
                 const qkt_real *dCi = dC + (size_t)i * g.M * g.N;
                 qkt_real *dBi = g.b_shared ? dB : dB + (size_t)i * g.K * g.N;
                 if (!g.tb) /* dB (K,N) = op(A)^T (K,M) dC (M,N) */
-                    qkt_gemm(!g.ta, false, g.K, g.N, g.M, 1, Ai, lda, dCi, g.N, 1, dBi, ldb);
+                    qkt__gemm(ctx, !g.ta, false, g.K, g.N, g.M, Ai, lda, dCi, g.N, 1, dBi, ldb);
                 else /* dB stored (N,K) = dC^T (N,M) op(A) (M,K) */
-                    qkt_gemm(true, g.ta, g.N, g.K, g.M, 1, dCi, g.N, Ai, lda, 1, dBi, ldb);
+                    qkt__gemm(ctx, true, g.ta, g.N, g.K, g.M, dCi, g.N, Ai, lda, 1, dBi, ldb);
             }
         }
     }
@@ -130,7 +130,7 @@ qkt_tensor *qkt_affine(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tensor *b
     int64_t rows = affine_shape(ctx, 0, x, w, b, shape);
     int in = w->shape[1], out = w->shape[0];
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
-    qkt__gemm_bias((int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, y->data, out);
+    qkt__gemm_bias(ctx, (int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, y->data, out);
     qkt_op_record(ctx, QKT_OP_AFFINE, y, 3, (qkt_tensor *[]){x, w, b});
     qkt_op_done(ctx, QKT_OP_AFFINE, y);
     return y;
@@ -144,9 +144,9 @@ static void affine_backward_dy(qkt_ctx *ctx, const qkt_node *n, const qkt_real *
     if (qkt__needs_grad(x)) {
         bool fresh;
         qkt_real *dX = qkt__grad_out(ctx, x, &fresh);
-        qkt_gemm(false, false, rows, in, out, 1, dY, out, w->data, in, fresh ? 0 : 1, dX, in);
+        qkt__gemm(ctx, false, false, rows, in, out, dY, out, w->data, in, fresh ? 0 : 1, dX, in);
     }
-    if (qkt__needs_grad(w)) qkt_gemm(true, false, out, in, rows, 1, dY, out, x->data, in, 1, qkt_grad(ctx, w), in);
+    if (qkt__needs_grad(w)) qkt__gemm(ctx, true, false, out, in, rows, dY, out, x->data, in, 1, qkt_grad(ctx, w), in);
     if (qkt__needs_grad(b) && !db_done) qkt__colsum(ctx, rows, out, dY, NULL, NULL, NULL, 1, qkt_grad(ctx, b));
 }
 
@@ -164,7 +164,7 @@ qkt_tensor *qkt_affine_add(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tenso
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
     bool fits = r->ndim == y->ndim && !memcmp(r->shape, y->shape, (size_t)y->ndim * sizeof *shape);
     QKT_CHECK_SHAPES(fits, "affine_add (x W^T, r)", y, r);
-    qkt__gemm_bias_add((int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, r->data, y->data, out);
+    qkt__gemm_bias_add(ctx, (int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, r->data, y->data, out);
     qkt_op_record(ctx, QKT_OP_AFFINE_ADD, y, 4, (qkt_tensor *[]){x, w, b, r});
     qkt_op_done(ctx, QKT_OP_AFFINE_ADD, y);
     return y;
@@ -202,7 +202,7 @@ qkt_tensor *qkt_affine_gelu(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, qkt_tens
     qkt_tensor *y = qkt_op_output(ctx, x->ndim, shape);
     /* gelu'(u), (rows, out): only when backward may run */
     qkt_real *g = ctx->no_grad ? NULL : qkt_arena_alloc(&ctx->arena, (size_t)y->size * sizeof *g);
-    qkt__gemm_bias_gelu((int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, y->data, g, out);
+    qkt__gemm_bias_gelu(ctx, (int)rows, out, in, x->data, in, w->data, in, b ? b->data : NULL, y->data, g, out);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_AFFINE_GELU, y, 3, (qkt_tensor *[]){x, w, b});
     if (n) n->saved = g;
     qkt_op_done(ctx, QKT_OP_AFFINE_GELU, y);

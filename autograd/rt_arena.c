@@ -83,9 +83,31 @@ void qkt_arena_reset(qkt_arena *arena) {
     a->used_total = 0;
 }
 
+void **qkt__arena_scratch(qkt_arena *arena, int n, size_t bytes) {
+    QKT_CHECK(arena->s, "qkt__arena_scratch on an arena that is not initialised (qkt_arena_init) or was freed");
+    qkt_arena_state *a = arena->s;
+    if (n <= a->n_scratch && bytes <= a->scratch_bytes) return a->scratch;
+    int keep = a->n_scratch;
+    if (bytes > a->scratch_bytes) { /* all of them grow: free the old ones */
+        for (int i = 0; i < a->n_scratch; i++) free(a->scratch[i]);
+        a->scratch_bytes = bytes, keep = 0;
+    }
+    if (n > a->n_scratch) {
+        a->scratch = qkt_realloc(a->scratch, (size_t)n * sizeof *a->scratch);
+        a->n_scratch = n;
+    }
+    for (int i = keep; i < a->n_scratch; i++) {
+        a->scratch[i] = qkt_aligned_alloc(QKT_ALIGN, a->scratch_bytes);
+        a->n_mallocs++;
+    }
+    return a->scratch;
+}
+
 void qkt_arena_free(qkt_arena *arena) {
     qkt_arena_state *a = arena->s;
     if (!a) return;
+    for (int i = 0; i < a->n_scratch; i++) free(a->scratch[i]);
+    free(a->scratch);
     for (qkt_arena_block *b = a->first; b;) {
         qkt_arena_block *next = b->next;
         free(b->mem);

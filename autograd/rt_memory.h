@@ -14,6 +14,11 @@ struct qkt_arena_state {
     size_t capacity;        /* sum of block sizes */
     size_t limit;           /* 0 = unlimited */
     size_t n_mallocs;       /* blocks ever allocated (tests check no-malloc steps) */
+    /* The products' scratch (qkt__arena_scratch): one buffer per thread of a product's team,
+     * kept across resets and reused by every product, freed with the arena. */
+    void **scratch;
+    size_t scratch_bytes; /* of each */
+    int n_scratch;
 };
 
 typedef struct qkt_grad_buf qkt_grad_buf;
@@ -43,5 +48,12 @@ void qkt__hdr_free(qkt_ctx *ctx);
 /* Fills every byte the arena handed out with 0xFF (a NaN in float32 and float64): with
  * ctx->debug_arena, reading an earlier step's values gives NaN, not plausible numbers. */
 void qkt__arena_poison(qkt_arena *a);
+/* n scratch buffers of at least `bytes` each (64-byte aligned, uninitialised), the same ones
+ * for every call that asks no more: buffer i is for thread i of a product's team. Made or
+ * grown here, on the calling thread, before the team starts; kept across qkt_arena_reset
+ * (they hold nothing a step keeps) and freed by qkt_arena_free. A product's packing buffers
+ * come from here, so steady-state steps allocate nothing for them (freeing them after
+ * each product let malloc return the heap's top to the system and fault it in again). */
+void **qkt__arena_scratch(qkt_arena *a, int n, size_t bytes);
 
 #endif

@@ -30,7 +30,7 @@ CATEGORIES = [
     ("gelu", r"gelu"),
     ("layernorm", r"layernorm"),
     ("column sums (bias, LN gain grads)", r"colsum"),
-    ("elementwise (residual adds)", r"^binary_"),
+    ("elementwise (residual adds)", r"^binary_|^residual_epilogue"),
     ("cross-entropy", r"cross_entropy|^__ieee754_log|^log(@|$)"),
     ("optimizer (AdamW, grad norms)", r"adam|sumsq|qkt_optim|qkt_adamw|clip"),
     ("embedding", r"embedding"),

@@ -4,6 +4,7 @@
  * the same bits whatever the thread count, and where it has its own gemm (AVX-512)
  * whatever the way the product is cut into blocks; a planted wrong product (one k term
  * missing) is caught. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,19 +148,22 @@ static void test_bits(const qkt__kern *kp) {
                     EXPECT(!memcmp(one, more, bytes), "gemm %dx%dx%d ta=%d tb=%d alpha %g beta %g: %d threads change bits", M,
                            N, K, g.ta, g.tb, alpha, beta, nt);
                 }
-                if (kp->gemm && !ab) { /* rows [0, m1) in two K parts; rows [m1, M) in two column parts */
-                    qkt_real *cut = fresh_c(&g);
+                if (kp->gemm && !ab) { /* rows [0, m1) in two K parts; rows [m1, M) in two column parts;
+                                        * with one scratch buffer given to every part, full of NaN */
+                    qkt_real *cut = fresh_c(&g), *scr = qkt_aligned_alloc(64, kp->gemm_scratch * sizeof *scr);
+                    for (size_t i = 0; i < kp->gemm_scratch; i++) scr[i] = NAN;
                     int m1 = M / 3 + 1, n1 = N / 2 - 3, k1 = K / 2 + 5;
                     const qkt_real *A1 = g.ta ? g.A + m1 : g.A + (size_t)m1 * g.lda;
                     const qkt_real *Ak = g.ta ? g.A + (size_t)k1 * g.lda : g.A + k1, *Bk = g.tb ? g.B + k1 : g.B + (size_t)k1 * g.ldb;
                     const qkt_real *Bn = g.tb ? g.B + (size_t)n1 * g.ldb : g.B + n1;
-                    kp->gemm(g.ta, g.tb, m1, N, k1, g.A, g.lda, g.B, g.ldb, true, NULL, cut, g.ldc, NULL);
-                    kp->gemm(g.ta, g.tb, m1, N, K - k1, Ak, g.lda, Bk, g.ldb, true, NULL, cut, g.ldc, NULL);
-                    kp->gemm(g.ta, g.tb, M - m1, n1, K, A1, g.lda, g.B, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc, g.ldc, NULL);
-                    kp->gemm(g.ta, g.tb, M - m1, N - n1, K, A1, g.lda, Bn, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc + n1, g.ldc, NULL);
+                    kp->gemm(g.ta, g.tb, m1, N, k1, g.A, g.lda, g.B, g.ldb, true, NULL, cut, g.ldc, NULL, scr);
+                    kp->gemm(g.ta, g.tb, m1, N, K - k1, Ak, g.lda, Bk, g.ldb, true, NULL, cut, g.ldc, NULL, scr);
+                    kp->gemm(g.ta, g.tb, M - m1, n1, K, A1, g.lda, g.B, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc, g.ldc, NULL, scr);
+                    kp->gemm(g.ta, g.tb, M - m1, N - n1, K, A1, g.lda, Bn, g.ldb, true, NULL, cut + (size_t)m1 * g.ldc + n1, g.ldc,
+                             NULL, scr);
                     EXPECT(!memcmp(one, cut, bytes), "gemm %dx%dx%d ta=%d tb=%d: cut into blocks, the bits change", M, N, K, g.ta, g.tb);
                     n_cut++;
-                    free(cut);
+                    free(cut), free(scr);
                 }
                 free(one), free(more);
                 case_free(&g);
@@ -171,10 +175,13 @@ static void test_bits(const qkt__kern *kp) {
 
 /* The affine op's product, C = bias + A B^T with the sums starting at the bias
  * (qkt__gemm_bias), gives the bits of writing the bias into C and adding A B^T onto it
- * (beta 1), on 1 and 2 threads (split by rows, and by columns: N > M), ragged N too. */
+ * (beta 1), on 1 and 2 threads (split by rows, and by columns: N > M), ragged N too. Its
+ * packing buffers are a context's scratch, kept from call to call (grown from 1 to 2 threads'). */
 static void test_bias(void) {
     qkt_rng r;
     qkt_rng_seed(&r, 53);
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
     const int shapes[][3] = {{1024, 96, 32}, {300, 65, 257}, {60, 1500, 70}, {7, 17, 3}};
     for (int s = 0; s < 4; s++) {
         gemm_case g;
@@ -190,12 +197,13 @@ static void test_bias(void) {
             for (int m = 0; m < M; m++) memcpy(want + (size_t)m * g.ldc, bias, sizeof(qkt_real) * (size_t)N);
             qkt_gemm(false, true, M, N, K, 1, g.A, g.lda, g.B, g.ldb, 1, want, g.ldc);
             memcpy(got, g.C0, bytes);
-            qkt__gemm_bias(M, N, K, g.A, g.lda, g.B, g.ldb, bias, got, g.ldc);
+            qkt__gemm_bias(&ctx, M, N, K, g.A, g.lda, g.B, g.ldb, bias, got, g.ldc);
             EXPECT(!memcmp(want, got, bytes), "bias gemm %dx%dx%d on %d thread(s): not the bits of bias + beta 1", M, N, K, t);
         }
         free(bias), free(want), free(got);
         case_free(&g);
     }
+    qkt_ctx_free(&ctx);
     qkt_set_threads(0);
 }
 
@@ -207,7 +215,7 @@ static void test_planted(const qkt__kern *kp) {
     case_make(&g, &r, 65, 129, 257, false, true);
     qkt_real *C = fresh_c(&g);
     if (kp->gemm)
-        kp->gemm(false, true, g.M, g.N, g.K - 1, g.A, g.lda, g.B, g.ldb, false, NULL, C, g.ldc, NULL);
+        kp->gemm(false, true, g.M, g.N, g.K - 1, g.A, g.lda, g.B, g.ldb, false, NULL, C, g.ldc, NULL, NULL);
     else
         qkt_gemm(false, true, g.M, g.N, g.K - 1, 1, g.A, g.lda, g.B, g.ldb, 0, C, g.ldc);
     double e = case_error(&g, 1, 0, C);
