@@ -91,15 +91,19 @@ double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const
         if (n_r[r]) qkt_backward(c, loss, &w);
         loss_r[r] = share * (double)loss->data[0];
     }
-    /* Sum the replicas' grads into the store, in replica order whatever the threads. */
+    /* Sum the replicas' grads into the store, in replica order whatever the threads: each
+     * element is ((home + g_1) + g_2) + ..., a vector pass per replica over blocks of 4096. */
     qkt_real *home = g->params.grad;
     const qkt_real *gr = dp->grad;
-    int64_t size = dp->size;
+    int64_t size = dp->size, nblk = (size + 4095) / 4096;
 #pragma omp parallel for num_threads(qkt_get_threads()) schedule(static) if (size > (1 << 16))
-    for (int64_t i = 0; i < size; i++) {
-        qkt_real s = home[i];
-        for (int r = 1; r < R; r++) s += gr[(size_t)(r - 1) * size + i];
-        home[i] = s;
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        int64_t i0 = blk * 4096, i1 = i0 + 4096 < size ? i0 + 4096 : size;
+        for (int r = 1; r < R; r++) {
+            const qkt_real *gi = gr + (size_t)(r - 1) * size;
+#pragma omp simd
+            for (int64_t i = i0; i < i1; i++) home[i] += gi[i];
+        }
     }
     double loss = 0;
     for (int r = 0; r < R; r++) loss += loss_r[r];
