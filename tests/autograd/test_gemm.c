@@ -4,12 +4,14 @@
  * the same bits whatever the thread count, and where it has its own gemm (AVX-512)
  * whatever the way the product is cut into blocks; a planted wrong product (one k term
  * missing) is caught. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kern_table.h"
 #include "ops_internal.h"
+#include "rt_memory.h"
 #include "qkt_test.h"
 
 typedef struct {
@@ -225,8 +227,67 @@ static void test_planted(const qkt__kern *kp) {
     case_free(&g);
 }
 
+/* Every aligned allocation of the process (qkt_aligned_alloc's posix_memalign, the own
+ * gemm's packing buffers among them) counted while `counting`: this definition takes the
+ * place of the C library's. */
+static volatile int counting, n_aligned;
+int posix_memalign(void **p, size_t align, size_t n) {
+    if (counting) n_aligned++;
+    void *q = aligned_alloc(align, (n + align - 1) / align * align);
+    if (!q) return ENOMEM;
+    *p = q;
+    return 0;
+}
+
+/* The products' scratch of a context (qkt__arena_scratch): the same buffers for every call
+ * that asks no more, more slots or larger ones made on demand (counted as mallocs), and a
+ * context's second step of products allocating nothing at all (where the path has its own
+ * gemm; a product that allocated its own packing buffers would be counted). */
+static void test_scratch(void) {
+    qkt_ctx ctx;
+    qkt_ctx_init(&ctx, 0, 1);
+    size_t m0 = qkt_ctx_mem(&ctx).n_mallocs;
+    void **s = qkt__arena_scratch(&ctx.arena, 1, 1000);
+    void *a = s[0];
+    EXPECT(a && ((uintptr_t)a & 63) == 0, "scratch slot 0 is not 64-byte aligned");
+    EXPECT(qkt__arena_scratch(&ctx.arena, 1, 500)[0] == a, "a smaller request got another buffer");
+    s = qkt__arena_scratch(&ctx.arena, 2, 1000);
+    EXPECT(s[0] == a && s[1] && s[1] != a, "a second slot replaced the first or is missing");
+    EXPECT(qkt_ctx_mem(&ctx).n_mallocs == m0 + 2, "two slots: %zu mallocs", qkt_ctx_mem(&ctx).n_mallocs - m0);
+    s = qkt__arena_scratch(&ctx.arena, 2, 1 << 20);
+    memset(s[0], 1, 1 << 20), memset(s[1], 2, 1 << 20); /* both are that large (ASan would tell) */
+    qkt_ctx_reset(&ctx);
+    EXPECT(qkt__arena_scratch(&ctx.arena, 1, 1 << 20)[0] == s[0], "a reset dropped the scratch");
+    /* products through ops: after the first step, the second allocates nothing, on 2 threads */
+    qkt_params p;
+    qkt_params_init(&p);
+    qkt_tensor *w = qkt_params_add(&p, "w", 2, (int[]){256, 256}, 0);
+    qkt_params_finalize(&p);
+    for (int64_t i = 0; i < p.size; i++) p.data[i] = (qkt_real)(i % 7) / 7;
+    qkt_set_threads(2);
+    size_t after = 0;
+    for (int step = 0; step < 2; step++) {
+        counting = step == 1, n_aligned = 0;
+        qkt_ctx_reset(&ctx);
+        qkt_tensor *x = qkt_tensor_new(&ctx, 2, (int[]){300, 256});
+        for (int64_t i = 0; i < x->size; i++) x->data[i] = (qkt_real)(i % 5) / 5;
+        qkt_params_zero_grad(&p);
+        qkt_backward(&ctx, qkt_sum(&ctx, qkt_affine(&ctx, qkt_affine(&ctx, x, w, NULL), w, NULL)), NULL);
+        if (step == 0) after = qkt_ctx_mem(&ctx).n_mallocs;
+    }
+    counting = 0;
+    if (qkt__kern_get()->gemm) /* BLAS may allocate as it likes */
+        EXPECT(n_aligned == 0, "the second step of products made %d aligned allocations", n_aligned);
+    EXPECT(qkt_ctx_mem(&ctx).n_mallocs == after, "the second step of products allocated (%zu -> %zu)", after,
+           qkt_ctx_mem(&ctx).n_mallocs);
+    qkt_set_threads(0);
+    qkt_params_free(&p);
+    qkt_ctx_free(&ctx);
+}
+
 int main(void) {
     qkt_test_isa_or_skip();
+    test_scratch();
     const qkt__kern *kp = qkt__kern_get();
     test_accuracy();
     test_edges();
