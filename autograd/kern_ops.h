@@ -8,50 +8,52 @@
 /* Column chunk of the broadcast loops (elements). */
 #define QKT_COL_CHUNK 4096
 
-static void binary_forward(qkt_op op, const qkt_real *A, const qkt_real *B, qkt_real *Y, int64_t na, int64_t nb) {
-    /* Work items: (row, column chunk), so a same-shape op (one "row") still splits over
-     * threads. The op is hoisted out of the loops so each inner loop vectorises. */
-    int64_t ncc = (nb + QKT_COL_CHUNK - 1) / QKT_COL_CHUNK, items = na / nb * ncc;
-#pragma omp parallel for if (na > QKT_PAR_MIN)
-    for (int64_t t = 0; t < items; t++) {
-        int64_t r = t / ncc, j0 = t % ncc * QKT_COL_CHUNK, j1 = j0 + QKT_COL_CHUNK < nb ? j0 + QKT_COL_CHUNK : nb;
-        const qkt_real *Ar = A + r * nb;
-        qkt_real *Yr = Y + r * nb;
-        if (op == QKT_OP_ADD) {
+/* Work item t: (row, column chunk), so a same-shape op (one "row") still splits over
+ * threads. The op is hoisted out of the loops so each inner loop vectorises. */
+static inline void binary_forward_item(qkt_op op, const qkt_real *A, const qkt_real *B, qkt_real *Y, int64_t nb,
+                                       int64_t ncc, int64_t t) {
+    int64_t r = t / ncc, j0 = t % ncc * QKT_COL_CHUNK, j1 = j0 + QKT_COL_CHUNK < nb ? j0 + QKT_COL_CHUNK : nb;
+    const qkt_real *Ar = A + r * nb;
+    qkt_real *Yr = Y + r * nb;
+    if (op == QKT_OP_ADD) {
 #pragma omp simd
-            for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] + B[j];
-        } else if (op == QKT_OP_SUB) {
+        for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] + B[j];
+    } else if (op == QKT_OP_SUB) {
 #pragma omp simd
-            for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] - B[j];
-        } else {
+        for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] - B[j];
+    } else {
 #pragma omp simd
-            for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] * B[j];
-        }
+        for (int64_t j = j0; j < j1; j++) Yr[j] = Ar[j] * B[j];
     }
 }
+static void binary_forward(qkt_op op, const qkt_real *A, const qkt_real *B, qkt_real *Y, int64_t na, int64_t nb) {
+    int64_t ncc = (nb + QKT_COL_CHUNK - 1) / QKT_COL_CHUNK, items = na / nb * ncc;
+    QKT_PAR_FOR(qkt_parallel_worth(na > QKT_PAR_MIN), t, items, binary_forward_item(op, A, B, Y, nb, ncc, t));
+}
 
+static inline void binary_backward_a_item(qkt_op op, bool fresh, const qkt_real *dY, const qkt_real *Bd, qkt_real *dA,
+                                          int64_t nb, int64_t ncc, int64_t t) {
+    int64_t r = t / ncc, j0 = t % ncc * QKT_COL_CHUNK, j1 = j0 + QKT_COL_CHUNK < nb ? j0 + QKT_COL_CHUNK : nb;
+    qkt_real *da = dA + r * nb;
+    const qkt_real *dy = dY + r * nb;
+    /* a fresh (unzeroed) buffer is stored to, never read */
+    if (op == QKT_OP_MUL && fresh) {
+#pragma omp simd
+        for (int64_t j = j0; j < j1; j++) da[j] = dy[j] * Bd[j];
+    } else if (op == QKT_OP_MUL) {
+#pragma omp simd
+        for (int64_t j = j0; j < j1; j++) da[j] += dy[j] * Bd[j];
+    } else if (fresh) {
+        memcpy(da + j0, dy + j0, (size_t)(j1 - j0) * sizeof *da);
+    } else {
+#pragma omp simd
+        for (int64_t j = j0; j < j1; j++) da[j] += dy[j];
+    }
+}
 static void binary_backward_a(qkt_op op, bool fresh, const qkt_real *dY, const qkt_real *Bd, qkt_real *dA, int64_t na,
                               int64_t nb) {
     int64_t ncc = (nb + QKT_COL_CHUNK - 1) / QKT_COL_CHUNK, items = na / nb * ncc;
-#pragma omp parallel for if (na > QKT_PAR_MIN)
-    for (int64_t t = 0; t < items; t++) {
-        int64_t r = t / ncc, j0 = t % ncc * QKT_COL_CHUNK, j1 = j0 + QKT_COL_CHUNK < nb ? j0 + QKT_COL_CHUNK : nb;
-        qkt_real *da = dA + r * nb;
-        const qkt_real *dy = dY + r * nb;
-        /* a fresh (unzeroed) buffer is stored to, never read */
-        if (op == QKT_OP_MUL && fresh) {
-#pragma omp simd
-            for (int64_t j = j0; j < j1; j++) da[j] = dy[j] * Bd[j];
-        } else if (op == QKT_OP_MUL) {
-#pragma omp simd
-            for (int64_t j = j0; j < j1; j++) da[j] += dy[j] * Bd[j];
-        } else if (fresh) {
-            memcpy(da + j0, dy + j0, (size_t)(j1 - j0) * sizeof *da);
-        } else {
-#pragma omp simd
-            for (int64_t j = j0; j < j1; j++) da[j] += dy[j];
-        }
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(na > QKT_PAR_MIN), t, items, binary_backward_a_item(op, fresh, dY, Bd, dA, nb, ncc, t));
 }
 
 /* ---------------------------------------------------------------- GELU (tanh form) */
@@ -136,40 +138,42 @@ static inline void ln_row_dx(bool fresh, const qkt_real *xr, const qkt_real *W, 
 /* Per row, the double sums by `omp simd reduction`, one row at a time (every path; on
  * AVX-512 for widths over LN_BLOCK_C, whose 16-row blocks would not stay in L1). The
  * dispatch is layernorm_forward / layernorm_backward, after the AVX-512 blocks. */
+static inline void ln_forward_row(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y, qkt_real *mean,
+                                  qkt_real *rstd, int64_t r, int C, double eps) {
+    const qkt_real *xr = X + r * C;
+    double m = 0, v = 0;
+#pragma omp simd reduction(+ : m)
+    for (int j = 0; j < C; j++) m += xr[j];
+    m /= C;
+#pragma omp simd reduction(+ : v)
+    for (int j = 0; j < C; j++) v += ((double)xr[j] - m) * ((double)xr[j] - m);
+    v /= C;
+    qkt_real rs = (qkt_real)(1.0 / sqrt(v + eps)), mm = (qkt_real)m;
+    mean[r] = mm, rstd[r] = rs;
+    ln_row_out(xr, W, Bb, mm, rs, Y + r * C, C);
+}
 static void layernorm_forward_rows(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y,
                                    qkt_real *mean, qkt_real *rstd, int64_t rows, int C, double eps) {
-#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *xr = X + r * C;
-        double m = 0, v = 0;
-#pragma omp simd reduction(+ : m)
-        for (int j = 0; j < C; j++) m += xr[j];
-        m /= C;
-#pragma omp simd reduction(+ : v)
-        for (int j = 0; j < C; j++) v += ((double)xr[j] - m) * ((double)xr[j] - m);
-        v /= C;
-        qkt_real rs = (qkt_real)(1.0 / sqrt(v + eps)), mm = (qkt_real)m;
-        mean[r] = mm, rstd[r] = rs;
-        ln_row_out(xr, W, Bb, mm, rs, Y + r * C, C);
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(rows * C > QKT_PAR_MIN), r, rows, ln_forward_row(X, W, Bb, Y, mean, rstd, r, C, eps));
 }
 
+static inline void ln_backward_row(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
+                                   const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t r, int C) {
+    const qkt_real *xr = X + r * C, *gr = dY + r * C;
+    qkt_real m = mean[r], rs = rstd[r];
+    double mg = 0, mgh = 0;
+#pragma omp simd reduction(+ : mg, mgh)
+    for (int j = 0; j < C; j++) {
+        qkt_real g = gr[j] * (W ? W[j] : 1);
+        mg += g;
+        mgh += (double)g * ((xr[j] - m) * rs);
+    }
+    qkt_real a = (qkt_real)(mg / C), c = (qkt_real)(mgh / C);
+    ln_row_dx(fresh, xr, W, gr, m, rs, a, c, dX + r * C, C);
+}
 static void layernorm_backward_rows(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
                                     const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
-#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *xr = X + r * C, *gr = dY + r * C;
-        qkt_real m = mean[r], rs = rstd[r];
-        double mg = 0, mgh = 0;
-#pragma omp simd reduction(+ : mg, mgh)
-        for (int j = 0; j < C; j++) {
-            qkt_real g = gr[j] * (W ? W[j] : 1);
-            mg += g;
-            mgh += (double)g * ((xr[j] - m) * rs);
-        }
-        qkt_real a = (qkt_real)(mg / C), c = (qkt_real)(mgh / C);
-        ln_row_dx(fresh, xr, W, gr, m, rs, a, c, dX + r * C, C);
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(rows * C > QKT_PAR_MIN), r, rows, ln_backward_row(fresh, X, W, dY, mean, rstd, dX, r, C));
 }
 
 #if defined(__AVX512F__) && !defined(QKT_DOUBLE)
@@ -229,47 +233,51 @@ static inline void ln_back_lanes(const float *x, const float *gy, const float *W
     }
 }
 
+static inline void ln_forward_block(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y,
+                                    qkt_real *mean, qkt_real *rstd, int64_t rows, int C, double eps, int64_t blk) {
+    int64_t r0 = blk * LN_ROWS;
+    int n = rows - r0 < LN_ROWS ? (int)(rows - r0) : LN_ROWS;
+    double lane[LN_ROWS * 16], mu[LN_ROWS], v[LN_ROWS];
+    for (int r = 0; r < n; r++) ln_lanes(X + (r0 + r) * C, C, false, 0, lane + r * 16);
+    qkt__lane_sums_pd(lane, n, mu);
+    for (int r = 0; r < n; r++) mu[r] /= C;
+    for (int r = 0; r < n; r++) ln_lanes(X + (r0 + r) * C, C, true, mu[r], lane + r * 16);
+    qkt__lane_sums_pd(lane, n, v);
+    for (int r = 0; r < n; r++) {
+        const qkt_real *xr = X + (r0 + r) * C;
+        qkt_real rs = (qkt_real)(1.0 / sqrt(v[r] / C + eps)), mm = (qkt_real)mu[r];
+        mean[r0 + r] = mm, rstd[r0 + r] = rs;
+        ln_row_out(xr, W, Bb, mm, rs, Y + (r0 + r) * C, C);
+    }
+}
 static void layernorm_forward_blocks(const qkt_real *X, const qkt_real *W, const qkt_real *Bb, qkt_real *Y,
                                      qkt_real *mean, qkt_real *rstd, int64_t rows, int C, double eps) {
     int64_t nblk = (rows + LN_ROWS - 1) / LN_ROWS;
-#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
-    for (int64_t blk = 0; blk < nblk; blk++) {
-        int64_t r0 = blk * LN_ROWS;
-        int n = rows - r0 < LN_ROWS ? (int)(rows - r0) : LN_ROWS;
-        double lane[LN_ROWS * 16], mu[LN_ROWS], v[LN_ROWS];
-        for (int r = 0; r < n; r++) ln_lanes(X + (r0 + r) * C, C, false, 0, lane + r * 16);
-        qkt__lane_sums_pd(lane, n, mu);
-        for (int r = 0; r < n; r++) mu[r] /= C;
-        for (int r = 0; r < n; r++) ln_lanes(X + (r0 + r) * C, C, true, mu[r], lane + r * 16);
-        qkt__lane_sums_pd(lane, n, v);
-        for (int r = 0; r < n; r++) {
-            const qkt_real *xr = X + (r0 + r) * C;
-            qkt_real rs = (qkt_real)(1.0 / sqrt(v[r] / C + eps)), mm = (qkt_real)mu[r];
-            mean[r0 + r] = mm, rstd[r0 + r] = rs;
-            ln_row_out(xr, W, Bb, mm, rs, Y + (r0 + r) * C, C);
-        }
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(rows * C > QKT_PAR_MIN), blk, nblk, ln_forward_block(X, W, Bb, Y, mean, rstd, rows, C, eps, blk));
 }
 
+static inline void ln_backward_block(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
+                                     const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C,
+                                     int64_t blk) {
+    int64_t r0 = blk * LN_ROWS;
+    int n = rows - r0 < LN_ROWS ? (int)(rows - r0) : LN_ROWS;
+    double lg[LN_ROWS * 16], lh[LN_ROWS * 16], mg[LN_ROWS], mgh[LN_ROWS];
+    for (int r = 0; r < n; r++)
+        ln_back_lanes(X + (r0 + r) * C, dY + (r0 + r) * C, W, C, mean[r0 + r], rstd[r0 + r], lg + r * 16, lh + r * 16);
+    qkt__lane_sums_pd(lg, n, mg);
+    qkt__lane_sums_pd(lh, n, mgh);
+    for (int r = 0; r < n; r++) {
+        const qkt_real *xr = X + (r0 + r) * C, *gr = dY + (r0 + r) * C;
+        qkt_real m = mean[r0 + r], rs = rstd[r0 + r];
+        qkt_real a = (qkt_real)(mg[r] / C), c = (qkt_real)(mgh[r] / C);
+        ln_row_dx(fresh, xr, W, gr, m, rs, a, c, dX + (r0 + r) * C, C);
+    }
+}
 static void layernorm_backward_blocks(bool fresh, const qkt_real *X, const qkt_real *W, const qkt_real *dY,
                                       const qkt_real *mean, const qkt_real *rstd, qkt_real *dX, int64_t rows, int C) {
     int64_t nblk = (rows + LN_ROWS - 1) / LN_ROWS;
-#pragma omp parallel for if (rows * C > QKT_PAR_MIN)
-    for (int64_t blk = 0; blk < nblk; blk++) {
-        int64_t r0 = blk * LN_ROWS;
-        int n = rows - r0 < LN_ROWS ? (int)(rows - r0) : LN_ROWS;
-        double lg[LN_ROWS * 16], lh[LN_ROWS * 16], mg[LN_ROWS], mgh[LN_ROWS];
-        for (int r = 0; r < n; r++)
-            ln_back_lanes(X + (r0 + r) * C, dY + (r0 + r) * C, W, C, mean[r0 + r], rstd[r0 + r], lg + r * 16, lh + r * 16);
-        qkt__lane_sums_pd(lg, n, mg);
-        qkt__lane_sums_pd(lh, n, mgh);
-        for (int r = 0; r < n; r++) {
-            const qkt_real *xr = X + (r0 + r) * C, *gr = dY + (r0 + r) * C;
-            qkt_real m = mean[r0 + r], rs = rstd[r0 + r];
-            qkt_real a = (qkt_real)(mg[r] / C), c = (qkt_real)(mgh[r] / C);
-            ln_row_dx(fresh, xr, W, gr, m, rs, a, c, dX + (r0 + r) * C, C);
-        }
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(rows * C > QKT_PAR_MIN), blk, nblk,
+                ln_backward_block(fresh, X, W, dY, mean, rstd, dX, rows, C, blk));
 }
 #endif
 
@@ -418,11 +426,9 @@ static void colsum_rows(int64_t rows, int64_t cols, const qkt_real *X, const qkt
                         qkt_real *out2, double *part2) {
     int64_t nch = (rows + QKT_COLSUM_ROWS - 1) / QKT_COLSUM_ROWS;
     bool two = Y && out2;
-#pragma omp parallel for if (rows * cols > QKT_PAR_MIN)
-    for (int64_t c = 0; c < nch; c++) {
-        int64_t r1 = (c + 1) * QKT_COLSUM_ROWS < rows ? (c + 1) * QKT_COLSUM_ROWS : rows;
-        colsum_chunk(c * QKT_COLSUM_ROWS, r1, cols, X, Y, sub, mul, G, U, part + c * cols, two ? part2 + c * cols : NULL);
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(rows * cols > QKT_PAR_MIN), c, nch,
+                colsum_chunk(c * QKT_COLSUM_ROWS, (c + 1) * QKT_COLSUM_ROWS < rows ? (c + 1) * QKT_COLSUM_ROWS : rows, cols,
+                             X, Y, sub, mul, G, U, part + c * cols, two ? part2 + c * cols : NULL));
     colsum_finish(nch, cols, part, sign, out);
     if (two) colsum_finish(nch, cols, part2, sign, out2);
 }
@@ -443,35 +449,36 @@ static void mul_colsum(int64_t rows, int64_t cols, const qkt_real *G, const qkt_
 /* The rows' log-sum-exps in parallel, then their sum in row order: a reduction over the
  * threads would add partial sums in an order that depends on the thread count (other
  * last bits in float64, and sometimes in float32). */
-static double cross_entropy_forward(const qkt_real *X, const int32_t *targets, qkt_real *lse, int64_t rows, int V) {
-#pragma omp parallel for if (rows * V > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *xr = X + r * V;
-        qkt_real mx = xr[0];
-        for (int j = 1; j < V; j++) mx = xr[j] > mx ? xr[j] : mx;
-        double sum = 0;
+static inline void ce_lse_row(const qkt_real *X, qkt_real *lse, int64_t r, int V) {
+    const qkt_real *xr = X + r * V;
+    qkt_real mx = xr[0];
+    for (int j = 1; j < V; j++) mx = xr[j] > mx ? xr[j] : mx;
+    double sum = 0;
 #pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < V; j++) sum += qkt__exp(xr[j] - mx);
-        lse[r] = mx + (qkt_real)log(sum);
-    }
+    for (int j = 0; j < V; j++) sum += qkt__exp(xr[j] - mx);
+    lse[r] = mx + (qkt_real)log(sum);
+}
+static double cross_entropy_forward(const qkt_real *X, const int32_t *targets, qkt_real *lse, int64_t rows, int V) {
+    QKT_PAR_FOR(qkt_parallel_worth(rows * V > QKT_PAR_MIN), r, rows, ce_lse_row(X, lse, r, V));
     double total = 0;
     for (int64_t r = 0; r < rows; r++)
         if (targets[r] != QKT_IGNORE) total += (double)lse[r] - X[r * V + targets[r]];
     return total;
 }
 
+static inline void ce_grad_row(const qkt_real *X, const int32_t *targets, const qkt_real *lse, qkt_real g, qkt_real *dX,
+                               int64_t r, int V) {
+    int t = targets[r];
+    if (t == QKT_IGNORE) return;
+    const qkt_real *xr = X + r * V;
+    qkt_real *dr = dX + r * V, ls = lse[r];
+#pragma omp simd
+    for (int j = 0; j < V; j++) dr[j] += g * qkt__exp(xr[j] - ls);
+    dr[t] -= g;
+}
 static void cross_entropy_backward(const qkt_real *X, const int32_t *targets, const qkt_real *lse, qkt_real g,
                                    qkt_real *dX, int64_t rows, int V) {
-#pragma omp parallel for if (rows * V > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        int t = targets[r];
-        if (t == QKT_IGNORE) continue;
-        const qkt_real *xr = X + r * V;
-        qkt_real *dr = dX + r * V, ls = lse[r];
-#pragma omp simd
-        for (int j = 0; j < V; j++) dr[j] += g * qkt__exp(xr[j] - ls);
-        dr[t] -= g;
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(rows * V > QKT_PAR_MIN), r, rows, ce_grad_row(X, targets, lse, g, dX, r, V));
 }
 
 /* ---------------------------------------------------------------- for the tests */

@@ -37,13 +37,6 @@ static int n_threads(void) {
     return 1;
 #endif
 }
-static int thread_id(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 static bool blocked(const qkt__attn *a, int b, int i, int j) {
     return (!a->full && j > i + a->off) || (a->key_pad && a->key_pad[(size_t)b * a->Tk + j]);
@@ -140,6 +133,26 @@ static void chunk_bounds(const qkt__attn *a, int nqt, int nch, int *bounds) {
 
 /* The op on q (B, Tq, C) and k, v (B, Tk, C) given as pointers with row stride ld (the
  * tensors are recorded by the callers below). */
+/* Forward task t: chunk c of head bh's query tiles, from the last chunk down (under the
+ * causal mask late query tiles see the most keys; the dynamic schedule takes them first). */
+static void forward_task(const qkt__attn *a, const qkt__kern *kern, const qkt_real *qd, const qkt_real *kd,
+                         const qkt_real *vd, qkt_real *yd, const int *bounds, int nch, int t, qkt_real *w) {
+    int BH = a->B * a->H, c = nch - 1 - t / BH, bh = t % BH;
+    if (bounds[c + 1] > bounds[c])
+        kern->attn_forward_tiles(a, qd, kd, vd, bh / a->H, bh % a->H, bounds[c], bounds[c + 1], yd, w);
+}
+
+/* Backward task t: head t of each b in order (per_b = B, a bias shared by the batch), or
+ * the one (b, h) = t. */
+static void backward_task(const qkt__attn *a, const qkt__kern *kern, const qkt_real *qd, const qkt_real *kd,
+                          const qkt_real *vd, const qkt_real *yd, const qkt_real *dy, qkt_real *dq, qkt_real *dk,
+                          qkt_real *dv, bool store, int per_b, int t, double *dlog, qkt_real *w) {
+    for (int u = 0; u < per_b; u++) {
+        int bh = per_b > 1 ? u * a->H + t : t;
+        dlog[bh] = kern->attn_backward_head(a, qd, kd, vd, yd, dy, dq, dk, dv, store, bh / a->H, bh % a->H, w);
+    }
+}
+
 static qkt_tensor *attention(qkt_ctx *ctx, int B, int Tq, int Tk, const qkt_real *qd, const qkt_real *kd,
                              const qkt_real *vd, int ld, bool packed, int C, int n_head, const qkt_attn_opts *o,
                              qkt__attn **saved) {
@@ -196,14 +209,9 @@ static qkt_tensor *attention(qkt_ctx *ctx, int B, int Tq, int Tk, const qkt_real
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
     qkt_real *yd = y->data;
     const qkt__kern *kern = qkt__kern_get();
-    /* Chunks in decreasing cost order (under the causal mask late query tiles see the
-     * most keys) for the dynamic schedule. */
-#pragma omp parallel for schedule(dynamic, 1) if (ntask > 1 && worth_threads(a))
-    for (int t = 0; t < ntask; t++) {
-        int c = nch - 1 - t / (B * H), bh = t % (B * H);
-        if (bounds[c + 1] > bounds[c])
-            kern->attn_forward_tiles(a, qd, kd, vd, bh / H, bh % H, bounds[c], bounds[c + 1], yd, scratch + (size_t)thread_id() * wsz);
-    }
+    bool team = qkt_parallel_worth(ntask > 1 && worth_threads(a));
+    QKT_PAR_FOR_DYNAMIC(team, t, ntask, forward_task(a, kern, qd, kd, vd, yd, bounds, nch, (int)t,
+                                                     scratch + (size_t)qkt__team_slot(team) * wsz));
     if (o->capture && (o->capture->probs || o->capture->logits)) capture(a, qd, kd, o->capture);
     *saved = a;
     return y;
@@ -269,13 +277,10 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     /* A bias shared by the batch sums its grad over b: then a task is one head, all b in
      * order (the same sum on any thread count); otherwise one (b, h). */
     int per_b = a->dbias && a->bias_bstride == 0 ? B : 1, ntask = B * H / per_b;
-#pragma omp parallel for schedule(dynamic, 1) if (ntask > 1 && worth_threads(a))
-    for (int t = 0; t < ntask; t++)
-        for (int u = 0; u < per_b; u++) {
-            int bh = per_b > 1 ? u * H + t : t;
-            dlog[bh] = kern->attn_backward_head(a, qd, kd, vd, yd, dy, dq, dk, dv, store, bh / H, bh % H,
-                                                scratch + (size_t)thread_id() * wsz);
-        }
+    bool team = qkt_parallel_worth(ntask > 1 && worth_threads(a));
+    QKT_PAR_FOR_DYNAMIC(team, t, ntask,
+                        backward_task(a, kern, qd, kd, vd, yd, dy, dq, dk, dv, store, per_b, (int)t, dlog,
+                                      scratch + (size_t)qkt__team_slot(team) * wsz));
     a->dbias = NULL;
     if (qkt__needs_grad(ls)) {
         qkt_real *g = qkt_grad(ctx, ls);

@@ -84,17 +84,13 @@ static void binary_backward(qkt_ctx *ctx, qkt_node *n) {
         if (rows == 1 && op != QKT_OP_MUL) { /* same shapes: no reduction */
             bool fresh;
             qkt_real *dB = qkt__grad_out(ctx, b, &fresh);
-            if (fresh) {
-#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
-                for (int64_t j = 0; j < nb; j++) dB[j] = sign * dY[j];
-            } else {
-#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
-                for (int64_t j = 0; j < nb; j++) dB[j] += sign * dY[j];
-            }
+            bool team = qkt_parallel_worth(nb > QKT_PAR_MIN);
+            if (fresh) QKT_PAR_FOR_SIMD(team, j, nb, dB[j] = sign * dY[j]);
+            else QKT_PAR_FOR_SIMD(team, j, nb, dB[j] += sign * dY[j]);
         } else if (rows == 1) {
             qkt_real *dB = qkt_grad(ctx, b);
-#pragma omp parallel for simd if (nb > QKT_PAR_MIN)
-            for (int64_t j = 0; j < nb; j++) dB[j] += dY[j] * a->data[j];
+            const qkt_real *A = a->data;
+            QKT_PAR_FOR_SIMD(qkt_parallel_worth(nb > QKT_PAR_MIN), j, nb, dB[j] += dY[j] * A[j]);
         } else {
             qkt__colsum(ctx, rows, nb, dY, op == QKT_OP_MUL ? a->data : NULL, NULL, NULL, sign, qkt_grad(ctx, b));
         }
@@ -169,8 +165,9 @@ qkt_tensor *qkt_scale(qkt_ctx *ctx, qkt_tensor *x, double c) {
     QKT_LIVE(ctx, "scale", x);
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     qkt_real cc = (qkt_real)c;
-#pragma omp parallel for simd if (x->size > QKT_PAR_MIN)
-    for (int64_t i = 0; i < x->size; i++) y->data[i] = cc * x->data[i];
+    const qkt_real *X = x->data;
+    qkt_real *Y = y->data;
+    QKT_PAR_FOR_SIMD(qkt_parallel_worth(x->size > QKT_PAR_MIN), i, x->size, Y[i] = cc * X[i]);
     qkt_node *n = qkt_op_record(ctx, QKT_OP_SCALE, y, 1, &x);
     if (n) n->p.f[0] = c;
     qkt_op_done(ctx, QKT_OP_SCALE, y);
@@ -180,8 +177,7 @@ qkt_tensor *qkt_scale(qkt_ctx *ctx, qkt_tensor *x, double c) {
 void qkt__scale_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_real *dX = qkt_grad(ctx, n->in[0]), c = (qkt_real)n->p.f[0];
     const qkt_real *dY = n->out->grad;
-#pragma omp parallel for simd if (n->out->size > QKT_PAR_MIN)
-    for (int64_t i = 0; i < n->out->size; i++) dX[i] += c * dY[i];
+    QKT_PAR_FOR_SIMD(qkt_parallel_worth(n->out->size > QKT_PAR_MIN), i, n->out->size, dX[i] += c * dY[i]);
 }
 
 /* ---------------------------------------------------------------- GELU (tanh form) */

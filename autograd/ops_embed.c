@@ -19,12 +19,22 @@ qkt_tensor *qkt_embedding(qkt_ctx *ctx, qkt_tensor *w, const int32_t *idx, int n
         saved[i] = idx[i];
     }
     qkt_tensor *y = qkt__op_output(ctx, ndim + 1, oshape);
-#pragma omp parallel for if (y->size > QKT_PAR_MIN)
-    for (int64_t i = 0; i < n_idx; i++) memcpy(y->data + i * C, w->data + (int64_t)saved[i] * C, (size_t)C * sizeof(qkt_real));
+    QKT_PAR_FOR(qkt_parallel_worth(y->size > QKT_PAR_MIN), i, n_idx,
+                memcpy(y->data + i * C, w->data + (int64_t)saved[i] * C, (size_t)C * sizeof(qkt_real)));
     qkt_node *n = qkt_op_record(ctx, QKT_OP_EMBEDDING, y, 1, &w);
     if (n) n->saved = saved, n->p.i[0] = (int)n_idx;
     qkt_op_done(ctx, QKT_OP_EMBEDDING, y);
     return y;
+}
+
+/* Columns [c0, c1) of dW[idx[i], :] += dy[i, :], i in order. */
+static void embedding_backward_cols(qkt_real *dW, const qkt_real *dY, const int32_t *idx, int n_idx, int C, int c0,
+                                    int c1) {
+    for (int i = 0; i < n_idx; i++) {
+        qkt_real *row = dW + (int64_t)idx[i] * C;
+        const qkt_real *g = dY + (int64_t)i * C;
+        for (int c = c0; c < c1; c++) row[c] += g[c];
+    }
 }
 
 /* dW[idx[i], :] += dy[i, :]. Scatter with possible repeats: each thread owns a slice of
@@ -35,18 +45,13 @@ void qkt__embedding_backward(qkt_ctx *ctx, qkt_node *n) {
     const int32_t *idx = n->saved;
     qkt_real *dW = qkt_grad(ctx, w);
     const qkt_real *dY = n->out->grad;
-#pragma omp parallel if ((int64_t)n_idx * C > QKT_PAR_MIN)
+    if (!qkt_parallel_worth((int64_t)n_idx * C > QKT_PAR_MIN)) {
+        embedding_backward_cols(dW, dY, idx, n_idx, C, 0, C);
+        return;
+    }
+#pragma omp parallel
     {
-#ifdef _OPENMP
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-        int nt = 1, t = 0;
-#endif
-        int c0 = (int)((int64_t)C * t / nt), c1 = (int)((int64_t)C * (t + 1) / nt);
-        for (int i = 0; i < n_idx; i++) {
-            qkt_real *row = dW + (int64_t)idx[i] * C;
-            const qkt_real *g = dY + (int64_t)i * C;
-            for (int c = c0; c < c1; c++) row[c] += g[c];
-        }
+        embedding_backward_cols(dW, dY, idx, n_idx, C, (int)((int64_t)C * t / nt), (int)((int64_t)C * (t + 1) / nt));
     }
 }

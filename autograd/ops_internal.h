@@ -3,7 +3,11 @@
 #define QKT_OPS_INTERNAL_H
 #include "qkt_autograd.h"
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define QKT_OP(ID, name) void qkt__##name##_backward(qkt_ctx *ctx, qkt_node *n);
 #include "ops.def"
@@ -13,6 +17,39 @@
  * 2^15 floats take one core about what a parallel region costs (docs/performance.md,
  * "Thread settings"). */
 #define QKT_PAR_MIN (1 << 15)
+
+/* for (int64_t i = 0; i < n; i++) call;  as `#pragma omp parallel for` when team
+ * (qkt_parallel_worth's answer), else a plain loop, which enters no OpenMP construct;
+ * _DYNAMIC: schedule(dynamic, 1); _SIMD: `parallel for simd`, else `omp simd`. A call
+ * that uses a per-thread scratch buffer picks it with qkt__team_slot(team). */
+#define QKT__PAR_LOOP(team, par, i, n, call)                      \
+    do {                                                          \
+        if (team) {                                               \
+            _Pragma(par) for (int64_t i = 0; i < (n); i++) call; \
+        } else {                                                  \
+            for (int64_t i = 0; i < (n); i++) call;               \
+        }                                                         \
+    } while (0)
+#define QKT_PAR_FOR(team, i, n, call) QKT__PAR_LOOP(team, "omp parallel for", i, n, call)
+#define QKT_PAR_FOR_DYNAMIC(team, i, n, call) QKT__PAR_LOOP(team, "omp parallel for schedule(dynamic, 1)", i, n, call)
+#define QKT_PAR_FOR_SIMD(team, i, n, stmt)                                            \
+    do {                                                                              \
+        if (team) {                                                                   \
+            _Pragma("omp parallel for simd") for (int64_t i = 0; i < (n); i++) stmt; \
+        } else {                                                                      \
+            _Pragma("omp simd") for (int64_t i = 0; i < (n); i++) stmt;              \
+        }                                                                             \
+    } while (0)
+/* The calling thread's slot among the scratch buffers of a QKT_PAR_FOR loop: its number
+ * in the team, 0 in the plain loop (which may run inside another team, as in a replica). */
+static inline int qkt__team_slot(bool team) {
+#ifdef _OPENMP
+    return team ? omp_get_thread_num() : 0;
+#else
+    (void)team;
+    return 0;
+#endif
+}
 
 /* Shape check that prints both shapes. */
 #define QKT_CHECK_SHAPES(cond, op, a, b)                                                       \

@@ -53,6 +53,23 @@ typedef struct {
     qkt_real *rstd; /* per row: 1/sqrt(mean(x^2) + eps) */
 } rms_saved;
 
+/* One row: y = x rstd w, rstd = 1/sqrt(mean(x^2) + eps) into *R. */
+static inline void rms_row(const qkt_real *xr, const qkt_real *W, double eps, qkt_real *R, qkt_real *yr, int C) {
+    double ss = 0;
+    for (int j = 0; j < C; j++) ss += (double)xr[j] * xr[j];
+    qkt_real rs = (qkt_real)(1.0 / sqrt(ss / C + eps));
+    *R = rs;
+    for (int j = 0; j < C; j++) yr[j] = xr[j] * rs * (W ? W[j] : (qkt_real)1);
+}
+
+/* One row of rmsnorm's dx: dx += rstd (g - h mean(g h)). */
+static inline void rms_row_dx(const qkt_real *xr, const qkt_real *gr, const qkt_real *W, double rs, qkt_real *dxr, int C) {
+    double gh = 0;
+    for (int j = 0; j < C; j++) gh += (double)gr[j] * (W ? W[j] : 1) * xr[j] * rs;
+    gh /= C;
+    for (int j = 0; j < C; j++) dxr[j] += (qkt_real)(rs * ((double)gr[j] * (W ? W[j] : 1) - xr[j] * rs * gh));
+}
+
 qkt_tensor *qkt_rmsnorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, double eps) {
     QKT_LIVE_OPT(ctx, "rmsnorm", 1, x, w);
     QKT_CHECK(x->ndim >= 1, "rmsnorm of a scalar");
@@ -65,16 +82,7 @@ qkt_tensor *qkt_rmsnorm(qkt_ctx *ctx, qkt_tensor *x, qkt_tensor *w, double eps) 
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     const qkt_real *X = x->data, *W = w ? w->data : NULL;
     qkt_real *Y = y->data, *R = s->rstd;
-#pragma omp parallel for schedule(static) if (x->size > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *xr = X + r * C;
-        qkt_real *yr = Y + r * C;
-        double ss = 0;
-        for (int j = 0; j < C; j++) ss += (double)xr[j] * xr[j];
-        qkt_real rs = (qkt_real)(1.0 / sqrt(ss / C + eps));
-        R[r] = rs;
-        for (int j = 0; j < C; j++) yr[j] = xr[j] * rs * (W ? W[j] : (qkt_real)1);
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), r, rows, rms_row(X + r * C, W, eps, R + r, Y + r * C, C));
     qkt_node *n = qkt_op_record(ctx, QKT_OP_RMSNORM, y, 2, (qkt_tensor *[]){x, w});
     if (n) n->saved = s, n->p.f[0] = eps;
     qkt_op_done(ctx, QKT_OP_RMSNORM, y);
@@ -90,21 +98,36 @@ void qkt__rmsnorm_backward(qkt_ctx *ctx, qkt_node *n) {
     const qkt_real *dY = n->out->grad, *X = x->data, *W = w ? w->data : NULL, *R = s->rstd;
     if (qkt__needs_grad(x)) {
         qkt_real *dX = qkt_grad(ctx, x);
-#pragma omp parallel for schedule(static) if (x->size > QKT_PAR_MIN)
-        for (int64_t r = 0; r < rows; r++) {
-            const qkt_real *xr = X + r * C, *gr = dY + r * C;
-            qkt_real *dxr = dX + r * C;
-            double rs = R[r], gh = 0;
-            for (int j = 0; j < C; j++) gh += (double)gr[j] * (W ? W[j] : 1) * xr[j] * rs;
-            gh /= C;
-            for (int j = 0; j < C; j++) dxr[j] += (qkt_real)(rs * ((double)gr[j] * (W ? W[j] : 1) - xr[j] * rs * gh));
-        }
+        QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), r, rows,
+                    rms_row_dx(X + r * C, dY + r * C, W, R[r], dX + r * C, C));
     }
     /* dw_j = sum_r dy_rj x_rj rstd_r */
     if (qkt__needs_grad(w)) qkt__colsum(ctx, rows, C, dY, X, NULL, R, 1, qkt_grad(ctx, w));
 }
 
 /* ---------------------------------------------------------------- L2 normalisation */
+/* One row: y = x / max(||x||, eps); *inv = 1/||x||, or -1/eps for a clamped row (the sign
+ * marks it: its derivative is 1/eps). */
+static inline void l2_row(const qkt_real *X, double eps, qkt_real *inv, qkt_real *Y, int C) {
+    double ss = 0;
+    for (int j = 0; j < C; j++) ss += (double)X[j] * X[j];
+    double nrm = sqrt(ss);
+    *inv = (qkt_real)(nrm > eps ? 1.0 / nrm : -1.0 / eps);
+    qkt_real m = (qkt_real)fabs((double)*inv);
+    for (int j = 0; j < C; j++) Y[j] = X[j] * m;
+}
+
+/* One row of l2norm's dx (inv: the row's l2_row value). */
+static inline void l2_row_dx(const qkt_real *g, const qkt_real *y, qkt_real inv, qkt_real *dx, int C) {
+    if (inv < 0) {
+        for (int j = 0; j < C; j++) dx[j] += g[j] * -inv;
+        return;
+    }
+    double yg = 0;
+    for (int j = 0; j < C; j++) yg += (double)y[j] * g[j];
+    for (int j = 0; j < C; j++) dx[j] += (qkt_real)(((double)g[j] - y[j] * yg) * inv);
+}
+
 /* y = x / max(||x||_2, eps) over the last axis (torch.nn.functional.normalize). */
 qkt_tensor *qkt_l2norm(qkt_ctx *ctx, qkt_tensor *x, double eps) {
     QKT_LIVE(ctx, "l2norm", x);
@@ -116,16 +139,7 @@ qkt_tensor *qkt_l2norm(qkt_ctx *ctx, qkt_tensor *x, double eps) {
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
     const qkt_real *X = x->data;
     qkt_real *Y = y->data;
-#pragma omp parallel for schedule(static) if (x->size > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        double ss = 0;
-        for (int j = 0; j < C; j++) ss += (double)X[r * C + j] * X[r * C + j];
-        double nrm = sqrt(ss);
-        /* the sign of inv marks a clamped row (norm below eps): its derivative is 1/eps */
-        inv[r] = (qkt_real)(nrm > eps ? 1.0 / nrm : -1.0 / eps);
-        qkt_real m = (qkt_real)fabs((double)inv[r]);
-        for (int j = 0; j < C; j++) Y[r * C + j] = X[r * C + j] * m;
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), r, rows, l2_row(X + r * C, eps, inv + r, Y + r * C, C));
     qkt_node *n = qkt_op_record(ctx, QKT_OP_L2NORM, y, 1, (qkt_tensor *[]){x});
     if (n) n->saved = inv, n->p.f[0] = eps;
     qkt_op_done(ctx, QKT_OP_L2NORM, y);
@@ -140,16 +154,5 @@ void qkt__l2norm_backward(qkt_ctx *ctx, qkt_node *n) {
     int64_t rows = x->size / C;
     const qkt_real *dY = n->out->grad, *Y = n->out->data, *inv = n->saved;
     qkt_real *dX = qkt_grad(ctx, x);
-#pragma omp parallel for schedule(static) if (x->size > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *g = dY + r * C, *y = Y + r * C;
-        qkt_real *dx = dX + r * C;
-        if (inv[r] < 0) {
-            for (int j = 0; j < C; j++) dx[j] += g[j] * -inv[r];
-            continue;
-        }
-        double yg = 0;
-        for (int j = 0; j < C; j++) yg += (double)y[j] * g[j];
-        for (int j = 0; j < C; j++) dx[j] += (qkt_real)(((double)g[j] - y[j] * yg) * inv[r]);
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), r, rows, l2_row_dx(dY + r * C, Y + r * C, inv[r], dX + r * C, C));
 }

@@ -17,24 +17,27 @@ static void rope_table(qkt_ctx *ctx, int T, int d, double base, qkt_real **cs, q
     }
 }
 
+/* Row r (one position of one sequence, every head) of rotate. */
+static inline void rotate_row(const qkt_real *X, qkt_real *Y, int64_t r, int T, int H, int d, const qkt_real *cs,
+                              const qkt_real *sn, qkt_real sign, bool acc) {
+    int h = d / 2;
+    const qkt_real *c = cs + (r % T) * h, *s = sn + (r % T) * h;
+    for (int k = 0; k < H; k++) {
+        const qkt_real *x = X + (r * H + k) * d;
+        qkt_real *y = Y + (r * H + k) * d;
+        for (int i = 0; i < h; i++) {
+            qkt_real a = x[i], b = x[i + h], si = sign * s[i];
+            qkt_real ya = a * c[i] - b * si, yb = b * c[i] + a * si;
+            if (acc) y[i] += ya, y[i + h] += yb;
+            else y[i] = ya, y[i + h] = yb;
+        }
+    }
+}
+
 /* y = R x (forward, sign +1) or R^T x (backward, sign -1), accumulating into y when acc. */
 static void rotate(const qkt_real *X, qkt_real *Y, int64_t BT, int T, int H, int d, const qkt_real *cs, const qkt_real *sn,
                    qkt_real sign, bool acc) {
-    int h = d / 2;
-#pragma omp parallel for schedule(static) if (BT * H * d > QKT_PAR_MIN)
-    for (int64_t r = 0; r < BT; r++) {
-        const qkt_real *c = cs + (r % T) * h, *s = sn + (r % T) * h;
-        for (int k = 0; k < H; k++) {
-            const qkt_real *x = X + (r * H + k) * d;
-            qkt_real *y = Y + (r * H + k) * d;
-            for (int i = 0; i < h; i++) {
-                qkt_real a = x[i], b = x[i + h], si = sign * s[i];
-                qkt_real ya = a * c[i] - b * si, yb = b * c[i] + a * si;
-                if (acc) y[i] += ya, y[i + h] += yb;
-                else y[i] = ya, y[i + h] = yb;
-            }
-        }
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(BT * H * d > QKT_PAR_MIN), r, BT, rotate_row(X, Y, r, T, H, d, cs, sn, sign, acc));
 }
 
 typedef struct {

@@ -20,8 +20,7 @@ qkt_tensor *qkt_reshape(qkt_ctx *ctx, qkt_tensor *x, int ndim, const int *shape)
 void qkt__reshape_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_real *dX = qkt_grad(ctx, n->in[0]);
     const qkt_real *dY = n->out->grad;
-#pragma omp parallel for simd if (n->out->size > QKT_PAR_MIN)
-    for (int64_t i = 0; i < n->out->size; i++) dX[i] += dY[i];
+    QKT_PAR_FOR_SIMD(qkt_parallel_worth(n->out->size > QKT_PAR_MIN), i, n->out->size, dX[i] += dY[i]);
 }
 
 /* ---------------------------------------------------------------- permute */
@@ -104,6 +103,12 @@ void qkt_split(qkt_ctx *ctx, qkt_tensor *x, int n, const int *sizes, qkt_tensor 
         off += sizes[k];
     }
 }
+/* dx[j] += dy[j], j < w */
+static inline void add_row(qkt_real *dx, const qkt_real *dy, int w) {
+#pragma omp simd
+    for (int j = 0; j < w; j++) dx[j] += dy[j];
+}
+
 /* dx[:, off:off+w] += dy */
 void qkt__split_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_tensor *x = n->in[0];
@@ -111,13 +116,7 @@ void qkt__split_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_real *dX = qkt_grad(ctx, x);
     const qkt_real *dY = n->out->grad;
     int64_t rows = x->size / C;
-#pragma omp parallel for if (x->size > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        qkt_real *dx = dX + r * C + off;
-        const qkt_real *dy = dY + r * w;
-#pragma omp simd
-        for (int j = 0; j < w; j++) dx[j] += dy[j];
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), r, rows, add_row(dX + r * C + off, dY + r * w, w));
 }
 
 /* Along any axis: x_k viewed as (outer, w_k inner), y as (outer, W inner), W = sum w_k;

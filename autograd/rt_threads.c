@@ -82,6 +82,15 @@ static void threads_from_env(void) {
 }
 void qkt__threads_init(void) { pthread_once(&threads_once, threads_from_env); }
 
+bool qkt_parallel_worth(bool big) {
+#ifdef _OPENMP
+    return big && omp_get_max_threads() > 1 && !omp_in_parallel();
+#else
+    (void)big;
+    return false;
+#endif
+}
+
 int qkt_get_threads(void) {
     qkt__threads_init();
     if (g_threads > 0) return g_threads;

@@ -45,6 +45,43 @@ static int64_t counted(const int32_t *tgt, int64_t n) {
 /* Shard r of R is rows [shard_b0(r), shard_b0(r + 1)) of a batch of B. */
 static int shard_b0(int B, int R, int r) { return (int)((int64_t)B * r / R); }
 
+/* What every shard's pass reads, and where it leaves its loss share. */
+typedef struct {
+    qkt_dp *dp;
+    qkt_gpt *g;
+    const int32_t *idx, *tgt;
+    int B, T;
+    const int64_t *n_r; /* counted targets per shard */
+    int64_t total;
+    double *loss_r;
+} shard_job;
+
+/* Replica r's forward and backward on its shard, into its own grad buffer. */
+static void shard_pass(const shard_job *j, int r) {
+    int R = j->dp->n, T = j->T, b0 = shard_b0(j->B, R, r), b1 = shard_b0(j->B, R, r + 1);
+    qkt_ctx *c = j->dp->ctx[r];
+    if (r > 0) memset(j->dp->grad + (size_t)(r - 1) * j->dp->size, 0, (size_t)j->dp->size * sizeof(qkt_real));
+    qkt_ctx_reset(c);
+    qkt_gpt_opts hold = {.hold_state = true};
+    qkt_tensor *loss = qkt_gpt_forward(c, j->g, j->idx + (size_t)b0 * T, j->tgt + (size_t)b0 * T, b1 - b0, T, NULL, &hold);
+    /* The batch loss is sum_r (n_r / total) loss_r: replica r's backward is seeded with
+     * its weight. */
+    double share = (double)j->n_r[r] / (double)j->total;
+    qkt_real w = (qkt_real)share;
+    if (j->n_r[r]) qkt_backward(c, loss, &w);
+    j->loss_r[r] = share * (double)loss->data[0];
+}
+
+/* Block blk (4096 parameters) of the replicas' sum: home += g_1, then += g_2, ... */
+static void sum_block(qkt_real *home, const qkt_real *gr, int64_t size, int R, int64_t blk) {
+    int64_t i0 = blk * 4096, i1 = i0 + 4096 < size ? i0 + 4096 : size;
+    for (int r = 1; r < R; r++) {
+        const qkt_real *gi = gr + (size_t)(r - 1) * size;
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++) home[i] += gi[i];
+    }
+}
+
 double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const int32_t *tgt, int B, int T) {
     const int R = dp->n;
     QKT_CHECK(B >= R, "qkt_dp_forward_backward: batch %d is smaller than the %d replicas", B, R);
@@ -76,34 +113,21 @@ double qkt_dp_forward_backward(qkt_dp *dp, qkt_gpt *g, const int32_t *idx, const
         dp->ctx[r]->detect_anomaly = c0->detect_anomaly;
     }
     int nt = qkt_get_threads() < R ? qkt_get_threads() : R;
+    shard_job job = {dp, g, idx, tgt, B, T, n_r, total, loss_r};
+    if (qkt_parallel_worth(nt > 1)) {
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
-    for (int r = 0; r < R; r++) {
-        int b0 = shard_b0(B, R, r), b1 = shard_b0(B, R, r + 1);
-        qkt_ctx *c = dp->ctx[r];
-        if (r > 0) memset(dp->grad + (size_t)(r - 1) * dp->size, 0, (size_t)dp->size * sizeof(qkt_real));
-        qkt_ctx_reset(c);
-        qkt_gpt_opts hold = {.hold_state = true};
-        qkt_tensor *loss = qkt_gpt_forward(c, g, idx + (size_t)b0 * T, tgt + (size_t)b0 * T, b1 - b0, T, NULL, &hold);
-        /* The batch loss is sum_r (n_r / total) loss_r: replica r's backward is seeded with
-         * its weight. */
-        double share = (double)n_r[r] / (double)total;
-        qkt_real w = (qkt_real)share;
-        if (n_r[r]) qkt_backward(c, loss, &w);
-        loss_r[r] = share * (double)loss->data[0];
+        for (int r = 0; r < R; r++) shard_pass(&job, r);
+    } else {
+        for (int r = 0; r < R; r++) shard_pass(&job, r);
     }
     /* Sum the replicas' grads into the store, in replica order whatever the threads: each
      * element is ((home + g_1) + g_2) + ..., a vector pass per replica over blocks of 4096. */
-    qkt_real *home = g->params.grad;
-    const qkt_real *gr = dp->grad;
-    int64_t size = dp->size, nblk = (size + 4095) / 4096;
-#pragma omp parallel for num_threads(qkt_get_threads()) schedule(static) if (size > (1 << 16))
-    for (int64_t blk = 0; blk < nblk; blk++) {
-        int64_t i0 = blk * 4096, i1 = i0 + 4096 < size ? i0 + 4096 : size;
-        for (int r = 1; r < R; r++) {
-            const qkt_real *gi = gr + (size_t)(r - 1) * size;
-#pragma omp simd
-            for (int64_t i = i0; i < i1; i++) home[i] += gi[i];
-        }
+    int64_t nblk = (dp->size + 4095) / 4096;
+    if (qkt_parallel_worth(dp->size > (1 << 16))) {
+#pragma omp parallel for schedule(static)
+        for (int64_t blk = 0; blk < nblk; blk++) sum_block(g->params.grad, dp->grad, dp->size, R, blk);
+    } else {
+        for (int64_t blk = 0; blk < nblk; blk++) sum_block(g->params.grad, dp->grad, dp->size, R, blk);
     }
     double loss = 0;
     for (int r = 0; r < R; r++) loss += loss_r[r];

@@ -97,7 +97,19 @@ qkt_tensor *qkt_mlp_forward_add(qkt_ctx *ctx, const qkt_mlp *m, qkt_tensor *x, q
 }
 
 /* ---------------------------------------------------------------- SwiGLU */
-/* With s = sigmoid(a): dy/da = b s (1 + a (1 - s)), dy/db = a s. Rows independent. */
+/* Row r of the backward: with s = sigmoid(a), dy/da = b s (1 + a (1 - s)), dy/db = a s. */
+static void swiglu_backward_row(const qkt_real *X, const qkt_real *G, qkt_real *dX, int64_t r, int F) {
+    const qkt_real *a = X + r * 2 * F, *b = a + F, *g = G + r * F;
+    qkt_real *da = dX + r * 2 * F, *db = da + F;
+    for (int j = 0; j < F; j++) {
+        double s = 1.0 / (1.0 + exp(-(double)a[j]));
+        da[j] += (qkt_real)(g[j] * b[j] * s * (1.0 + a[j] * (1.0 - s)));
+        db[j] += (qkt_real)(g[j] * a[j] * s);
+    }
+}
+
+/* Rows independent; on the OpenMP team only where it runs on more than one thread
+ * (qkt_parallel_worth), as a custom op's loops should. */
 static void swiglu_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_tensor *x = n->in[0];
     if (!x->requires_grad) return;
@@ -105,16 +117,18 @@ static void swiglu_backward(qkt_ctx *ctx, qkt_node *n) {
     int64_t rows = n->out->size / F;
     const qkt_real *X = x->data, *G = n->out->grad;
     qkt_real *dX = qkt_grad(ctx, x);
-#pragma omp parallel for schedule(static) if (x->size > (1 << 15))
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *a = X + r * 2 * F, *b = a + F, *g = G + r * F;
-        qkt_real *da = dX + r * 2 * F, *db = da + F;
-        for (int j = 0; j < F; j++) {
-            double s = 1.0 / (1.0 + exp(-(double)a[j]));
-            da[j] += (qkt_real)(g[j] * b[j] * s * (1.0 + a[j] * (1.0 - s)));
-            db[j] += (qkt_real)(g[j] * a[j] * s);
-        }
+    if (qkt_parallel_worth(x->size > (1 << 15))) {
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < rows; r++) swiglu_backward_row(X, G, dX, r, F);
+    } else {
+        for (int64_t r = 0; r < rows; r++) swiglu_backward_row(X, G, dX, r, F);
     }
+}
+
+/* Row r of y = silu(a) b. */
+static void swiglu_row(const qkt_real *X, qkt_real *Y, int64_t r, int F) {
+    const qkt_real *a = X + r * 2 * F, *b = a + F;
+    for (int j = 0; j < F; j++) Y[r * F + j] = (qkt_real)((double)a[j] / (1.0 + exp(-(double)a[j])) * b[j]);
 }
 
 qkt_tensor *qkt_swiglu(qkt_ctx *ctx, qkt_tensor *x) {
@@ -128,10 +142,11 @@ qkt_tensor *qkt_swiglu(qkt_ctx *ctx, qkt_tensor *x) {
     int64_t rows = y->size / F;
     const qkt_real *X = x->data;
     qkt_real *Y = y->data;
-#pragma omp parallel for schedule(static) if (x->size > (1 << 15))
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *a = X + r * 2 * F, *b = a + F;
-        for (int j = 0; j < F; j++) Y[r * F + j] = (qkt_real)((double)a[j] / (1.0 + exp(-(double)a[j])) * b[j]);
+    if (qkt_parallel_worth(x->size > (1 << 15))) {
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < rows; r++) swiglu_row(X, Y, r, F);
+    } else {
+        for (int64_t r = 0; r < rows; r++) swiglu_row(X, Y, r, F);
     }
     qkt_op_record_custom(ctx, "swiglu", swiglu_backward, y, 1, (qkt_tensor *[]){x});
     return y;

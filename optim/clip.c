@@ -17,15 +17,22 @@ static double sumsq(const qkt_real *g, int64_t n) {
     return acc;
 }
 
+/* The sum of squares of chunk c (of `chunk` values; the last may be short or empty). */
+static double chunk_sumsq(const qkt_real *g, int64_t n, int64_t chunk, int c) {
+    int64_t a = c * chunk, b = a + chunk < n ? a + chunk : n;
+    return a < b ? sumsq(g + a, b - a) : 0.0;
+}
+
 double qkt_grad_norm_range(const qkt_real *g, int64_t n) {
     QKT_CHECK(n >= 0 && (g || n == 0), "qkt_grad_norm_range: %lld values at %p", (long long)n, (const void *)g);
     if (n < NORM_PAR_MIN) return sqrt(sumsq(g, n));
     double part[NORM_CHUNKS];
     int64_t chunk = (n + NORM_CHUNKS - 1) / NORM_CHUNKS;
+    if (qkt_parallel_worth(true)) {
 #pragma omp parallel for schedule(static)
-    for (int c = 0; c < NORM_CHUNKS; c++) {
-        int64_t a = c * chunk, b = a + chunk < n ? a + chunk : n;
-        part[c] = a < b ? sumsq(g + a, b - a) : 0.0;
+        for (int c = 0; c < NORM_CHUNKS; c++) part[c] = chunk_sumsq(g, n, chunk, c);
+    } else {
+        for (int c = 0; c < NORM_CHUNKS; c++) part[c] = chunk_sumsq(g, n, chunk, c);
     }
     double total = 0;
     for (int c = 0; c < NORM_CHUNKS; c++) total += part[c];
@@ -46,8 +53,13 @@ double qkt_clip_grad_norm(qkt_params *p, double max_norm) {
     if (coef < 1.0) {
         qkt_real c = (qkt_real)coef, *g = p->grad;
         int64_t n = p->size;
-#pragma omp parallel for simd schedule(static) if (n > NORM_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) g[i] *= c;
+        if (qkt_parallel_worth(n > NORM_PAR_MIN)) {
+#pragma omp parallel for simd schedule(static)
+            for (int64_t i = 0; i < n; i++) g[i] *= c;
+        } else {
+#pragma omp simd
+            for (int64_t i = 0; i < n; i++) g[i] *= c;
+        }
     }
     return norm;
 }

@@ -140,21 +140,24 @@ void qkt_optim_free(qkt_optim *o) {
  * parts of each run that fall in its slice. `fn` gets [lo, hi) and the run. */
 typedef void (*slice_fn)(qkt_optim *o, const void *k, const qkt_optim_run *run, int64_t lo, int64_t hi);
 
-static void for_each_slice(qkt_optim *o, const void *k, slice_fn fn) {
-#pragma omp parallel if (o->size > QKT_OPTIM_PAR_MIN)
-    {
-        int nt = 1, id = 0;
-#ifdef _OPENMP
-        nt = omp_get_num_threads();
-        id = omp_get_thread_num();
-#endif
-        int64_t t0 = o->size * id / nt, t1 = o->size * (id + 1) / nt;
-        for (int r = 0; r < o->n_runs; r++) {
-            const qkt_optim_run *run = &o->runs[r];
-            int64_t lo = run->off > t0 ? run->off : t0, hi = run->off + run->n < t1 ? run->off + run->n : t1;
-            if (lo < hi) fn(o, k, run, lo, hi);
-        }
+static void slice(qkt_optim *o, const void *k, slice_fn fn, int id, int nt) {
+    int64_t t0 = o->size * id / nt, t1 = o->size * (id + 1) / nt;
+    for (int r = 0; r < o->n_runs; r++) {
+        const qkt_optim_run *run = &o->runs[r];
+        int64_t lo = run->off > t0 ? run->off : t0, hi = run->off + run->n < t1 ? run->off + run->n : t1;
+        if (lo < hi) fn(o, k, run, lo, hi);
     }
+}
+
+static void for_each_slice(qkt_optim *o, const void *k, slice_fn fn) {
+#ifdef _OPENMP
+    if (qkt_parallel_worth(o->size > QKT_OPTIM_PAR_MIN)) {
+#pragma omp parallel
+        slice(o, k, fn, omp_get_thread_num(), omp_get_num_threads());
+        return;
+    }
+#endif
+    slice(o, k, fn, 0, 1);
 }
 
 /* ---------------------------------------------------------------- Adam / AdamW */

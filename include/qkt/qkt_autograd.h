@@ -148,6 +148,18 @@ double qkt_now_s(void);
  * (else OpenMP's default, OMP_NUM_THREADS), and OpenBLAS on one thread. */
 void qkt_set_threads(int n);
 int qkt_get_threads(void);
+/* Whether a loop with enough work to split (`big`) should go to an OpenMP team: big, more
+ * than one thread, and not already inside a parallel region (there a nested region is a
+ * team of one). libgomp enters every `omp parallel` construct, under a false `if` clause
+ * and for a team of one too, and ends it with a futex wake, a system call, so qkt's own
+ * loops, and a custom op's, run plainly where this says false:
+ *     if (qkt_parallel_worth(n > 32768)) {
+ *     #pragma omp parallel for
+ *         for (...) body;
+ *     } else {
+ *         for (...) body;
+ *     }   */
+bool qkt_parallel_worth(bool big);
 #define QKT_MAX_THREADS 4096
 /* QKT_THREADS from the environment: 0 when unset or empty, 1 with *n in [0, QKT_MAX_THREADS]
  * (0 = all cores), -1 with "QKT_THREADS 'x': expected an integer in [0, 4096]". */
