@@ -25,13 +25,13 @@ from collections import Counter
 
 # (category, regex on the function name): the first match wins; the order matters.
 CATEGORIES = [
-    ("attention", r"^(attn_|strip_rows|copy_rows|copy_transposed|key_bias|add_bias|qkt_attn|qkt__attn)"),
+    ("attention", r"^(attn_|strip_rows|copy_rows|copy_transposed|key_bias|add_bias|qkt_attn|qkt__attn|forward_task|backward_task)"),
     ("products", r"^(own_gemm|gemm_|qkt__gemm|qkt_gemm|gemm_run|gemm_serial|gemm_blas|cblas_|sgemm|dgemm)|_sgemm_|_dgemm_|^[sd]gemm_"),
     ("gelu", r"gelu"),
-    ("layernorm", r"layernorm"),
+    ("layernorm", r"layernorm|^ln_|^rms_row|^l2_row"),
     ("column sums (bias, LN gain grads)", r"colsum"),
     ("elementwise (residual adds)", r"^binary_|^residual_epilogue"),
-    ("cross-entropy", r"cross_entropy|^__ieee754_log|^log(@|$)"),
+    ("cross-entropy", r"cross_entropy|^ce_|^__ieee754_log|^log(@|$)"),
     ("optimizer (AdamW, grad norms)", r"adam|sumsq|qkt_optim|qkt_adamw|clip"),
     ("embedding", r"embedding"),
     ("memcpy / memset", r"memmove|memcpy|memset"),
