@@ -77,8 +77,7 @@ static inline qkt_real gelu_grad_of(qkt_real v, qkt_real t) {
 static inline qkt_real gelu_grad(qkt_real v) { return gelu_grad_of(v, gelu_t(v)); }
 
 static void gelu_forward(const qkt_real *X, qkt_real *Y, int64_t n) {
-#pragma omp parallel for simd if (n > QKT_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) Y[i] = gelu_of(X[i], gelu_t(X[i]));
+    QKT_PAR_FOR_SIMD(qkt_parallel_worth(n > QKT_PAR_MIN), i, n, Y[i] = gelu_of(X[i], gelu_t(X[i])));
 }
 /* gelu_forward's and gelu_grad's expressions on one tanh per element, one thread (a
  * product's epilogue: the block was just computed on this thread). */
@@ -99,13 +98,9 @@ static void gelu_epilogue(qkt_real *C, qkt_real *G, int rows, int cols, int ldc)
     }
 }
 static void gelu_backward(bool fresh, const qkt_real *X, const qkt_real *dY, qkt_real *dX, int64_t n) {
-    if (fresh) { /* an unzeroed buffer: store, never read */
-#pragma omp parallel for simd if (n > QKT_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) dX[i] = gelu_grad(X[i]) * dY[i];
-    } else {
-#pragma omp parallel for simd if (n > QKT_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) dX[i] += gelu_grad(X[i]) * dY[i];
-    }
+    bool team = qkt_parallel_worth(n > QKT_PAR_MIN);
+    if (fresh) QKT_PAR_FOR_SIMD(team, i, n, dX[i] = gelu_grad(X[i]) * dY[i]); /* an unzeroed buffer: store, never read */
+    else QKT_PAR_FOR_SIMD(team, i, n, dX[i] += gelu_grad(X[i]) * dY[i]);
 }
 
 /* ---------------------------------------------------------------- LayerNorm */

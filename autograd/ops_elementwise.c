@@ -201,8 +201,9 @@ void qkt__gelu_backward(qkt_ctx *ctx, qkt_node *n) {
 qkt_tensor *qkt_relu(qkt_ctx *ctx, qkt_tensor *x) {
     QKT_LIVE(ctx, "relu", x);
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
-#pragma omp parallel for if (x->size > QKT_PAR_MIN)
-    for (int64_t i = 0; i < x->size; i++) y->data[i] = x->data[i] > 0 || isnan(x->data[i]) ? x->data[i] : 0; /* NaN passes */
+    const qkt_real *X = x->data;
+    qkt_real *Y = y->data;
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), i, x->size, Y[i] = X[i] > 0 || isnan(X[i]) ? X[i] : 0); /* NaN passes */
     qkt_op_record(ctx, QKT_OP_RELU, y, 1, &x);
     qkt_op_done(ctx, QKT_OP_RELU, y);
     return y;

@@ -20,35 +20,35 @@ static inline bool sm_allowed(const sm_geom *g, int64_t r, int j, qkt_real *add)
     return true;
 }
 
-static void softmax_rows(const sm_geom *g, qkt_real scale, const qkt_real *x, qkt_real *y, int64_t rows) {
+static void softmax_row(const sm_geom *g, qkt_real scale, const qkt_real *x, qkt_real *y, int64_t r) {
     int N = g->N;
-#pragma omp parallel for if (rows * N > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *xr = x + r * N;
-        qkt_real *yr = y + r * N, add;
-        qkt_real mx = -INFINITY;
-        for (int j = 0; j < N; j++) {
-            if (sm_allowed(g, r, j, &add)) {
-                qkt_real z = scale * xr[j] + add;
-                yr[j] = z;
-                if (z > mx) mx = z;
-            } else {
-                yr[j] = -INFINITY;
-            }
+    const qkt_real *xr = x + r * N;
+    qkt_real *yr = y + r * N, add;
+    qkt_real mx = -INFINITY;
+    for (int j = 0; j < N; j++) {
+        if (sm_allowed(g, r, j, &add)) {
+            qkt_real z = scale * xr[j] + add;
+            yr[j] = z;
+            if (z > mx) mx = z;
+        } else {
+            yr[j] = -INFINITY;
         }
-        if (mx == -INFINITY) { /* every entry blocked: zeros, no NaN */
-            for (int j = 0; j < N; j++) yr[j] = 0;
-            continue;
-        }
-        double sum = 0;
-        for (int j = 0; j < N; j++) {
-            qkt_real e = yr[j] == -INFINITY ? 0 : exp(yr[j] - mx);
-            yr[j] = e;
-            sum += e;
-        }
-        qkt_real inv = (qkt_real)(1.0 / sum);
-        for (int j = 0; j < N; j++) yr[j] *= inv;
     }
+    if (mx == -INFINITY) { /* every entry blocked: zeros, no NaN */
+        for (int j = 0; j < N; j++) yr[j] = 0;
+        return;
+    }
+    double sum = 0;
+    for (int j = 0; j < N; j++) {
+        qkt_real e = yr[j] == -INFINITY ? 0 : exp(yr[j] - mx);
+        yr[j] = e;
+        sum += e;
+    }
+    qkt_real inv = (qkt_real)(1.0 / sum);
+    for (int j = 0; j < N; j++) yr[j] *= inv;
+}
+static void softmax_rows(const sm_geom *g, qkt_real scale, const qkt_real *x, qkt_real *y, int64_t rows) {
+    QKT_PAR_FOR(qkt_parallel_worth(rows * g->N > QKT_PAR_MIN), r, rows, softmax_row(g, scale, x, y, r));
 }
 
 qkt_tensor *qkt_softmax(qkt_ctx *ctx, qkt_tensor *x, double scale, qkt_mask_kind kind, qkt_tensor *mask) {
@@ -75,6 +75,13 @@ qkt_tensor *qkt_softmax(qkt_ctx *ctx, qkt_tensor *x, double scale, qkt_mask_kind
     return y;
 }
 
+/* One row of the softmax's dx. */
+static void softmax_row_dx(const qkt_real *yr, const qkt_real *gr, qkt_real s, qkt_real *dx, int N) {
+    double dot = 0;
+    for (int j = 0; j < N; j++) dot += (double)yr[j] * gr[j];
+    for (int j = 0; j < N; j++) dx[j] += s * yr[j] * (gr[j] - (qkt_real)dot);
+}
+
 /* y = softmax(s x + m):  dx_j += s y_j (dy_j - sum_k y_k dy_k). Blocked entries have
  * y_j = 0, so they get exactly 0; a fully blocked row passes nothing. */
 void qkt__softmax_backward(qkt_ctx *ctx, qkt_node *n) {
@@ -83,32 +90,33 @@ void qkt__softmax_backward(qkt_ctx *ctx, qkt_node *n) {
     int64_t rows = x->size / N;
     qkt_real s = (qkt_real)n->p.f[0], *dX = qkt_grad(ctx, x);
     const qkt_real *Y = n->out->data, *dY = n->out->grad;
-#pragma omp parallel for if (x->size > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *yr = Y + r * N, *gr = dY + r * N;
-        double dot = 0;
-        for (int j = 0; j < N; j++) dot += (double)yr[j] * gr[j];
-        for (int j = 0; j < N; j++) dX[r * N + j] += s * yr[j] * (gr[j] - (qkt_real)dot);
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), r, rows, softmax_row_dx(Y + r * N, dY + r * N, s, dX + r * N, N));
 }
 
 /* ---------------------------------------------------------------- log-softmax */
+/* One row: y = x - logsumexp(x). */
+static void log_softmax_row(const qkt_real *xr, qkt_real *yr, int N) {
+    qkt_real mx = xr[0];
+    for (int j = 1; j < N; j++) mx = xr[j] > mx ? xr[j] : mx;
+    double sum = 0;
+    for (int j = 0; j < N; j++) sum += exp(xr[j] - mx);
+    qkt_real lse = mx + (qkt_real)log(sum);
+    for (int j = 0; j < N; j++) yr[j] = xr[j] - lse;
+}
+/* One row: dx += dy - softmax(x) sum(dy), softmax(x) = e^y. */
+static void log_softmax_row_dx(const qkt_real *Y, const qkt_real *dY, qkt_real *dX, int N) {
+    double sg = 0;
+    for (int j = 0; j < N; j++) sg += dY[j];
+    for (int j = 0; j < N; j++) dX[j] += dY[j] - exp(Y[j]) * (qkt_real)sg;
+}
+
 qkt_tensor *qkt_log_softmax(qkt_ctx *ctx, qkt_tensor *x) {
     QKT_LIVE(ctx, "log_softmax", x);
     QKT_CHECK(x->ndim >= 1, "log_softmax of a scalar");
     int N = qkt__last(x);
     int64_t rows = x->size / N;
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, x->shape);
-#pragma omp parallel for if (x->size > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const qkt_real *xr = x->data + r * N;
-        qkt_real mx = xr[0];
-        for (int j = 1; j < N; j++) mx = xr[j] > mx ? xr[j] : mx;
-        double sum = 0;
-        for (int j = 0; j < N; j++) sum += exp(xr[j] - mx);
-        qkt_real lse = mx + (qkt_real)log(sum);
-        for (int j = 0; j < N; j++) y->data[r * N + j] = xr[j] - lse;
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), r, rows, log_softmax_row(x->data + r * N, y->data + r * N, N));
     qkt_op_record(ctx, QKT_OP_LOG_SOFTMAX, y, 1, &x);
     qkt_op_done(ctx, QKT_OP_LOG_SOFTMAX, y);
     return y;
@@ -120,10 +128,6 @@ void qkt__log_softmax_backward(qkt_ctx *ctx, qkt_node *n) {
     int64_t rows = x->size / N;
     qkt_real *dX = qkt_grad(ctx, x);
     const qkt_real *Y = n->out->data, *dY = n->out->grad;
-#pragma omp parallel for if (x->size > QKT_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        double sg = 0;
-        for (int j = 0; j < N; j++) sg += dY[r * N + j];
-        for (int j = 0; j < N; j++) dX[r * N + j] += dY[r * N + j] - exp(Y[r * N + j]) * (qkt_real)sg;
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), r, rows,
+                log_softmax_row_dx(Y + r * N, dY + r * N, dX + r * N, N));
 }
