@@ -37,7 +37,6 @@
  * cut (kern_gemm_avx512.h), so its products take one block per thread. */
 #define QKT_GEMM_BLAS_BLOCKS 8
 
-#ifndef QKT_NO_BLAS
 /* The calling thread's number in the product's team (0 outside one). */
 static int team_thread(void) {
 #ifdef _OPENMP
@@ -47,6 +46,7 @@ static int team_thread(void) {
 #endif
 }
 
+#ifndef QKT_NO_BLAS
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 #endif
@@ -97,6 +97,45 @@ static void gemm_blas(bool ta, bool tb, int M, int N, int K, qkt_real alpha, con
 #endif
 }
 
+/* A product cut into nb blocks of whole rows of C (by_rows) or whole columns, len of them. */
+typedef struct {
+    const qkt__kern *own;
+    bool ta, tb;
+    int M, N, K;
+    qkt_real alpha;
+    const qkt_real *A;
+    int lda;
+    const qkt_real *B;
+    int ldb;
+    qkt_real beta;
+    const qkt_real *bias;
+    qkt_real *C;
+    int ldc;
+    const qkt__gemm_epi *epi;
+    bool by_rows;
+    int len, nb;
+} gemm_cut;
+
+/* Block b of the cut, with the packing buffers sb (or NULL). */
+static void gemm_cut_block(const gemm_cut *g, int b, qkt_real *sb) {
+    /* Block b covers [lo, hi), boundaries on multiples of 16 (the kernels' widths). */
+    int len = g->len, nb = g->nb;
+    int lo = (int)((int64_t)len * b / nb) / 16 * 16, hi = b == nb - 1 ? len : (int)((int64_t)len * (b + 1) / nb) / 16 * 16;
+    if (hi <= lo) return;
+    size_t off = g->by_rows ? (size_t)lo * g->ldc : (size_t)lo; /* of the block in C (and in epi's aux) */
+    const qkt__gemm_epi *epi = g->epi;
+    qkt__gemm_epi e = {epi ? epi->fn : NULL, epi && epi->aux ? epi->aux + off : NULL}, *eb = epi ? &e : NULL;
+    if (g->by_rows) {
+        const qkt_real *Ab = g->ta ? g->A + lo : g->A + (size_t)lo * g->lda;
+        gemm_serial(g->own, g->ta, g->tb, hi - lo, g->N, g->K, g->alpha, Ab, g->lda, g->B, g->ldb, g->beta, g->bias,
+                    g->C + off, g->ldc, eb, sb);
+    } else {
+        const qkt_real *Bb = g->tb ? g->B + (size_t)lo * g->ldb : g->B + lo;
+        gemm_serial(g->own, g->ta, g->tb, g->M, hi - lo, g->K, g->alpha, g->A, g->lda, Bb, g->ldb, g->beta,
+                    g->bias ? g->bias + lo : NULL, g->C + off, g->ldc, eb, sb);
+    }
+}
+
 /* ar (or NULL): the arena whose scratch (qkt__arena_scratch) holds the own gemm's packing
  * buffers, one per block's thread; without it each call allocates and frees its own. */
 static void gemm_run(qkt_arena *ar, bool ta, bool tb, int M, int N, int K, qkt_real alpha, const qkt_real *A, int lda,
@@ -128,21 +167,12 @@ static void gemm_run(qkt_arena *ar, bool ta, bool tb, int M, int N, int K, qkt_r
     }
     if (nt > nb) nt = nb;
     void **scratch = own && ar ? qkt__arena_scratch(ar, nt, own->gemm_scratch * sizeof(qkt_real)) : NULL;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1)
-    for (int b = 0; b < nb; b++) {
-        /* Block b covers [lo, hi), boundaries on multiples of 16 (the kernels' widths). */
-        int lo = (int)((int64_t)len * b / nb) / 16 * 16, hi = b == nb - 1 ? len : (int)((int64_t)len * (b + 1) / nb) / 16 * 16;
-        if (hi <= lo) continue;
-        size_t off = by_rows ? (size_t)lo * ldc : (size_t)lo; /* of the block in C (and in epi's aux) */
-        qkt__gemm_epi e = {epi ? epi->fn : NULL, epi && epi->aux ? epi->aux + off : NULL}, *eb = epi ? &e : NULL;
-        qkt_real *sb = scratch ? scratch[nt > 1 ? team_thread() : 0] : NULL;
-        if (by_rows) {
-            const qkt_real *Ab = ta ? A + lo : A + (size_t)lo * lda;
-            gemm_serial(own, ta, tb, hi - lo, N, K, alpha, Ab, lda, B, ldb, beta, bias, C + off, ldc, eb, sb);
-        } else {
-            const qkt_real *Bb = tb ? B + (size_t)lo * ldb : B + lo;
-            gemm_serial(own, ta, tb, M, hi - lo, K, alpha, A, lda, Bb, ldb, beta, bias ? bias + lo : NULL, C + off, ldc, eb, sb);
-        }
+    gemm_cut cut = {own, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, bias, C, ldc, epi, by_rows, len, nb};
+    if (nt > 1) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+        for (int b = 0; b < nb; b++) gemm_cut_block(&cut, b, scratch ? scratch[team_thread()] : NULL);
+    } else { /* BLAS's fixed blocks on one thread: no OpenMP region (qkt_parallel_worth) */
+        for (int b = 0; b < nb; b++) gemm_cut_block(&cut, b, scratch ? scratch[0] : NULL);
     }
 }
 

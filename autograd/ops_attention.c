@@ -51,54 +51,56 @@ static bool blocked(const qkt__attn *a, int b, int i, int j) {
  * Per (b, h) the keys are copied once into a (d, Tk) double slab, so a row's dot
  * products run side by side over the keys; each still sums its d products in order from
  * 0. Each exp is taken once, and a logit of -inf (blocked) gives exactly 0 without it. */
-static void capture(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
+/* Head (b, h) of the capture (its logits and probabilities). */
+static void capture_head(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap, int b, int h) {
     int Tq = a->Tq, Tk = a->Tk, ld = a->ld, d = a->d, H = a->H;
-#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (worth_threads(a))
-    for (int b = 0; b < a->B; b++)
-        for (int h = 0; h < H; h++) {
-            size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
-            size_t poff = ((size_t)b * H + h) * Tq * Tk;
-            double *kt = qkt_malloc(((size_t)d + 2) * Tk * sizeof *kt), *dot = kt + (size_t)d * Tk, *zr = dot + Tk;
-            for (int j = 0; j < Tk; j++)
-                for (int c = 0; c < d; c++) kt[(size_t)c * Tk + j] = k[kbase + (size_t)j * ld + c];
-            for (int i = 0; i < Tq; i++) {
-                /* keys past the causal limit are blocked: no dot product for them */
-                int jn = a->full ? Tk : i + a->off + 1 < 0 ? 0 : i + a->off + 1 < Tk ? i + a->off + 1 : Tk;
-                const qkt_real *qi = q + qbase + (size_t)i * ld;
-                for (int j = 0; j < jn; j++) dot[j] = 0;
-                for (int c = 0; c < d; c++) {
-                    const double qc = qi[c], *kc = kt + (size_t)c * Tk;
+    size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
+    size_t poff = ((size_t)b * H + h) * Tq * Tk;
+    double *kt = qkt_malloc(((size_t)d + 2) * Tk * sizeof *kt), *dot = kt + (size_t)d * Tk, *zr = dot + Tk;
+    for (int j = 0; j < Tk; j++)
+        for (int c = 0; c < d; c++) kt[(size_t)c * Tk + j] = k[kbase + (size_t)j * ld + c];
+    for (int i = 0; i < Tq; i++) {
+        /* keys past the causal limit are blocked: no dot product for them */
+        int jn = a->full ? Tk : i + a->off + 1 < 0 ? 0 : i + a->off + 1 < Tk ? i + a->off + 1 : Tk;
+        const qkt_real *qi = q + qbase + (size_t)i * ld;
+        for (int j = 0; j < jn; j++) dot[j] = 0;
+        for (int c = 0; c < d; c++) {
+            const double qc = qi[c], *kc = kt + (size_t)c * Tk;
 #pragma omp simd
-                    for (int j = 0; j < jn; j++) dot[j] += qc * kc[j];
-                }
-                double mx = -INFINITY;
-                for (int j = 0; j < Tk; j++) {
-                    qkt_real z = -INFINITY;
-                    if (!blocked(a, b, i, j)) {
-                        z = (qkt_real)(a->s[h] * dot[j]);
-                        if (a->bias) z += a->bias[(size_t)b * a->bias_bstride + ((size_t)h * Tq + i) * Tk + j];
-                        if (a->alibi) z -= a->alibi[h] * (qkt_real)abs(i + a->off - j);
-                    }
-                    zr[j] = z;
-                    if (z > mx) mx = z;
-                    if (cap->logits) cap->logits[poff + (size_t)i * Tk + j] = z;
-                }
-                if (!cap->probs) continue;
-                qkt_real *pr = cap->probs + poff + (size_t)i * Tk;
-                if (!(mx > -INFINITY)) { /* a row with every key blocked: zeros */
-                    for (int j = 0; j < Tk; j++) pr[j] = 0;
-                    continue;
-                }
-                double sum = 0;
-                for (int j = 0; j < Tk; j++) {
-                    double e = zr[j] == -INFINITY ? 0 : exp(zr[j] - mx); /* exp(-inf - mx) is 0 */
-                    zr[j] = e;
-                    sum += e;
-                }
-                for (int j = 0; j < Tk; j++) pr[j] = (qkt_real)(zr[j] / sum);
-            }
-            free(kt);
+            for (int j = 0; j < jn; j++) dot[j] += qc * kc[j];
         }
+        double mx = -INFINITY;
+        for (int j = 0; j < Tk; j++) {
+            qkt_real z = -INFINITY;
+            if (!blocked(a, b, i, j)) {
+                z = (qkt_real)(a->s[h] * dot[j]);
+                if (a->bias) z += a->bias[(size_t)b * a->bias_bstride + ((size_t)h * Tq + i) * Tk + j];
+                if (a->alibi) z -= a->alibi[h] * (qkt_real)abs(i + a->off - j);
+            }
+            zr[j] = z;
+            if (z > mx) mx = z;
+            if (cap->logits) cap->logits[poff + (size_t)i * Tk + j] = z;
+        }
+        if (!cap->probs) continue;
+        qkt_real *pr = cap->probs + poff + (size_t)i * Tk;
+        if (!(mx > -INFINITY)) { /* a row with every key blocked: zeros */
+            for (int j = 0; j < Tk; j++) pr[j] = 0;
+            continue;
+        }
+        double sum = 0;
+        for (int j = 0; j < Tk; j++) {
+            double e = zr[j] == -INFINITY ? 0 : exp(zr[j] - mx); /* exp(-inf - mx) is 0 */
+            zr[j] = e;
+            sum += e;
+        }
+        for (int j = 0; j < Tk; j++) pr[j] = (qkt_real)(zr[j] / sum);
+    }
+    free(kt);
+}
+
+static void capture(const qkt__attn *a, const qkt_real *q, const qkt_real *k, qkt_attn_capture *cap) {
+    QKT_PAR_FOR_DYNAMIC(qkt_parallel_worth(worth_threads(a)), bh, (int64_t)a->B * a->H,
+                        capture_head(a, q, k, cap, (int)(bh / a->H), (int)(bh % a->H)));
 }
 
 /* The bias's shape: (H, Tq, Tk), (1, H, Tq, Tk) or (B, H, Tq, Tk). */

@@ -22,6 +22,15 @@ static qkt_tensor *axis_done(qkt_ctx *ctx, qkt_op op, qkt_tensor *x, qkt_tensor 
 }
 
 /* ---------------------------------------------------------------- sum, mean */
+/* y[o, i] = sum_k x[o, k, i] / div, for j = o inner + i. */
+static void sum_line(const qkt_real *X, qkt_real *Y, int n, int64_t inner, double div, int64_t j) {
+    int64_t o = j / inner, i = j % inner;
+    const qkt_real *p = X + o * n * inner + i;
+    double acc = 0;
+    for (int k = 0; k < n; k++) acc += p[k * inner];
+    Y[j] = (qkt_real)(acc / div);
+}
+
 static qkt_tensor *sum_or_mean(qkt_ctx *ctx, qkt_op op, qkt_tensor *x, int axis, bool keepdim) {
     QKT_LIVE(ctx, qkt_op_name(op), x);
     axis = qkt__axis(qkt_op_name(op), x, axis);
@@ -32,14 +41,7 @@ static qkt_tensor *sum_or_mean(qkt_ctx *ctx, qkt_op op, qkt_tensor *x, int axis,
     const qkt_real *X = x->data;
     qkt_real *Y = y->data;
     double div = op == QKT_OP_MEAN_AXIS ? n : 1;
-#pragma omp parallel for collapse(2) if (x->size > QKT_PAR_MIN)
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            const qkt_real *p = X + o * n * inner + i;
-            double acc = 0;
-            for (int k = 0; k < n; k++) acc += p[k * inner];
-            Y[o * inner + i] = (qkt_real)(acc / div);
-        }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), j, outer * inner, sum_line(X, Y, n, inner, div, j));
     return axis_done(ctx, op, x, y, axis, NULL);
 }
 qkt_tensor *qkt_sum_axis(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim) {
@@ -48,6 +50,11 @@ qkt_tensor *qkt_sum_axis(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim) {
 qkt_tensor *qkt_mean_axis(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim) {
     return sum_or_mean(ctx, QKT_OP_MEAN_AXIS, x, axis, keepdim);
 }
+/* dx[i] += dy[i] s, i < inner */
+static void add_scaled(qkt_real *dx, const qkt_real *dy, qkt_real s, int64_t inner) {
+    for (int64_t i = 0; i < inner; i++) dx[i] += dy[i] * s;
+}
+
 /* sum: dx[o, k, i] += dy[o, i];  mean: dx[o, k, i] += dy[o, i] / n */
 static void sum_or_mean_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_tensor *x = n->in[0];
@@ -56,13 +63,7 @@ static void sum_or_mean_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt__axis_view(x, n->p.i[0], &outer, &len, &inner);
     qkt_real *dX = qkt_grad(ctx, x), s = n->op == QKT_OP_MEAN_AXIS ? (qkt_real)1 / (qkt_real)len : 1;
     const qkt_real *dY = n->out->grad;
-#pragma omp parallel for collapse(2) if (x->size > QKT_PAR_MIN)
-    for (int64_t o = 0; o < outer; o++)
-        for (int k = 0; k < len; k++) {
-            qkt_real *dx = dX + (o * len + k) * inner;
-            const qkt_real *dy = dY + o * inner;
-            for (int64_t i = 0; i < inner; i++) dx[i] += dy[i] * s;
-        }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), j, outer * len, add_scaled(dX + j * inner, dY + j / len * inner, s, inner));
 }
 void qkt__sum_axis_backward(qkt_ctx *ctx, qkt_node *n) { sum_or_mean_backward(ctx, n); }
 void qkt__mean_axis_backward(qkt_ctx *ctx, qkt_node *n) { sum_or_mean_backward(ctx, n); }
@@ -80,6 +81,13 @@ static inline qkt_real row_max(const qkt_real *p, int n, int64_t stride, int *ar
     return m;
 }
 
+/* y[j] and arg[j] for j = o inner + i. */
+static void max_line(const qkt_real *X, qkt_real *Y, int32_t *arg, int n, int64_t inner, int64_t j) {
+    int a;
+    Y[j] = row_max(X + j / inner * n * inner + j % inner, n, inner, &a);
+    arg[j] = a;
+}
+
 qkt_tensor *qkt_max_axis(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim) {
     QKT_LIVE(ctx, "max_axis", x);
     axis = qkt__axis("max_axis", x, axis);
@@ -90,13 +98,7 @@ qkt_tensor *qkt_max_axis(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim) {
     int32_t *arg = qkt_arena_alloc(&ctx->arena, (size_t)y->size * sizeof *arg);
     const qkt_real *X = x->data;
     qkt_real *Y = y->data;
-#pragma omp parallel for collapse(2) if (x->size > QKT_PAR_MIN)
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            int a;
-            Y[o * inner + i] = row_max(X + o * n * inner + i, n, inner, &a);
-            arg[o * inner + i] = a;
-        }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), j, outer * inner, max_line(X, Y, arg, n, inner, j));
     return axis_done(ctx, QKT_OP_MAX_AXIS, x, y, axis, arg);
 }
 /* dx[o, argmax, i] += dy[o, i]; the other entries get nothing */
@@ -108,14 +110,27 @@ void qkt__max_axis_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt_real *dX = qkt_grad(ctx, x);
     const qkt_real *dY = n->out->grad;
     const int32_t *arg = n->saved;
-#pragma omp parallel for if (n->out->size > QKT_PAR_MIN)
-    for (int64_t j = 0; j < n->out->size; j++) {
-        int64_t o = j / inner, i = j % inner;
-        dX[(o * len + arg[j]) * inner + i] += dY[j];
-    }
+    QKT_PAR_FOR(qkt_parallel_worth(n->out->size > QKT_PAR_MIN), j, n->out->size,
+                dX[(j / inner * len + arg[j]) * inner + j % inner] += dY[j]);
 }
 
 /* ---------------------------------------------------------------- logsumexp */
+/* y[j] = log sum_k e^x[o, k, i], j = o inner + i. */
+static void lse_line(const qkt_real *X, qkt_real *Y, int n, int64_t inner, int64_t j) {
+    const qkt_real *p = X + j / inner * n * inner + j % inner;
+    int a;
+    qkt_real m = row_max(p, n, inner, &a);
+    qkt_real r;
+    if (isinf(m)) {
+        r = m; /* all -inf: -inf; a +inf: +inf (e^(x - m) would be NaN) */
+    } else {   /* NaN: m is NaN and so is the sum */
+        double s = 0;
+        for (int k = 0; k < n; k++) s += QKT_M(exp)(p[k * inner] - m);
+        r = (qkt_real)((double)m + log(s));
+    }
+    Y[j] = r;
+}
+
 qkt_tensor *qkt_logsumexp(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim) {
     QKT_LIVE(ctx, "logsumexp", x);
     axis = qkt__axis("logsumexp", x, axis);
@@ -125,24 +140,21 @@ qkt_tensor *qkt_logsumexp(qkt_ctx *ctx, qkt_tensor *x, int axis, bool keepdim) {
     qkt__axis_view(x, axis, &outer, &n, &inner);
     const qkt_real *X = x->data;
     qkt_real *Y = y->data;
-#pragma omp parallel for collapse(2) if (x->size > QKT_PAR_MIN)
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            const qkt_real *p = X + o * n * inner + i;
-            int a;
-            qkt_real m = row_max(p, n, inner, &a);
-            qkt_real r;
-            if (isinf(m)) {
-                r = m; /* all -inf: -inf; a +inf: +inf (e^(x - m) would be NaN) */
-            } else {   /* NaN: m is NaN and so is the sum */
-                double s = 0;
-                for (int k = 0; k < n; k++) s += QKT_M(exp)(p[k * inner] - m);
-                r = (qkt_real)((double)m + log(s));
-            }
-            Y[o * inner + i] = r;
-        }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), j, outer * inner, lse_line(X, Y, n, inner, j));
     return axis_done(ctx, QKT_OP_LOGSUMEXP, x, y, axis, NULL);
 }
+/* Line j = o inner + i of logsumexp's dx. */
+static void lse_line_dx(const qkt_real *X, const qkt_real *Y, const qkt_real *dY, qkt_real *dX, int len, int64_t inner,
+                        int64_t j) {
+    int64_t o = j / inner, i = j % inner;
+    qkt_real lse = Y[j], g = dY[j];
+    if (lse == -INFINITY) return;
+    for (int k = 0; k < len; k++) {
+        int64_t e = (o * len + k) * inner + i;
+        dX[e] += g * QKT_M(exp)(X[e] - lse);
+    }
+}
+
 /* dx[o, k, i] += dy[o, i] e^(x[o, k, i] - y[o, i]) (the softmax along the axis). A row of
  * all -inf (y = -inf) passes no gradient; a row with +inf (y = +inf) gets NaN from
  * e^(inf - inf), as the softmax there is undefined. */
@@ -153,14 +165,5 @@ void qkt__logsumexp_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt__axis_view(x, n->p.i[0], &outer, &len, &inner);
     qkt_real *dX = qkt_grad(ctx, x);
     const qkt_real *dY = n->out->grad, *X = x->data, *Y = n->out->data;
-#pragma omp parallel for collapse(2) if (x->size > QKT_PAR_MIN)
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            qkt_real lse = Y[o * inner + i], g = dY[o * inner + i];
-            if (lse == -INFINITY) continue;
-            for (int k = 0; k < len; k++) {
-                int64_t e = (o * len + k) * inner + i;
-                dX[e] += g * QKT_M(exp)(X[e] - lse);
-            }
-        }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), j, outer * inner, lse_line_dx(X, Y, dY, dX, len, inner, j));
 }

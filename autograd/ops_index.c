@@ -22,14 +22,18 @@ qkt_tensor *qkt_narrow(qkt_ctx *ctx, qkt_tensor *x, int axis, int start, int len
     int n;
     qkt__axis_view(x, axis, &outer, &n, &inner);
     int64_t w = len * inner;
-#pragma omp parallel for if (y->size > QKT_PAR_MIN)
-    for (int64_t o = 0; o < outer; o++)
-        memcpy(y->data + o * w, x->data + (o * n + start) * inner, (size_t)w * sizeof(qkt_real));
+    QKT_PAR_FOR(qkt_parallel_worth(y->size > QKT_PAR_MIN), o, outer,
+                memcpy(y->data + o * w, x->data + (o * n + start) * inner, (size_t)w * sizeof(qkt_real)));
     qkt_node *nd = qkt_op_record(ctx, QKT_OP_NARROW, y, 1, &x);
     if (nd) nd->p.i[0] = axis, nd->p.i[1] = start;
     qkt_op_done(ctx, QKT_OP_NARROW, y);
     return y;
 }
+/* dx[j] += dy[j], j < w */
+static void add_run(qkt_real *dx, const qkt_real *dy, int64_t w) {
+    for (int64_t j = 0; j < w; j++) dx[j] += dy[j];
+}
+
 /* dx[o, start + k, i] += dy[o, k, i] */
 void qkt__narrow_backward(qkt_ctx *ctx, qkt_node *nd) {
     qkt_tensor *x = nd->in[0];
@@ -39,12 +43,8 @@ void qkt__narrow_backward(qkt_ctx *ctx, qkt_node *nd) {
     int64_t w = nd->out->shape[nd->p.i[0]] * inner;
     qkt_real *dX = qkt_grad(ctx, x);
     const qkt_real *dY = nd->out->grad;
-#pragma omp parallel for if (nd->out->size > QKT_PAR_MIN)
-    for (int64_t o = 0; o < outer; o++) {
-        qkt_real *dx = dX + (o * n + nd->p.i[1]) * inner;
-        const qkt_real *dy = dY + o * w;
-        for (int64_t j = 0; j < w; j++) dx[j] += dy[j];
-    }
+    int start = nd->p.i[1];
+    QKT_PAR_FOR(qkt_parallel_worth(nd->out->size > QKT_PAR_MIN), o, outer, add_run(dX + (o * n + start) * inner, dY + o * w, w));
 }
 
 /* ---------------------------------------------------------------- index_select */
@@ -73,15 +73,18 @@ qkt_tensor *qkt_index_select(qkt_ctx *ctx, qkt_tensor *x, int axis, const int32_
     memcpy(shape, x->shape, sizeof shape);
     shape[axis] = m;
     qkt_tensor *y = qkt__op_output(ctx, x->ndim, shape);
-#pragma omp parallel for collapse(2) if (y->size > QKT_PAR_MIN)
-    for (int64_t o = 0; o < outer; o++)
-        for (int k = 0; k < m; k++)
-            memcpy(y->data + (o * m + k) * inner, x->data + (o * n + ix[k]) * inner, (size_t)inner * sizeof(qkt_real));
+    QKT_PAR_FOR(qkt_parallel_worth(y->size > QKT_PAR_MIN), t, outer * m, /* t = o m + k */
+                memcpy(y->data + t * inner, x->data + (t / m * n + ix[t % m]) * inner, (size_t)inner * sizeof(qkt_real)));
     qkt_node *nd = qkt_op_record(ctx, QKT_OP_INDEX_SELECT, y, 1, &x);
     if (nd) nd->p.i[0] = axis, nd->saved = ix;
     qkt_op_done(ctx, QKT_OP_INDEX_SELECT, y);
     return y;
 }
+/* Slab o of index_select's dx: k in order. */
+static void index_select_slab(qkt_real *dX, const qkt_real *dY, const int32_t *ix, int m, int n, int64_t inner, int64_t o) {
+    for (int k = 0; k < m; k++) add_run(dX + (o * n + ix[k]) * inner, dY + (o * m + k) * inner, inner);
+}
+
 /* dx[o, idx[k], i] += dy[o, k, i]: a thread owns an o (a slab of dx), k runs in order */
 void qkt__index_select_backward(qkt_ctx *ctx, qkt_node *nd) {
     qkt_tensor *x = nd->in[0];
@@ -92,13 +95,7 @@ void qkt__index_select_backward(qkt_ctx *ctx, qkt_node *nd) {
     const int32_t *ix = nd->saved;
     qkt_real *dX = qkt_grad(ctx, x);
     const qkt_real *dY = nd->out->grad;
-#pragma omp parallel for if (nd->out->size > QKT_PAR_MIN)
-    for (int64_t o = 0; o < outer; o++)
-        for (int k = 0; k < m; k++) {
-            qkt_real *dx = dX + (o * n + ix[k]) * inner;
-            const qkt_real *dy = dY + (o * m + k) * inner;
-            for (int64_t i = 0; i < inner; i++) dx[i] += dy[i];
-        }
+    QKT_PAR_FOR(qkt_parallel_worth(nd->out->size > QKT_PAR_MIN), o, outer, index_select_slab(dX, dY, ix, m, n, inner, o));
 }
 
 /* ---------------------------------------------------------------- gather */
@@ -119,6 +116,15 @@ static void gather_geom_init(gather_geom *g, const qkt_tensor *x, const int *ish
     g->pa = axis + off;
 }
 
+/* The offset in x that element j of y (padded coords (i0, i1, i2, i3)) reads: its coords
+ * with the axis's replaced by ix[j]. */
+static int64_t gather_src(const gather_geom *g, const int32_t *ix, int64_t j) {
+    int64_t c[4], r = j;
+    for (int d = 3; d >= 0; d--) c[d] = r % g->is[d], r /= g->is[d];
+    c[g->pa] = ix[j];
+    return c[0] * g->xs[0] + c[1] * g->xs[1] + c[2] * g->xs[2] + c[3] * g->xs[3];
+}
+
 qkt_tensor *qkt_gather(qkt_ctx *ctx, qkt_tensor *x, int axis, const int32_t *idx, int ndim, const int *shape) {
     QKT_LIVE(ctx, "gather", x);
     axis = qkt__axis("gather", x, axis);
@@ -131,21 +137,18 @@ qkt_tensor *qkt_gather(qkt_ctx *ctx, qkt_tensor *x, int axis, const int32_t *idx
     int32_t *ix = copy_idx(ctx, "gather", idx, y->size, x->shape[axis], axis, x);
     gather_geom g;
     gather_geom_init(&g, x, shape, axis);
-#pragma omp parallel for collapse(3) if (y->size > QKT_PAR_MIN)
-    for (int i0 = 0; i0 < g.is[0]; i0++)
-        for (int i1 = 0; i1 < g.is[1]; i1++)
-            for (int i2 = 0; i2 < g.is[2]; i2++)
-                for (int i3 = 0; i3 < g.is[3]; i3++) {
-                    int c[4] = {i0, i1, i2, i3};
-                    int64_t j = ((int64_t)(i0 * g.is[1] + i1) * g.is[2] + i2) * g.is[3] + i3;
-                    c[g.pa] = ix[j];
-                    y->data[j] = x->data[c[0] * g.xs[0] + c[1] * g.xs[1] + c[2] * g.xs[2] + c[3] * g.xs[3]];
-                }
+    QKT_PAR_FOR(qkt_parallel_worth(y->size > QKT_PAR_MIN), j, y->size, y->data[j] = x->data[gather_src(&g, ix, j)]);
     qkt_node *nd = qkt_op_record(ctx, QKT_OP_GATHER, y, 1, &x);
     if (nd) nd->p.i[0] = axis, nd->saved = ix;
     qkt_op_done(ctx, QKT_OP_GATHER, y);
     return y;
 }
+/* Slab i0 of gather's dx, its elements j in order. */
+static void gather_back_slab(const gather_geom *g, const int32_t *ix, const qkt_real *dY, qkt_real *dX, int64_t slab,
+                             int64_t i0) {
+    for (int64_t j = i0 * slab; j < (i0 + 1) * slab; j++) dX[gather_src(g, ix, j)] += dY[j];
+}
+
 /* dx[.., idx[j], ..] += dy[j]. Threads split padded dim 0 when it is not the axis (its
  * coordinate is then the same in x: disjoint slabs of dx); otherwise one thread. */
 void qkt__gather_backward(qkt_ctx *ctx, qkt_node *nd) {
@@ -155,16 +158,9 @@ void qkt__gather_backward(qkt_ctx *ctx, qkt_node *nd) {
     const int32_t *ix = nd->saved;
     qkt_real *dX = qkt_grad(ctx, x);
     const qkt_real *dY = y->grad;
-#pragma omp parallel for if (g.pa != 0 && y->size > QKT_PAR_MIN)
-    for (int i0 = 0; i0 < g.is[0]; i0++)
-        for (int i1 = 0; i1 < g.is[1]; i1++)
-            for (int i2 = 0; i2 < g.is[2]; i2++)
-                for (int i3 = 0; i3 < g.is[3]; i3++) {
-                    int c[4] = {i0, i1, i2, i3};
-                    int64_t j = ((int64_t)(i0 * g.is[1] + i1) * g.is[2] + i2) * g.is[3] + i3;
-                    c[g.pa] = ix[j];
-                    dX[c[0] * g.xs[0] + c[1] * g.xs[1] + c[2] * g.xs[2] + c[3] * g.xs[3]] += dY[j];
-                }
+    int64_t slab = y->size / g.is[0]; /* the elements of one padded dim-0 coordinate, in order */
+    QKT_PAR_FOR(qkt_parallel_worth(g.pa != 0 && y->size > QKT_PAR_MIN), i0, g.is[0],
+                gather_back_slab(&g, ix, dY, dX, slab, i0));
 }
 
 /* ---------------------------------------------------------------- stack */

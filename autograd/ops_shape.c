@@ -24,6 +24,20 @@ void qkt__reshape_backward(qkt_ctx *ctx, qkt_node *n) {
 }
 
 /* ---------------------------------------------------------------- permute */
+/* One (i0, i1) plane of permute_copy: x from offset xo, y from offset yo. */
+static void permute_plane(const qkt_real *src, qkt_real *dst, const int *ys, const int *ystr_x, bool accumulate_back,
+                          int64_t xo, int64_t yo) {
+    for (int i2 = 0; i2 < ys[2]; i2++)
+        for (int i3 = 0; i3 < ys[3]; i3++) {
+            int64_t xi = xo + (int64_t)i2 * ystr_x[2] + (int64_t)i3 * ystr_x[3];
+            int64_t yi = yo + (int64_t)i2 * ys[3] + i3;
+            if (accumulate_back)
+                dst[xi] += src[yi];
+            else
+                dst[yi] = src[xi];
+        }
+}
+
 /* Copies x into y where y's dim d is x's dim perm[d]; scatter = true does the inverse
  * accumulation (dx[x index] += dy[y index]). Shapes padded to 4 dims. */
 static void permute_copy(const qkt_tensor *x, const int *perm, const qkt_real *src, qkt_real *dst, bool accumulate_back) {
@@ -36,21 +50,9 @@ static void permute_copy(const qkt_tensor *x, const int *perm, const qkt_real *s
         ystr_x[d] = d < nd ? xstride[perm[d]] : 0; /* x stride for a step along y's dim d */
     }
     int64_t plane = (int64_t)ys[2] * ys[3];
-#pragma omp parallel for collapse(2) if (x->size > QKT_PAR_MIN)
-    for (int i0 = 0; i0 < ys[0]; i0++)
-        for (int i1 = 0; i1 < ys[1]; i1++) {
-            int64_t yo = ((int64_t)i0 * ys[1] + i1) * plane;
-            int64_t xo = (int64_t)i0 * ystr_x[0] + (int64_t)i1 * ystr_x[1];
-            for (int i2 = 0; i2 < ys[2]; i2++)
-                for (int i3 = 0; i3 < ys[3]; i3++) {
-                    int64_t xi = xo + (int64_t)i2 * ystr_x[2] + (int64_t)i3 * ystr_x[3];
-                    int64_t yi = yo + (int64_t)i2 * ys[3] + i3;
-                    if (accumulate_back)
-                        dst[xi] += src[yi];
-                    else
-                        dst[yi] = src[xi];
-                }
-        }
+    QKT_PAR_FOR(qkt_parallel_worth(x->size > QKT_PAR_MIN), t, (int64_t)ys[0] * ys[1],
+                permute_plane(src, dst, ys, ystr_x, accumulate_back, t / ys[1] * ystr_x[0] + t % ys[1] * ystr_x[1],
+                              t * plane));
 }
 
 qkt_tensor *qkt_permute(qkt_ctx *ctx, qkt_tensor *x, const int *perm) {

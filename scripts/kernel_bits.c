@@ -4,6 +4,7 @@
  * c_fc epilogue) and cross-entropy forward and backward on random cases with +-inf and NaN.
  * Prints the differing counts; exit status 1 when any differs. */
 #include <math.h>
+#include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@
 DECLARE(old)
 DECLARE(new)
 int qkt_abi_float32__link_with_libqkt; /* ops_internal.h's ABI guard, normally in libqkt */
+/* autograd/rt_threads.c's rule, asked by the kernels of revisions that have it (in libqkt) */
+bool qkt_parallel_worth(bool big) { return big && omp_get_max_threads() > 1 && !omp_in_parallel(); }
 
 enum { N = 1 << 20 };
 static uint64_t rng = 88172645463325252ull;
