@@ -14,6 +14,7 @@ case $build in /*) ;; *) build=$root/$build ;; esac
 [ -f "$build/libqkt_autograd.a" ] || { echo "op_bits.sh: $build/libqkt_autograd.a not found (build first: make build)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'git -C "$root" worktree remove --force "$tmp/src" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM HUP PIPE # through the EXIT trap: no worktree left behind
 git -C "$root" worktree add --detach "$tmp/src" "$rev" >/dev/null 2>&1 || { echo "op_bits.sh: cannot check out $rev" >&2; exit 2; }
 cmake -S "$tmp/src" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$tmp/build" -j "$(nproc)" --target qkt_autograd >/dev/null
