@@ -149,10 +149,7 @@ static void gemm_run(qkt_arena *ar, bool ta, bool tb, int M, int N, int K, qkt_r
     bool big = 2.0 * M * N * K >= QKT_GEMM_PAR_FLOPS;
     /* the path's own gemm takes alpha 1 and beta 0 or 1 (every product qkt makes); BLAS the rest */
     const qkt__kern *own = kn->gemm && alpha == 1 && (beta == 0 || beta == 1) ? kn : NULL;
-    int nt = 1;
-#ifdef _OPENMP
-    if (big && !omp_in_parallel()) nt = qkt_get_threads();
-#endif
+    int nt = qkt_parallel_worth(big) ? qkt_get_threads() : 1;
     /* Split the longer of M and N into blocks (whole rows of C, or whole columns). Every
      * block packs the other operand again: by rows that is B (K x N), by columns A (M x K),
      * so splitting the longer side copies the smaller one; the own gemm takes one block per

@@ -201,8 +201,10 @@ static qkt_tensor *attention(qkt_ctx *ctx, int B, int Tq, int Tk, const qkt_real
     qkt_tensor *y = qkt__op_output(ctx, 3, (int[]){B, Tq, C});
     /* Tasks: (b, h, chunk of query tiles). One chunk per head when there are enough
      * heads to keep the threads busy (K, V copied once per head); otherwise each head
-     * is cut into chunks of equal cost (chunk_bounds). */
-    int nqt = (Tq + BQ - 1) / BQ, nth = n_threads();
+     * is cut into chunks of equal cost (chunk_bounds). Without a team (one thread, or
+     * inside the replicas' region) the tasks run in a plain loop on the calling thread. */
+    bool par = qkt_parallel_worth(worth_threads(a));
+    int nqt = (Tq + BQ - 1) / BQ, nth = par ? n_threads() : 1;
     int nch = B * H >= 4 * nth ? 1 : (4 * nth + B * H - 1) / (B * H);
     if (nch > nqt) nch = nqt;
     int ntask = B * H * nch, *bounds = qkt_arena_alloc(&ctx->arena, (size_t)(nch + 1) * sizeof *bounds);
@@ -211,7 +213,7 @@ static qkt_tensor *attention(qkt_ctx *ctx, int B, int Tq, int Tk, const qkt_real
     qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
     qkt_real *yd = y->data;
     const qkt__kern *kern = qkt__kern_get();
-    bool team = qkt_parallel_worth(ntask > 1 && worth_threads(a));
+    bool team = par && ntask > 1;
     QKT_PAR_FOR_DYNAMIC(team, t, ntask, forward_task(a, kern, qd, kd, vd, yd, bounds, nch, (int)t,
                                                      scratch + (size_t)qkt__team_slot(team) * wsz));
     if (o->capture && (o->capture->probs || o->capture->logits)) capture(a, qd, kd, o->capture);
@@ -251,7 +253,7 @@ qkt_tensor *qkt_attention_qkv(qkt_ctx *ctx, qkt_tensor *qkv, int n_head, const q
 
 void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     qkt__attn *a = n->saved;
-    int B = a->B, H = a->H, C = a->C, dp = qkt__round_up(a->d, QKT_MK_PAD), nth = n_threads();
+    int B = a->B, H = a->H, C = a->C, dp = qkt__round_up(a->d, QKT_MK_PAD);
     /* dQ, dK, dV come out of one pass, so every one is produced; the grads of inputs
      * that do not require them go to pool buffers nobody reads. */
     const qkt_real *qd, *kd, *vd;
@@ -272,14 +274,14 @@ void qkt__attention_backward(qkt_ctx *ctx, qkt_node *n) {
     a->dbias = qkt__needs_grad(bias) ? qkt_grad(ctx, bias) : NULL;
     a->dlog = qkt__needs_grad(ls);
     double *dlog = qkt_arena_alloc(&ctx->arena, (size_t)B * H * sizeof(double));
-    size_t wsz = BWD_SCRATCH(a->Tq, a->Tk, dp, a->d);
-    qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)nth * wsz * sizeof(qkt_real));
-    const qkt_real *yd = n->out->data, *dy = n->out->grad;
-    const qkt__kern *kern = qkt__kern_get();
     /* A bias shared by the batch sums its grad over b: then a task is one head, all b in
      * order (the same sum on any thread count); otherwise one (b, h). */
     int per_b = a->dbias && a->bias_bstride == 0 ? B : 1, ntask = B * H / per_b;
     bool team = qkt_parallel_worth(ntask > 1 && worth_threads(a));
+    size_t wsz = BWD_SCRATCH(a->Tq, a->Tk, dp, a->d);
+    qkt_real *scratch = qkt_arena_alloc(&ctx->arena, (size_t)(team ? n_threads() : 1) * wsz * sizeof(qkt_real));
+    const qkt_real *yd = n->out->data, *dy = n->out->grad;
+    const qkt__kern *kern = qkt__kern_get();
     QKT_PAR_FOR_DYNAMIC(team, t, ntask,
                         backward_task(a, kern, qd, kd, vd, yd, dy, dq, dk, dv, store, per_b, (int)t, dlog,
                                       scratch + (size_t)qkt__team_slot(team) * wsz));
