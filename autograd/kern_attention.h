@@ -63,6 +63,22 @@ static void copy_rows(const qkt_real *src, int n, int d, int C, qkt_real f, qkt_
  * of a tile to the same few cache sets. */
 static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *dst, int ld) {
     int j0 = 0;
+#if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+    /* 16 keys x 16 columns at a time through registers (the loop below gathered each
+     * 16-key run with scalar loads) */
+    for (; j0 + 16 <= n; j0 += 16)
+        for (int c0 = 0; c0 < d; c0 += 16) {
+            int w = d - c0 < 16 ? d - c0 : 16;
+            __mmask16 k = (__mmask16)((1u << w) - 1);
+            __m512 r[16];
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) r[j] = _mm512_maskz_loadu_ps(k, src + (size_t)(j0 + j) * C + c0);
+            qkt__transpose16_ps(r);
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++)
+                if (c < w) _mm512_storeu_ps(dst + (size_t)(c0 + c) * ld + j0, r[c]);
+        }
+#endif
     for (; j0 + 16 <= n; j0 += 16)
         for (int c = 0; c < d; c++) {
             qkt_real *t = dst + (size_t)c * ld + j0;
@@ -89,8 +105,8 @@ static void copy_transposed(const qkt_real *src, int n, int d, int C, qkt_real *
  * (not lse = m + log l, whose float32 rounding at |lse| ~ 100 would already be a 1e-5
  * relative error in P). */
 static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, const qkt_real *KT, int ldk,
-                       const qkt_real *V, const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, int lds, qkt_real *O,
-                       qkt_real *m, qkt_real *inv) {
+                       const qkt_real *V, int ldv, const qkt_real *kb, int r0, int nq, int dp, qkt_real *S, int lds,
+                       qkt_real *O, int ldo, qkt_real *m, qkt_real *inv) {
     int Tk = a->Tk, last = a->full ? Tk : r0 + nq + a->off; /* the strip's rows see keys < last */
     if (last > Tk) last = Tk;
     int nc = last > 0 ? qkt__round_up(last, BK) : BK;
@@ -118,8 +134,14 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
             if (nan) m[r] = NAN;
             continue;
         }
+        /* e^{z - m}; the 16-key vectors past the row's causal limit hold only -inf,
+         * whose exp is exactly 0: stored without it (on the diagonal tile, a quarter of
+         * the strip) */
+        int je = jn >= nc ? nc : qkt__round_up(jn, 16);
 #pragma omp simd
-        for (int j = 0; j < nc; j++) z[j] = qkt__exp(z[j] - mx);
+        for (int j = 0; j < je; j++) z[j] = qkt__exp(z[j] - mx);
+#pragma omp simd
+        for (int j = je; j < nc; j++) z[j] = 0;
     }
     /* l = the row sums: float lanes over at most 256 keys (16 terms each), then double,
      * qkt__dot16's order, the rows' double chains side by side (one row's alone was
@@ -151,7 +173,7 @@ static void strip_rows(const qkt__attn *a, int b, int h, const qkt_real *Q, cons
 #pragma omp simd
         for (int j = 0; j < nc; j++) z[j] *= f;
     }
-    qkt__mk_gemm(nq, dp, nc, S, lds, 1, V, dp, O, dp, false); /* O = P V (V rows past T are 0) */
+    qkt__mk_gemm(nq, dp, nc, S, lds, 1, V, ldv, O, ldo, false); /* O = P V (V rows past T are 0) */
 }
 
 /* Query tiles [qt0, qt1) of one head: rows of y, m and 1/l. `w` is the thread's scratch
@@ -170,21 +192,29 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
     size_t qbase = (size_t)b * Tq * ld + (size_t)h * d, kbase = (size_t)b * Tk * ld + (size_t)h * d;
     size_t obase = (size_t)b * Tq * C + (size_t)h * d;
     copy_transposed(k + kbase, nkeys, d, ld, KT, ldk); /* K^T (d, nkp) */
-    copy_rows(v + kbase, nkeys, d, ld, 1, V, dp);
-    memset(V + (size_t)nkeys * dp, 0, (size_t)(nkp - nkeys) * dp * sizeof *V);
+    /* V read in place, and O written to y, when the head's width needs no zero columns
+     * and the strips' keys no zero rows: the same floats as through the copies */
+    bool inplace = d == dp && nkeys == nkp;
+    const qkt_real *Vr = inplace ? v + kbase : V;
+    int ldv = inplace ? ld : dp;
+    if (!inplace) {
+        copy_rows(v + kbase, nkeys, d, ld, 1, V, dp);
+        memset(V + (size_t)nkeys * dp, 0, (size_t)(nkp - nkeys) * dp * sizeof *V);
+    }
     key_bias(a, b, 0, nkp, kb);
     size_t row0 = ((size_t)b * a->H + h) * Tq;
     for (int r0 = qt0 * BQ; r0 < rows_end; r0 += BQ) {
         int nq = Tq - r0 < BQ ? Tq - r0 : BQ;
         copy_rows(q + qbase + (size_t)r0 * ld, nq, d, ld, a->s[h], Q, dp); /* Q pre-scaled by s_h */
-        qkt_real inv[BQ];
+        qkt_real inv[BQ], *Or = d == dp ? y + obase + (size_t)r0 * C : O;
+        int ldo = d == dp ? C : dp;
         if (a->P) /* the strip is P's rows, kept for the backward */
-            strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, a->P + (row0 + r0) * a->ldp, a->ldp, O, m, inv);
+            strip_rows(a, b, h, Q, KT, ldk, Vr, ldv, kb, r0, nq, dp, a->P + (row0 + r0) * a->ldp, a->ldp, Or, ldo, m, inv);
         else
-            strip_rows(a, b, h, Q, KT, ldk, V, kb, r0, nq, dp, S, 0, O, m, inv);
+            strip_rows(a, b, h, Q, KT, ldk, Vr, ldv, kb, r0, nq, dp, S, 0, Or, ldo, m, inv);
         for (int r = 0; r < nq; r++) {
-            qkt_real *yr = y + obase + (size_t)(r0 + r) * C, *o = O + (size_t)r * dp;
-            memcpy(yr, o, (size_t)d * sizeof *yr); /* already normalised; 0 for a fully blocked row */
+            if (Or == O) /* already normalised; 0 for a fully blocked row */
+                memcpy(y + obase + (size_t)(r0 + r) * C, O + (size_t)r * dp, (size_t)d * sizeof *y);
             a->rmax[row0 + r0 + r] = m[r];
             a->rinv[row0 + r0 + r] = inv[r];
         }

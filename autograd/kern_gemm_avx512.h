@@ -46,31 +46,12 @@ enum { GEMM_NC_TA = 512, GEMM_PACK_A_MIN_NC = 256 };
 enum { GEMM_SCRATCH_B = GEMM_KC * GEMM_NC, GEMM_SCRATCH = GEMM_SCRATCH_B + GEMM_MC * GEMM_KC };
 #define QKT__KERN_GEMM_SCRATCH GEMM_SCRATCH
 
-/* dst[j][i] = src[i][j] for a 16 x 16 block: three rounds of interleaving (32-bit,
- * 64-bit, then 128-bit lanes). */
+/* dst[j][i] = src[i][j] for a 16 x 16 block (qkt__transpose16_ps). */
 static inline void gemm_transpose16(const float *src, size_t lds, float *dst, size_t ldd) {
-    __m512 r[16], t[16];
+    __m512 r[16];
     for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
-    for (int i = 0; i < 16; i += 2) { /* per 128-bit lane: pairs (row i, row i+1) of 2 columns */
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) { /* r[i + c]: column 4 l + c of rows i .. i+3, in lane l */
-        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
-        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
-        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-    }
-    for (int c = 0; c < 4; c++) { /* lanes l of r[c], r[4+c], r[8+c], r[12+c] make row 4 l + c */
-        __m512 v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44), v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
-        __m512 v2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44), v3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
-        _mm512_storeu_ps(dst + (size_t)c * ldd, _mm512_shuffle_f32x4(v0, v2, 0x88));
-        _mm512_storeu_ps(dst + (size_t)(4 + c) * ldd, _mm512_shuffle_f32x4(v0, v2, 0xDD));
-        _mm512_storeu_ps(dst + (size_t)(8 + c) * ldd, _mm512_shuffle_f32x4(v1, v3, 0x88));
-        _mm512_storeu_ps(dst + (size_t)(12 + c) * ldd, _mm512_shuffle_f32x4(v1, v3, 0xDD));
-    }
+    qkt__transpose16_ps(r);
+    for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ldd, r[i]);
 }
 
 /* P (kc rows of ncp floats) = rows [k0, k0 + kc) x columns [n0, n0 + nc) of op(B), columns

@@ -186,6 +186,35 @@ static inline double qkt__dot16(const qkt_real *a, const qkt_real *b, int n) {
 
 #if defined(__AVX512F__) && !defined(QKT_DOUBLE)
 #include <immintrin.h>
+/* r[j][i] = r[i][j] for a 16 x 16 block of floats in registers: three rounds of
+ * interleaving (32-bit, 64-bit, then 128-bit lanes). */
+static inline __attribute__((always_inline)) void qkt__transpose16_ps(__m512 r[16]) {
+    __m512 t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 2) { /* per 128-bit lane: pairs (row i, row i+1) of 2 columns */
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 4) { /* r[i + c]: column 4 l + c of rows i .. i+3, in lane l */
+        __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) { /* lanes l of r[c], r[4+c], r[8+c], r[12+c] make row 4 l + c */
+        __m512 v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44), v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE);
+        __m512 v2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44), v3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
+        r[c] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+        r[8 + c] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+    }
+}
+
 /* t[l][r] = a[r][l]: an 8 x 8 transpose of doubles (pairs, then blocks of 2, then of 4). */
 static inline __attribute__((always_inline)) void qkt__transpose8_pd(const __m512d a[8], __m512d t[8]) {
     __m512d u[8], v[8];

@@ -13,6 +13,8 @@
  *   qkt op NAME threads=N elements=E ms=X isa=P          (forward and backward of one op)
  *   qkt residual NAME threads=N rows=R width=C ms=X isa=P (a residual add after an output
  *                                                         projection, fused or not)
+ *   qkt attention threads=N B=.. T=.. C=.. heads=H d_k=D forward_ms=X forward_backward_ms=Y isa=P
+ *                                                        (the fused attention, causal)
  *   qkt adamw threads=N params=P ms=X ns_per_param=Y isa=P  (one qkt_optim_step)
  * each the best of --steps timed repetitions after --warmup untimed ones. */
 #include <math.h>
@@ -176,6 +178,50 @@ static void bench_residual(int threads, int warmup, int steps) {
     }
 }
 
+/* --ops, the fused attention (qkt_attention_qkv, causal, the scale 1/sqrt(d_k)) at the
+ * study's and the bench's head widths, forward alone and forward plus backward (its
+ * weighted sum's backward seeds dy): the shapes of cell32 (d_k 16), tiny (16), the study's
+ * d_k 8 and 64 cells (batch 16) and small (32). */
+typedef struct {
+    qkt_ctx *ctx;
+    qkt_tensor *qkv0, *w;
+    int H;
+    bool backward;
+} attn_run;
+static void attn_once(void *user) {
+    attn_run *u = user;
+    int C = u->qkv0->shape[2] / 3;
+    qkt_attn_opts o = {.scale = 1 / sqrt((double)C / u->H)};
+    /* a computed qkv in the backward run, as in a model: its grad is a new buffer (stored, not added) */
+    qkt_tensor *y = qkt_attention_qkv(u->ctx, u->backward ? qkt_scale(u->ctx, u->qkv0, 1) : u->qkv0, u->H, &o);
+    if (u->backward) qkt_backward(u->ctx, qkt_sum(u->ctx, qkt_mul(u->ctx, y, u->w)), NULL);
+    qkt_ctx_reset(u->ctx);
+}
+
+static void bench_attention(int threads, int warmup, int steps) {
+    static const struct {
+        int B, T, C, H;
+    } shapes[] = {{32, 32, 32, 2}, {16, 64, 64, 4}, {16, 32, 16, 2}, {16, 32, 128, 2}, {16, 128, 128, 4}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        int B = shapes[i].B, T = shapes[i].T, C = shapes[i].C, H = shapes[i].H;
+        qkt_params p;
+        qkt_params_init(&p);
+        qkt_tensor *qkv0 = qkt_params_add(&p, "qkv", QKT_SHAPE(B, T, 3 * C), 0), *w = qkt_params_add(&p, "w", QKT_SHAPE(B, T, C), 0);
+        qkt_params_finalize(&p);
+        qkt_rng g;
+        qkt_rng_seed(&g, 9);
+        qkt_init_normal(qkv0, &g, 0, 1), qkt_init_normal(w, &g, 0, 1);
+        qkt_ctx ctx;
+        qkt_ctx_init(&ctx, 0, 1);
+        attn_run fwd = {&ctx, qkv0, w, H, false}, all = {&ctx, qkv0, w, H, true};
+        double sf = best_time(attn_once, &fwd, warmup, steps), sa = best_time(attn_once, &all, warmup, steps);
+        printf("qkt attention threads=%d B=%d T=%d C=%d heads=%d d_k=%d forward_ms=%.4f forward_backward_ms=%.4f isa=%s\n",
+               threads, B, T, C, H, C / H, sf * 1e3, sa * 1e3, qkt_isa_name());
+        qkt_ctx_free(&ctx);
+        qkt_params_free(&p);
+    }
+}
+
 static void bench_ops(int threads, int warmup, int steps) {
     const int64_t n = (int64_t)OPS_B * OPS_T * OPS_C;
     for (size_t i = 0; i < sizeof ops_cases / sizeof *ops_cases; i++) {
@@ -200,6 +246,7 @@ static void bench_ops(int threads, int warmup, int steps) {
         qkt_params_free(&p);
     }
     bench_residual(threads, warmup, steps);
+    bench_attention(threads, warmup, steps);
     /* AdamW over 2^20 parameters (the store's one loop per decay run) and over 10.5M (medium's size: memory bound) */
     const int64_t sizes[] = {(int64_t)1 << 20, 10485760};
     for (int i = 0; i < 2; i++) {
@@ -258,7 +305,7 @@ static int parse(int argc, char **argv, bench_args *a) {
         {"sgemm-peak", QKT_FLAG_BOOL, &a->want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
         {"peak-n", QKT_FLAG_INT, &a->peak_n, "matrix size for the sgemm peak", BENCH_MIN_PEAK_N, BENCH_MAX_PEAK_N, true, false},
         {"gemm-shapes", QKT_FLAG_BOOL, &a->want_shapes, "time the config's step products (each linear layer's forward, dx, dw) instead of the step", 1, 0, false, false},
-        {"ops", QKT_FLAG_BOOL, &a->want_ops, "time the elementwise ops and the residual add, fused or not (forward and backward), and AdamW instead of a step (best of --steps)", 1, 0, false, false},
+        {"ops", QKT_FLAG_BOOL, &a->want_ops, "time the elementwise ops, the residual add (fused or not) and the fused attention (forward and backward), and AdamW instead of a step (best of --steps)", 1, 0, false, false},
         {"peak", QKT_FLAG_DOUBLE, &a->peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, BENCH_MAX_PEAK, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
