@@ -221,6 +221,82 @@ static void attn_forward_tiles(const qkt__attn *a, const qkt_real *q, const qkt_
     }
 }
 
+/* D_i = dY_i . y_i in float64, rows i < Tq of row stride C: 8 double lanes over the d
+ * columns in blocks of 8 (one chain was latency-bound), the leftover columns summed on
+ * their own, then the lanes added to that in order. With AVX-512, 8 rows at once: their
+ * lanes transposed, so the 8 final chains run as one of vector adds (the same sums). */
+static void row_dots(const qkt_real *dy, const qkt_real *y, int C, int Tq, int d, qkt_real *D) {
+    int i = 0, d8 = d / 8 * 8;
+#if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+    for (; i + 8 <= Tq; i += 8) {
+        __m512d lane[8], t[8];
+        double tail[8];
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            const qkt_real *a = dy + (size_t)(i + r) * C, *b = y + (size_t)(i + r) * C;
+            __m512d acc = _mm512_setzero_pd();
+            for (int c = 0; c < d8; c += 8)
+                acc = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(a + c)), _mm512_cvtps_pd(_mm256_loadu_ps(b + c)), acc);
+            lane[r] = acc;
+            double tl = 0;
+            for (int c = d8; c < d; c++) tl += (double)a[c] * b[c];
+            tail[r] = tl;
+        }
+        qkt__transpose8_pd(lane, t);
+        __m512d sum = _mm512_loadu_pd(tail);
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; l++) sum = _mm512_add_pd(sum, t[l]);
+        _mm256_storeu_ps(D + i, _mm512_cvtpd_ps(sum));
+    }
+#endif
+    for (; i < Tq; i++) {
+        const qkt_real *a = dy + (size_t)i * C, *b = y + (size_t)i * C;
+        double lane[8] = {0}, acc = 0;
+        for (int c = 0; c < d8; c += 8)
+#pragma omp simd
+            for (int l = 0; l < 8; l++) lane[l] += (double)a[c + l] * b[c + l];
+        for (int c = d8; c < d; c++) acc += (double)a[c] * b[c];
+        for (int l = 0; l < 8; l++) acc += lane[l];
+        D[i] = (qkt_real)acc;
+    }
+}
+
+#if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+/* A key tile's dV_j = P^T dY and dK_j = dZ^T (s Q) where the head's padded width dp is not
+ * a multiple of 32: as dV_j^T = dY^T P and dK_j^T = (s Q)^T dZ (dp x BK), whose 32-wide tile
+ * products hold 16 accumulators where a dp-wide product of 16 columns holds 8; every
+ * element is the same chain over the strip's M rows (a b = b a), so the same floats.
+ * Transposed back in 16 x 16 blocks and stored or added to the nk keys' rows of dk and
+ * dv (row stride ld), columns d .. dp (padding) left alone. tk, tv: dp x BK scratch. */
+static void key_grads_transposed(const qkt_real *dY, ptrdiff_t ldY, const qkt_real *P, ptrdiff_t ldP, const qkt_real *Q,
+                                 const qkt_real *G, int M, int nk, int d, int dp, qkt_real *dk, qkt_real *dv, int ld,
+                                 bool store, qkt_real *tk, qkt_real *tv) {
+    qkt__mk_gemm(dp, BK, M, dY, 1, ldY, P, ldP, tv, BK, false); /* dV_j^T = dY^T P */
+    qkt__mk_gemm(dp, BK, M, Q, 1, dp, G, BK, tk, BK, false);    /* dK_j^T = (s Q)^T dZ */
+    for (int j0 = 0; j0 < nk; j0 += 16)
+        for (int c0 = 0; c0 < d; c0 += 16) {
+            int w = d - c0 < 16 ? d - c0 : 16;
+            __mmask16 m = (__mmask16)((1u << w) - 1);
+            __m512 rk[16], rv[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++) {
+                rk[i] = _mm512_loadu_ps(tk + (size_t)(c0 + i) * BK + j0);
+                rv[i] = _mm512_loadu_ps(tv + (size_t)(c0 + i) * BK + j0);
+            }
+            qkt__transpose16_ps(rk);
+            qkt__transpose16_ps(rv);
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) {
+                if (j0 + j >= nk) break;
+                qkt_real *dkr = dk + (size_t)(j0 + j) * ld + c0, *dvr = dv + (size_t)(j0 + j) * ld + c0;
+                /* dk's row stored before dv's is read: with k = v (one tensor) they are one row */
+                _mm512_mask_storeu_ps(dkr, m, store ? rk[j] : _mm512_add_ps(_mm512_maskz_loadu_ps(m, dkr), rk[j]));
+                _mm512_mask_storeu_ps(dvr, m, store ? rv[j] : _mm512_add_ps(_mm512_maskz_loadu_ps(m, dvr), rv[j]));
+            }
+        }
+}
+#endif
+
 /* One head (b, h), all of it, so the thread owns dQ, dK, dV of that head. With
  * z = s_h q.k + bias + ALiBi + mask, P = exp(z - m) / l and D_i = sum_c dY_ic y_ic (= sum_j P_ij dP_ij):
  *   dV_j += sum_i P_ij dY_i;   dP_ij = dY_i . v_j;   dZ_ij = P_ij (dP_ij - D_i);   dbias_ij += dZ_ij;
@@ -267,17 +343,7 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
         copy_rows(dy + obase, Tq, d, C, 1, dY, dp);
     }
     memset(dQ, 0, (size_t)Tq * dp * sizeof *dQ);
-    for (int i = 0; i < Tq; i++) { /* D_i = dY_i . y_i in float64: 8 lanes (one chain was latency-bound) */
-        const qkt_real *dyi = dy + obase + (size_t)i * C, *yi = y + obase + (size_t)i * C;
-        double lane[8] = {0}, acc = 0;
-        int c = 0;
-        for (; c + 8 <= d; c += 8)
-#pragma omp simd
-            for (int l = 0; l < 8; l++) lane[l] += (double)dyi[c + l] * yi[c + l];
-        for (; c < d; c++) acc += (double)dyi[c] * yi[c];
-        for (int l = 0; l < 8; l++) acc += lane[l];
-        D[i] = (qkt_real)acc;
-    }
+    row_dots(dy + obase, y + obase, C, Tq, d, D);
     for (int c0 = 0; c0 < Tk; c0 += BK) {
         int nk = Tk - c0 < BK ? Tk - c0 : BK;
         /* the strip: rows rs .. Tq, rs the first query row that sees key c0 (the last
@@ -331,9 +397,16 @@ static double attn_backward_head(const qkt__attn *a, const qkt_real *q, const qk
 #pragma omp simd
             for (int j = 0; j < nk; j++) dbr[j] += g[j];
         }
+        qkt__mk_gemm(M, dp, nk, G, BK, 1, Kr + (size_t)c0 * ldK, ldK, dQ + (size_t)rs * dp, dp, true); /* dQ / s += dZ K_j */
+#if defined(__AVX512F__) && !defined(QKT_DOUBLE)
+        if (dp % 32) { /* a head width of 16 (+ 32 k): dV_j and dK_j transposed, 32 keys wide */
+            key_grads_transposed(dYi, ldY, Pt, ldP, Qi, G, M, nk, d, dp, dk + kbase + (size_t)c0 * ld,
+                                 dv + kbase + (size_t)c0 * ld, ld, store, dKj, dVj);
+            continue;
+        }
+#endif
         qkt__mk_gemm(nk, dp, M, Pt, 1, ldP, dYi, ldY, dVj, dp, false);                        /* dV_j = P^T dY */
         qkt__mk_gemm(nk, dp, M, G, 1, BK, Qi, dp, dKj, dp, false);                            /* dK_j = dZ^T (s Q) */
-        qkt__mk_gemm(M, dp, nk, G, BK, 1, Kr + (size_t)c0 * ldK, ldK, dQ + (size_t)rs * dp, dp, true); /* dQ / s += dZ K_j */
         for (int j = 0; j < nk; j++) {
             qkt_real *dkr = dk + kbase + (size_t)(c0 + j) * ld, *dvr = dv + kbase + (size_t)(c0 + j) * ld;
             const qkt_real *gk = dKj + (size_t)j * dp, *gv = dVj + (size_t)j * dp;
