@@ -13,6 +13,7 @@
  *   qkt op NAME threads=N elements=E ms=X isa=P          (forward and backward of one op)
  *   qkt residual NAME threads=N rows=R width=C ms=X isa=P (a residual add after an output
  *                                                         projection, fused or not)
+ *   qkt layernorm threads=N rows=R width=C ms=X isa=P   (forward and backward, gain and bias)
  *   qkt attention threads=N B=.. T=.. C=.. heads=H d_k=D forward_ms=X forward_backward_ms=Y isa=P
  *                                                        (the fused attention, causal)
  *   qkt adamw threads=N params=P ms=X ns_per_param=Y isa=P  (one qkt_optim_step)
@@ -222,6 +223,43 @@ static void bench_attention(int threads, int warmup, int steps) {
     }
 }
 
+/* --ops, LayerNorm with gain and bias over rows of the study's widths (the input computed,
+ * as in a model: its grad is a new buffer), forward and backward. */
+typedef struct {
+    qkt_ctx *ctx;
+    qkt_tensor *x0, *w, *b;
+    const qkt_real *seed;
+} ln_run;
+static void ln_once(void *user) {
+    ln_run *u = user;
+    qkt_tensor *y = qkt_layernorm(u->ctx, qkt_scale(u->ctx, u->x0, 1), u->w, u->b, 1e-5);
+    qkt_backward(u->ctx, y, u->seed);
+    qkt_ctx_reset(u->ctx);
+}
+
+static void bench_layernorm(int threads, int warmup, int steps) {
+    const int rows = OPS_B * OPS_T, widths[] = {32, 64, 128};
+    for (int i = 0; i < 3; i++) {
+        int C = widths[i];
+        qkt_params p;
+        qkt_params_init(&p);
+        qkt_tensor *x0 = qkt_params_add(&p, "x", QKT_SHAPE(rows, C), 0), *w = qkt_params_add(&p, "w", QKT_SHAPE(C), 0);
+        qkt_tensor *b = qkt_params_add(&p, "b", QKT_SHAPE(C), 0);
+        qkt_params_finalize(&p);
+        ops_fill(x0, 10), ops_fill(w, 11), ops_fill(b, 12);
+        qkt_real *seed = qkt_malloc((size_t)rows * C * sizeof *seed);
+        for (int64_t j = 0; j < (int64_t)rows * C; j++) seed[j] = 1;
+        qkt_ctx ctx;
+        qkt_ctx_init(&ctx, 0, 1);
+        ln_run u = {&ctx, x0, w, b, seed};
+        double t = best_time(ln_once, &u, warmup, steps);
+        printf("qkt layernorm threads=%d rows=%d width=%d ms=%.4f isa=%s\n", threads, rows, C, t * 1e3, qkt_isa_name());
+        qkt_ctx_free(&ctx);
+        free(seed);
+        qkt_params_free(&p);
+    }
+}
+
 static void bench_ops(int threads, int warmup, int steps) {
     const int64_t n = (int64_t)OPS_B * OPS_T * OPS_C;
     for (size_t i = 0; i < sizeof ops_cases / sizeof *ops_cases; i++) {
@@ -246,6 +284,7 @@ static void bench_ops(int threads, int warmup, int steps) {
         qkt_params_free(&p);
     }
     bench_residual(threads, warmup, steps);
+    bench_layernorm(threads, warmup, steps);
     bench_attention(threads, warmup, steps);
     /* AdamW over 2^20 parameters (the store's one loop per decay run) and over 10.5M (medium's size: memory bound) */
     const int64_t sizes[] = {(int64_t)1 << 20, 10485760};
@@ -305,7 +344,7 @@ static int parse(int argc, char **argv, bench_args *a) {
         {"sgemm-peak", QKT_FLAG_BOOL, &a->want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
         {"peak-n", QKT_FLAG_INT, &a->peak_n, "matrix size for the sgemm peak", BENCH_MIN_PEAK_N, BENCH_MAX_PEAK_N, true, false},
         {"gemm-shapes", QKT_FLAG_BOOL, &a->want_shapes, "time the config's step products (each linear layer's forward, dx, dw) instead of the step", 1, 0, false, false},
-        {"ops", QKT_FLAG_BOOL, &a->want_ops, "time the elementwise ops, the residual add (fused or not) and the fused attention (forward and backward), and AdamW instead of a step (best of --steps)", 1, 0, false, false},
+        {"ops", QKT_FLAG_BOOL, &a->want_ops, "time the elementwise ops, the residual add (fused or not), LayerNorm and the fused attention (forward and backward), and AdamW instead of a step (best of --steps)", 1, 0, false, false},
         {"peak", QKT_FLAG_DOUBLE, &a->peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, BENCH_MAX_PEAK, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
