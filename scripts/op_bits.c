@@ -2,7 +2,8 @@
  * of the outputs and grads of ops (softmax causal and additive, log-softmax, ReLU, GELU,
  * scale, split, reshape, sum/mean/max/logsumexp along an axis, narrow, index_select, gather,
  * permute, and mul/div/add with broadcasting), each at 1 and 2 threads, on a small case and on
- * one above QKT_PAR_MIN (autograd/ops_internal.h), one line per tensor. */
+ * one above QKT_PAR_MIN (autograd/ops_internal.h), one line per tensor; and of the fused
+ * attention's output and input grads in 18 configurations. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +88,59 @@ static void run(int th, int big) {
     qkt_ctx_free(&ctx);
 }
 
+/* The fused attention: y and the grads of its inputs (packed qkv, or q, k, v split from it)
+ * over head widths 8 to 64, causal and full masks, P kept and recomputed, ALiBi, key padding,
+ * dropout, cross-attention (Tq = T - 10) with k and v one tensor or two. */
+static void attention_cases(int th) {
+    static const struct {
+        int B, T, C, H, full, recompute, extra; /* extra: 1 ALiBi, 2 key padding, 3 dropout, 4 q, k = v, 5 q, k, v */
+    } cs[] = {{32, 32, 32, 2, 0, 0, 0},  {16, 64, 64, 4, 0, 0, 0}, {16, 128, 128, 4, 0, 0, 0}, {16, 32, 128, 2, 0, 0, 0},
+              {16, 32, 16, 2, 0, 0, 0},  {4, 100, 48, 3, 0, 0, 0}, {4, 70, 64, 4, 1, 0, 0},    {4, 96, 64, 4, 0, 1, 0},
+              {2, 40, 40, 5, 0, 0, 0},   {2, 33, 32, 2, 1, 1, 0},  {4, 64, 64, 4, 0, 0, 1},    {4, 40, 32, 2, 1, 0, 2},
+              {4, 64, 32, 2, 0, 0, 3},   {3, 32, 48, 3, 0, 1, 3},  {4, 70, 32, 2, 0, 0, 4},    {4, 70, 32, 2, 1, 0, 4},
+              {4, 64, 64, 4, 0, 0, 5},   {4, 40, 16, 2, 0, 1, 4}};
+    qkt_set_threads(th);
+    for (int c = 0; c < (int)(sizeof cs / sizeof *cs); c++) {
+        qkt_ctx ctx;
+        qkt_ctx_init(&ctx, 0, 7);
+        int B = cs[c].B, T = cs[c].T, C = cs[c].C, H = cs[c].H;
+        qkt_tensor *qkv = qkt_tensor_new(&ctx, 3, (int[]){B, T, 3 * C}), *w = qkt_tensor_new(&ctx, 3, (int[]){B, T, C});
+        qkt_rng r;
+        qkt_rng_seed(&r, 11 + c);
+        qkt_init_normal(qkv, &r, 0, 1.5), qkt_init_normal(w, &r, 0, 1);
+        qkv->requires_grad = true;
+        qkt_real slopes[8];
+        static uint8_t pad[4096];
+        qkt_alibi_slopes(H, slopes);
+        for (int i = 0; i < B * T; i++) pad[i] = i % 7 == 3;
+        qkt_attn_opts o = {.scale = 0.25, .full = cs[c].full, .recompute_p = cs[c].recompute};
+        if (cs[c].extra == 1) o.alibi = slopes;
+        if (cs[c].extra == 2) o.key_pad = pad;
+        if (cs[c].extra == 3) o.dropout = 0.2, ctx.training = true;
+        qkt_tensor *y;
+        if (cs[c].extra >= 4) {
+            qkt_tensor *parts[3];
+            qkt_split(&ctx, qkv, 3, (int[]){C, C, C}, parts);
+            y = qkt_attention(&ctx, qkt_narrow(&ctx, parts[0], 1, 10, T - 10), parts[1], cs[c].extra == 4 ? parts[1] : parts[2],
+                              H, &o);
+            w = qkt_narrow(&ctx, w, 1, 10, T - 10);
+        } else {
+            y = qkt_attention_qkv(&ctx, qkv, H, &o);
+        }
+        qkt_backward(&ctx, qkt_sum(&ctx, qkt_mul(&ctx, y, w)), NULL);
+        char what[48];
+        snprintf(what, sizeof what, "attention %d y", c);
+        dump(th, 0, what, y->data, y->size);
+        snprintf(what, sizeof what, "attention %d dqkv", c);
+        dump(th, 0, what, qkt_grad(&ctx, qkv), qkv->size);
+        qkt_ctx_free(&ctx);
+    }
+}
+
 int main(void) {
-    for (int th = 1; th <= 2; th++)
+    for (int th = 1; th <= 2; th++) {
         for (int big = 0; big < 2; big++) run(th, big);
+        attention_cases(th);
+    }
     return 0;
 }

@@ -3,8 +3,10 @@
 # library in a temporary worktree, compiles scripts/op_bits.c against both, and compares what
 # they print: a hash of each output and grad of the ops outside the GPT's fused path (softmax,
 # log-softmax, ReLU, GELU, scale, split, reshape, the axis reductions, narrow, index_select,
-# gather, permute, the broadcast ops), at 1 and 2 threads, below and above QKT_PAR_MIN. Also
-# checks that 1 and 2 threads print the same. About two minutes on 2 cores.
+# gather, permute, the broadcast ops) and of the fused attention (18 configurations), at 1
+# and 2 threads, below and above QKT_PAR_MIN, on each kernel path this CPU runs (QKT_ISA
+# baseline, avx2, avx512). Also checks that 1 and 2 threads print the same. About two minutes
+# on 2 cores.
 #   usage: scripts/op_bits.sh [REV] [BUILD_DIR]      (defaults: HEAD, build)
 set -e
 rev=${1:-HEAD}
@@ -21,17 +23,22 @@ cmake --build "$tmp/build" -j "$(nproc)" --target qkt_autograd >/dev/null
 libs="-lopenblas -lm"
 cc -O2 -fopenmp -I"$tmp/src/include/qkt" -I"$tmp/build/generated" "$root/scripts/op_bits.c" "$tmp/build/libqkt_autograd.a" $libs -o "$tmp/old"
 cc -O2 -fopenmp -I"$root/include/qkt" -I"$build/generated" "$root/scripts/op_bits.c" "$build/libqkt_autograd.a" $libs -o "$tmp/new"
-"$tmp/old" > "$tmp/old.txt"
-"$tmp/new" > "$tmp/new.txt"
 status=0
-if cmp -s "$tmp/old.txt" "$tmp/new.txt"; then
-    echo "op_bits: $(wc -l < "$tmp/new.txt") hashes, the same as $rev's"
-else
-    echo "op_bits: differs from $rev's:"; diff "$tmp/old.txt" "$tmp/new.txt" || true; status=1
-fi
-if [ "$(grep '^threads 1' "$tmp/new.txt" | cut -d' ' -f3-)" = "$(grep '^threads 2' "$tmp/new.txt" | cut -d' ' -f3-)" ]; then
-    echo "op_bits: 1 and 2 threads the same"
-else
-    echo "op_bits: 1 and 2 threads differ"; status=1
-fi
+for isa in baseline avx2 avx512; do
+    QKT_ISA=$isa "$tmp/new" > "$tmp/new.txt" 2> "$tmp/err.txt" || {
+        echo "op_bits: $isa: not run here ($(head -c 200 "$tmp/err.txt"))"
+        continue
+    }
+    QKT_ISA=$isa "$tmp/old" > "$tmp/old.txt"
+    if cmp -s "$tmp/old.txt" "$tmp/new.txt"; then
+        echo "op_bits: $isa: $(wc -l < "$tmp/new.txt") hashes, the same as $rev's"
+    else
+        echo "op_bits: $isa: differs from $rev's:"; diff "$tmp/old.txt" "$tmp/new.txt" || true; status=1
+    fi
+    if [ "$(grep '^threads 1' "$tmp/new.txt" | cut -d' ' -f3-)" = "$(grep '^threads 2' "$tmp/new.txt" | cut -d' ' -f3-)" ]; then
+        echo "op_bits: $isa: 1 and 2 threads the same"
+    else
+        echo "op_bits: $isa: 1 and 2 threads differ"; status=1
+    fi
+done
 exit $status
