@@ -25,7 +25,7 @@ from collections import Counter
 
 # (category, regex on the function name): the first match wins; the order matters.
 CATEGORIES = [
-    ("attention", r"^(attn_|strip_rows|copy_rows|copy_transposed|key_bias|add_bias|qkt_attn|qkt__attn|forward_task|backward_task)"),
+    ("attention", r"^(attn_|strip_rows|copy_rows|copy_transposed|key_bias|add_bias|key_grads_transposed|row_dots|qkt_attn|qkt__attn|forward_task|backward_task)"),
     ("products", r"^(own_gemm|gemm_|qkt__gemm|qkt_gemm|gemm_run|gemm_serial|gemm_blas|cblas_|sgemm|dgemm)|_sgemm_|_dgemm_|^[sd]gemm_"),
     ("gelu", r"gelu"),
     ("layernorm", r"layernorm|^ln_|^rms_row|^l2_row"),
@@ -100,7 +100,7 @@ def main():
         funcs[sym] += 1
         if TILE.match(sym):  # the tile product: charge it to its caller's kind
             caller = next((s for s, _ in chain[1:] if not TILE.match(s)), "")
-            cats["attention" if caller.startswith(("attn_", "strip_rows")) else "products"] += 1
+            cats["attention" if caller.startswith(("attn_", "strip_rows", "key_grads_transposed")) else "products"] += 1
         else:
             cat = categorize(sym, dso)
             cats[cat] += 1
