@@ -353,7 +353,17 @@ static int parse(int argc, char **argv, bench_args *a) {
                              "qkt only: bench/compare.sh runs PyTorch's step (bench/torch_gpt.py) beside it.",
                              flags, nf, argc, argv, NULL, 0, NULL);
     if (!rc) rc = qkt_flags_threads("bench", flags, nf, &a->threads);
-    return rc == 1 ? -1 : rc ? 2 : 0;
+    if (rc) return rc == 1 ? -1 : 2;
+    /* One thing to time: the modes exclude each other, and --ops times fixed shapes. */
+    if (a->want_peak + a->want_shapes + a->want_ops > 1)
+        return fprintf(stderr, "qkt bench: --sgemm-peak, --gemm-shapes and --ops each time something else: give one of them\n"), 2;
+    const bench_config *z2 = &a->sizes;
+    if ((a->want_ops || a->want_peak) &&
+        (a->config || z2->V || z2->T || z2->B || z2->C || z2->L || z2->NH || a->replicas != bench_defaults.replicas))
+        return fprintf(stderr, "qkt bench: %s times fixed shapes: --config, the model flags and --replicas do not apply\n",
+                       a->want_ops ? "--ops" : "--sgemm-peak"),
+               2;
+    return 0;
 }
 
 /* --config, then the size flags over it -> *bc. 0, or 2 after a one-line error. */

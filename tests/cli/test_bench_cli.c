@@ -84,5 +84,10 @@ int main(void) {
     expect_bad("--config tiny --replicas 17", "--replicas 17: expected at most the batch size 16");
     expect_bad("--config tiny --replicas 0", "--replicas '0'");
     expect_bad("--config tiny --batch 1048576 --seq 512", "--batch 1048576 x --seq 512: expected at most 2^28 tokens");
+    expect_bad("--ops --gemm-shapes --config tiny", "--sgemm-peak, --gemm-shapes and --ops each time something else: give one of them");
+    expect_bad("--sgemm-peak --ops", "--sgemm-peak, --gemm-shapes and --ops each time something else");
+    expect_bad("--ops --config medium", "--ops times fixed shapes: --config, the model flags and --replicas do not apply");
+    expect_bad("--ops --replicas 2", "--ops times fixed shapes");
+    expect_bad("--sgemm-peak --n-embd 64", "--sgemm-peak times fixed shapes");
     return qkt_test_finish();
 }
