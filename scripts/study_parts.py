@@ -6,13 +6,17 @@ usage: scripts/study_parts.py RUN_DIR [RUN_DIR ...]
 
 Reads each run's cells/*.cost (train_flops, eval_flops, cpu_s: docs/ablate.md, "The study's own
 efficiency") and sgemm_peak.txt, and prints a markdown table: per part and d_k (a cell id is
-<part>_<variant>_dk<d_k>...), the cells and their CPU-seconds in each run, then each run's total
-and its efficiency as `qkt ablate` prints it, (sum of FLOPs) / (sum of CPU-s) / peak. Compare runs
-of the same preset made back to back: the machine's speed moves between them.
+<part>_<variant>_dk<d_k>...), the cells, their CPU-seconds in each run with the part's efficiency
+in parentheses (its FLOPs / its CPU-s / the run's peak), and the first run's "floor": the
+CPU-seconds the part's FLOPs would take at the peak (efficiency 1); then each run's total and
+its efficiency as `qkt ablate` prints it, (sum of FLOPs) / (sum of CPU-s) / peak. No part can
+go below its floor on the machine whose peak was measured. Compare runs of the same preset
+made back to back: the machine's speed moves between them.
 """
 import glob
 import os
 import re
+import signal
 import sys
 
 
@@ -46,22 +50,37 @@ def main(argv):
             print("study_parts.py: %s has no cells/*.cost" % r, file=sys.stderr)
             return 1
     keys = sorted({k for parts, _ in runs for k in parts}, key=lambda k: -runs[0][0].get(k, [0, 0.0])[1])
-    print("| part | d_k | cells | " + " | ".join("CPU-s, run %d" % (i + 1) for i in range(len(runs))) + " |")
-    print("|---|---:|---:|" + "---:|" * len(runs))
+    peak0 = runs[0][1]
+
+    def cell(p, peak, fmt):
+        """A part's CPU-s in one run, with its efficiency where the run's peak is known."""
+        if p is None:
+            return "-"
+        cpu, flops = p[1], p[2]
+        return (fmt % cpu) + (" (%.2f)" % (flops / cpu / (peak * 1e9)) if peak and cpu > 0 else "")
+
+    def floor(flops):
+        return "%.2f" % (flops / (peak0 * 1e9)) if peak0 else "-"
+
+    print("| part | d_k | cells | " + " | ".join("CPU-s (efficiency), run %d" % (i + 1) for i in range(len(runs))) +
+          " | floor at the peak, run 1 |")
+    print("|---|---:|---:|" + "---:|" * (len(runs) + 1))
     for k in keys:
         cells = max(parts.get(k, [0])[0] for parts, _ in runs)
-        print("| %s | %d | %d | " % (k[0], k[1], cells) + " | ".join("%.2f" % parts[k][1] if k in parts else "-" for parts, _ in runs) + " |")
-    tot = [sum(p[1] for p in parts.values()) for parts, _ in runs]
-    print("| all | | | " + " | ".join("%.1f" % t for t in tot) + " |")
+        f0 = runs[0][0].get(k, [0, 0.0, 0.0])[2]
+        print("| %s | %d | %d | " % (k[0], k[1], cells) +
+              " | ".join(cell(parts.get(k), peak, "%.2f") for parts, peak in runs) + " | %s |" % floor(f0))
+    tot = [[0, sum(p[1] for p in parts.values()), sum(p[2] for p in parts.values())] for parts, _ in runs]
+    print("| all | | | " + " | ".join(cell(t, peak, "%.1f") for t, (_, peak) in zip(tot, runs)) + " | %s |" % floor(tot[0][2]))
     eff = []
-    for (parts, peak), t in zip(runs, tot):
-        flops = sum(p[2] for p in parts.values())
-        eff.append("%.3f (peak %.1f)" % (flops / t / (peak * 1e9), peak) if peak else "unknown (no sgemm_peak.txt)")
-    print("| efficiency | | | " + " | ".join(eff) + " |")
+    for (_, peak), (_, cpu, flops) in zip(runs, tot):
+        eff.append("%.3f (peak %.1f)" % (flops / cpu / (peak * 1e9), peak) if peak else "unknown (no sgemm_peak.txt)")
+    print("| efficiency | | | " + " | ".join(eff) + " | %s |" % ("1" if peak0 else "-"))
     for i, r in enumerate(argv[1:]):
         print("\nrun %d: %s" % (i + 1, r))
     return 0
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # a pager or head closing the pipe ends it quietly
     sys.exit(main(sys.argv))
