@@ -320,6 +320,7 @@ static const bench_args bench_defaults = {.replicas = 1, .steps = 10, .warmup = 
 #define BENCH_MAX_STEPS 100000 /* --steps and --warmup */
 #define BENCH_MIN_PEAK_N 64
 #define BENCH_MAX_PEAK_N 16384
+#define BENCH_MIN_PEAK 1e-3    /* GFLOP/s, for a --peak other than 0 */
 #define BENCH_MAX_PEAK 1e9     /* GFLOP/s */
 
 /* Flags -> a. Returns 0, -1 after --help, or 2 after a one-line error. */
@@ -354,6 +355,8 @@ static int parse(int argc, char **argv, bench_args *a) {
                              flags, nf, argc, argv, NULL, 0, NULL);
     if (!rc) rc = qkt_flags_threads("bench", flags, nf, &a->threads);
     if (rc) return rc == 1 ? -1 : 2;
+    if (a->peak > 0 && a->peak < BENCH_MIN_PEAK) /* a rate no CPU has: an mfu of 1e300 */
+        return fprintf(stderr, "qkt bench: --peak %g: expected 0 (measure it) or at least %g GFLOP/s\n", a->peak, BENCH_MIN_PEAK), 2;
     /* One thing to time: the modes exclude each other, and --ops times fixed shapes. */
     if (a->want_peak + a->want_shapes + a->want_ops > 1)
         return fprintf(stderr, "qkt bench: --sgemm-peak, --gemm-shapes and --ops each time something else: give one of them\n"), 2;

@@ -89,5 +89,6 @@ int main(void) {
     expect_bad("--ops --config medium", "--ops times fixed shapes: --config, the model flags and --replicas do not apply");
     expect_bad("--ops --replicas 2", "--ops times fixed shapes");
     expect_bad("--sgemm-peak --n-embd 64", "--sgemm-peak times fixed shapes");
+    expect_bad("--config tiny --peak 1e-300", "--peak 1e-300: expected 0 (measure it) or at least 0.001 GFLOP/s");
     return qkt_test_finish();
 }
