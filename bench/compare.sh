@@ -39,15 +39,25 @@ done
 replicas=${replicas:-$threads}
 shift $((OPTIND - 1))
 configs=${*:-tiny small medium}
-if [ ! -x "$QKT_BIN" ]; then
-    echo "compare.sh: $QKT_BIN not found: build it (make build)" >&2
-    exit 2
-fi
+me=compare.sh
+. "$here/lib.sh"
+need_int -r "$rounds" 1
+need_int -t "$threads" 1
+need_int -p "$replicas" 1
+need_int -s "$steps" 1
+need_int -w "$warmup" 0
+need_bin "$QKT_BIN"
+need_configs $configs
 
 # The MFU denominator: qkt_gemm's rate on 2048^2 at THREADS threads, measured again at the
 # start of every round (this machine's speed drifts by 20 % over minutes: a peak measured
 # once at the start made later rounds' MFU wrong), given to both frameworks that round.
-measure_peak() { "$QKT_BIN" bench --sgemm-peak --threads "$threads" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p'; }
+measure_peak() {
+    out=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" 2>&1) || run_failed "$QKT_BIN bench --sgemm-peak" "$out"
+    g=$(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
+    [ -n "$g" ] || run_failed "$QKT_BIN bench --sgemm-peak (no gflops)" "$out"
+    echo "$g"
+}
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$QKT_BIN" version)"
 echo "# sgemm peak measured each round at $threads threads (peak= on the lines); qkt --replicas $replicas; torch envs (best of): $TORCH_ENVS"
 log=$(mktemp)
@@ -58,7 +68,9 @@ for cfg in $configs; do
         peak=$(measure_peak)
         # the result line, with cpu_ms_per_step (from the stderr diagnostics) appended
         run_qkt() {
-            out=$("$QKT_BIN" bench --config "$cfg" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1)
+            out=$("$QKT_BIN" bench --config "$cfg" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1) ||
+                run_failed "$QKT_BIN bench --config $cfg" "$out"
+            echo "$out" | grep -q "^qkt $cfg .* ms_per_step=" || run_failed "$QKT_BIN bench --config $cfg (no result line)" "$out"
             echo "$(echo "$out" | grep "^qkt $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p') peak=$peak"
         }
         run_torch() { # the fastest of the TORCH_ENVS runs
@@ -68,11 +80,12 @@ for cfg in $configs; do
                 e=${rest%%|*}
                 case $rest in *"|"*) rest=${rest#*|} ;; *) rest="" ;; esac
                 out=$(env $e "$TORCH_PY" "$here/torch_gpt.py" --config "$cfg" --threads "$threads" --steps "$steps" \
-                    --warmup "$warmup" --peak "$peak" 2>&1)
+                    --warmup "$warmup" --peak "$peak" 2>&1) || true # another of TORCH_ENVS may run
                 line="$(echo "$out" | grep "^torch $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p') env=$(echo $e | tr ' ' ',') peak=$peak"
                 ms=$(echo "$line" | sed -n 's/.* ms_per_step=\([0-9.]*\).*/\1/p')
                 if [ -n "$ms" ] && { [ -z "$best_ms" ] || awk "BEGIN{exit !($ms < $best_ms)}"; }; then best=$line best_ms=$ms; fi
             done
+            [ -n "$best" ] || run_failed "$TORCH_PY $here/torch_gpt.py --config $cfg (every one of TORCH_ENVS)" "$out"
             echo "$best"
         }
         if [ $((r % 2)) -eq 1 ]; then a=$(run_qkt); b=$(run_torch); else b=$(run_torch); a=$(run_qkt); fi

@@ -28,6 +28,16 @@ shift $((OPTIND - 1))
 A=$1 B=$2
 shift 2
 configs=${*:-tiny small cell32 cell128}
+me=compare_builds.sh
+. "$(dirname "$0")/lib.sh"
+need_int -r "$rounds" 1
+need_int -t "$threads" 1
+need_int -p "$replicas" 1
+need_int -s "$steps" 1
+need_int -w "$warmup" 0
+need_bin "$A"
+need_bin "$B"
+need_configs $configs
 A_ENV=${A_ENV:-} B_ENV=${B_ENV:-}
 peak=100 # mfu only; both builds get the same
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), threads $threads, replicas $replicas"
@@ -36,8 +46,10 @@ echo "# B: $B $B_ENV ($(env $B_ENV "$B" version))"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 run() { # who bin env cfg -> "who cfg ms cpu_ms isa"
-    out=$(env $3 "$2" bench --config "$4" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1) || true
+    out=$(env $3 "$2" bench --config "$4" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1) ||
+        run_failed "$1's $2 bench --config $4" "$out"
     ms=$(echo "$out" | sed -n 's/.* ms_per_step=\([0-9.]*\).*/\1/p')
+    [ -n "$ms" ] || run_failed "$1's $2 bench --config $4 (no ms_per_step)" "$out"
     cpu=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')
     isa=$(echo "$out" | sed -n 's/.* isa=\([a-z0-9]*\).*/\1/p')
     echo "$1 $4 $ms $cpu $isa"

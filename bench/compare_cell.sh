@@ -28,6 +28,15 @@ while getopts r:t:d:s:b:e: opt; do
     *) echo "usage: $0 [-r ROUNDS] [-t THREADS] [-d D_K] [-s STEPS] [-b BATCH] [-e EVAL_EVERY]" >&2; exit 2 ;;
     esac
 done
+me=compare_cell.sh
+. "$here/lib.sh"
+need_int -r "$rounds" 1
+need_int -t "$threads" 1
+need_int -d "$dk" 1
+need_int -s "$steps" 20 # the cell's 20 warmup steps
+need_int -b "$batch" 1
+need_int -e "$every" 1
+need_bin "$QKT_BIN"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$QKT_BIN" version)"
@@ -36,12 +45,16 @@ run_qkt() {
     rm -rf "$tmp/q"
     "$QKT_BIN" train --data mqar --n-layer 2 --n-head 2 --n-embd $((2 * dk)) --block-size 32 --batch-size "$batch" \
         --steps "$steps" --lr 3e-3 --min-lr 3e-4 --warmup-steps 20 --beta2 0.95 --weight-decay 0.1 --grad-clip 1 \
-        --eval-every "$every" --eval-batches 4 --ckpt-every 0 --log-every 100000 --threads "$threads" --seed 1 --out "$tmp/q" >/dev/null 2>&1
+        --eval-every "$every" --eval-batches 4 --ckpt-every 0 --log-every 100000 --threads "$threads" --seed 1 --out "$tmp/q" >"$tmp/out" 2>&1 || run_failed "$QKT_BIN train (d_k $dk)" "$(cat "$tmp/out")"
     s=$(tail -1 "$tmp/q/log.csv" | awk -F, '{print $NF}')
     v=$(tail -1 "$tmp/q/log.csv" | awk -F, '{print $5}')
     echo "qkt train_s=$s final_val_loss=$v"
 }
-run_torch() { "$TORCH_PY" "$here/torch_cell.py" --d-k "$dk" --steps "$steps" --batch "$batch" --eval-every "$every" --threads "$threads" | sed 's/^torch cell [^ ]* [^ ]* [^ ]* /torch /'; }
+run_torch() {
+    out=$("$TORCH_PY" "$here/torch_cell.py" --d-k "$dk" --steps "$steps" --batch "$batch" --eval-every "$every" --threads "$threads" 2>&1) ||
+        run_failed "$TORCH_PY $here/torch_cell.py (d_k $dk)" "$out"
+    echo "$out" | grep "^torch cell " | sed 's/^torch cell [^ ]* [^ ]* [^ ]* /torch /'
+}
 log=$tmp/log
 r=1
 while [ "$r" -le "$rounds" ]; do

@@ -21,7 +21,13 @@ while getopts tn:s: opt; do
     *) echo "usage: $0 [-t] [-n THREADS] [-s STEPS]" >&2; exit 2 ;;
     esac
 done
-peak=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
+me=scaling.sh
+. "$here/lib.sh"
+need_int -n "$threads" 1
+need_int -s "$steps" 1
+need_bin "$QKT_BIN"
+out=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" 2>&1) || run_failed "$QKT_BIN bench --sgemm-peak" "$out"
+peak=$(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg), sgemm peak $peak GFLOP/s, $threads threads"
 printf "%-6s %5s %5s %10s %12s %10s %7s %10s %10s\n" who T C ms_per_step tokens_per_s peak_rss_mb mfu cpu_ms GFLOP
 one() { # who T C

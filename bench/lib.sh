@@ -1,0 +1,34 @@
+# The bench scripts' checks of their arguments and of each run, sourced by them (`. "$here/lib.sh"`)
+# after they set `me`, their name in messages. A bad argument is one line on stderr and exit 2;
+# a run that fails or prints no result is one line naming it and exit 1 (a median over the
+# rounds that did run would hide it).
+
+# need_int FLAG VALUE MIN: VALUE is a decimal integer >= MIN.
+need_int() {
+    case $2 in
+    '' | *[!0-9]*) echo "$me: $1 '$2': expected an integer >= $3" >&2; exit 2 ;;
+    esac
+    [ "$2" -ge "$3" ] || { echo "$me: $1 '$2': expected an integer >= $3" >&2; exit 2; }
+}
+
+# need_bin PATH: an executable file.
+need_bin() {
+    [ -f "$1" ] && [ -x "$1" ] || { echo "$me: $1 is not an executable file (build it: make build)" >&2; exit 2; }
+}
+
+# need_configs CONFIG...: each one of qkt bench's configs.
+need_configs() {
+    for c; do
+        case $c in
+        tiny | small | medium | cell32 | cell128) ;;
+        *) echo "$me: config '$c': expected tiny, small, medium, cell32 or cell128" >&2; exit 2 ;;
+        esac
+    done
+}
+
+# run_failed WHAT OUTPUT: WHAT failed; its output's last line says why.
+run_failed() {
+    why=$(printf '%s\n' "$2" | sed '/^$/d' | tail -1)
+    echo "$me: $1 failed: ${why:-no output}" >&2
+    exit 1
+}

@@ -1,0 +1,48 @@
+#!/bin/sh
+# The bench scripts' argument and run checks (bench/lib.sh): a bad flag, binary or config is one
+# line naming it and exit 2; a run that fails is one line naming it and exit 1. No timing runs:
+# every case stops before the first, or at a binary that fails (/bin/false).
+# usage: bench_scripts.sh SOURCE_DIR QKT_BIN
+set -u
+src=$1 qkt=$2
+fails=0
+# expect RC MESSAGE COMMAND...: COMMAND exits RC and its last stderr line (its only one) is MESSAGE
+expect() {
+    want_rc=$1 want=$2
+    shift 2
+    err=$("$@" 2>&1 >/dev/null)
+    rc=$?
+    lines=$(printf '%s\n' "$err" | sed '/^$/d' | wc -l)
+    if [ "$rc" -ne "$want_rc" ] || [ "$err" != "$want" ] || [ "$lines" -ne 1 ]; then
+        echo "FAIL: $*: exit $rc (want $want_rc), stderr: $err" >&2
+        echo "      want: $want" >&2
+        fails=$((fails + 1))
+    fi
+}
+b=$src/bench
+expect 2 "compare_builds.sh: -r '0': expected an integer >= 1" sh "$b/compare_builds.sh" -r 0 "$qkt" "$qkt" tiny
+expect 2 "compare_builds.sh: -w 'x': expected an integer >= 0" sh "$b/compare_builds.sh" -w x "$qkt" "$qkt" tiny
+expect 2 "compare_builds.sh: /nonexistent/qkt is not an executable file (build it: make build)" \
+    sh "$b/compare_builds.sh" /nonexistent/qkt "$qkt" tiny
+expect 2 "compare_builds.sh: config 'huge': expected tiny, small, medium, cell32 or cell128" \
+    sh "$b/compare_builds.sh" "$qkt" "$qkt" tiny huge
+expect 1 "compare_builds.sh: B's /bin/false bench --config cell32 failed: no output" \
+    sh "$b/compare_builds.sh" -r 1 -s 1 -w 0 "$qkt" /bin/false cell32
+expect 2 "compare.sh: -t '-1': expected an integer >= 1" sh "$b/compare.sh" -t -1
+expect 2 "compare.sh: config 'cell64': expected tiny, small, medium, cell32 or cell128" sh "$b/compare.sh" cell64
+expect 2 "compare.sh: /nonexistent/qkt is not an executable file (build it: make build)" \
+    env QKT_BIN=/nonexistent/qkt sh "$b/compare.sh" tiny
+expect 1 "compare.sh: /bin/false bench --sgemm-peak failed: no output" env QKT_BIN=/bin/false sh "$b/compare.sh" -r 1 cell32
+expect 2 "compare_cell.sh: -s '5': expected an integer >= 20" sh "$b/compare_cell.sh" -s 5
+expect 2 "compare_cell.sh: -d '1.5': expected an integer >= 1" sh "$b/compare_cell.sh" -d 1.5
+expect 1 "compare_cell.sh: /bin/false train (d_k 16) failed: no output" env QKT_BIN=/bin/false sh "$b/compare_cell.sh" -r 1
+expect 2 "scaling.sh: -n '0': expected an integer >= 1" sh "$b/scaling.sh" -n 0
+# the checks can fail: a planted wrong message is caught
+fails0=$fails
+expect 2 "compare.sh: planted" sh "$b/compare.sh" -t -1 2>/dev/null
+if [ "$fails" -eq $((fails0 + 1)) ]; then fails=$fails0; else
+    echo "FAIL: a planted wrong message was not caught" >&2
+    fails=$((fails0 + 1))
+fi
+[ "$fails" -eq 0 ] || { echo "bench_scripts.sh: $fails case(s) failed" >&2; exit 1; }
+echo "bench_scripts.sh: all cases passed"
