@@ -37,6 +37,9 @@ expect 2 "compare_cell.sh: -s '5': expected an integer >= 20" sh "$b/compare_cel
 expect 2 "compare_cell.sh: -d '1.5': expected an integer >= 1" sh "$b/compare_cell.sh" -d 1.5
 expect 1 "compare_cell.sh: /bin/false train (d_k 16) failed: no output" env QKT_BIN=/bin/false sh "$b/compare_cell.sh" -r 1
 expect 2 "scaling.sh: -n '0': expected an integer >= 1" sh "$b/scaling.sh" -n 0
+expect 2 "batch_sweep.sh: batch '0': expected an integer >= 1" sh "$b/batch_sweep.sh" cell32 16 0
+expect 2 "batch_sweep.sh: config 'big': expected tiny, small, medium, cell32 or cell128" sh "$b/batch_sweep.sh" big
+expect 1 "batch_sweep.sh: /bin/false bench --sgemm-peak failed: no output" env QKT_BIN=/bin/false sh "$b/batch_sweep.sh" cell32
 # the checks can fail: a planted wrong message is caught
 fails0=$fails
 expect 2 "compare.sh: planted" sh "$b/compare.sh" -t -1 2>/dev/null
