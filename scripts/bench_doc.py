@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from doc_section import machine, qkt_binary, write_section
+from doc_section import machine, qkt_binary, usage, write_section
 
 ROUNDS = 3
 
@@ -49,7 +49,7 @@ def step_ms(qkt, config, threads, replicas):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit(usage(__doc__))
     qkt = qkt_binary(sys.argv[1], "bench_doc.py")
     where = machine(qkt, "bench_doc.py")
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

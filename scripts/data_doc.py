@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 import doc_section
-from doc_section import ROOT, cell_metric, qkt_binary, write_section
+from doc_section import ROOT, cell_metric, qkt_binary, usage, write_section
 
 TASKS = ["mqar", "induction", "sort", "reverse", "copy", "bigram"]
 SEEDS = [1, 2, 3]
@@ -113,7 +113,7 @@ def learnability(qkt, tmp):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[3])
+        sys.exit(usage(__doc__))
     qkt = qkt_binary(sys.argv[1], "data_doc.py")
     with tempfile.TemporaryDirectory() as tmp:
         curve = recall_curve(qkt, tmp)

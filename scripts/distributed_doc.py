@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-from doc_section import ROOT, write_section
+from doc_section import ROOT, usage, write_section
 
 
 def read(d, name):
@@ -42,7 +42,7 @@ def scaling(text):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit(usage(__doc__))
     d = sys.argv[1]
     meta = dict(l.split(": ", 1) for l in read(d, "meta.txt").splitlines() if ": " in l)
     files = sorted(glob.glob(os.path.join(d, "scaling*.txt")))

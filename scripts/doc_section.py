@@ -9,6 +9,21 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def cli(main):
+    """Runs a script's main(): a file it cannot read or a program it cannot start ends it with one
+    line naming the file and exit 1, not a traceback. Returns what main returns."""
+    try:
+        return main()
+    except OSError as e:
+        name = os.path.basename(sys.argv[0])
+        sys.exit("%s: %s: %s" % (name, e.filename or "", e.strerror or e))
+
+
+def usage(doc):
+    """A script's usage line, from its docstring (its first line that starts with "usage:")."""
+    return next((l.strip() for l in doc.splitlines() if l.strip().startswith("usage:")), doc.strip().splitlines()[0])
+
+
 def qkt_binary(build_dir, script):
     """BUILD_DIR/qkt, or the script's exit naming what is missing."""
     qkt = os.path.join(build_dir, "qkt")

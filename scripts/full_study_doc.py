@@ -20,7 +20,7 @@ import sys
 import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from doc_section import write_section  # noqa: E402
+from doc_section import cli, write_section  # noqa: E402
 from readme_demo import timing  # noqa: E402  (the one reader of timing.txt)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -114,4 +114,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

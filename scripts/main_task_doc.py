@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 import doc_section
-from doc_section import ROOT, cell_metric, qkt_binary, write_section
+from doc_section import ROOT, cell_metric, qkt_binary, usage, write_section
 
 LEARN = os.path.join(ROOT, "scripts", "task_learnability.py")
 MAIN = "--study --variants sqrt_dk,none,dk,qk_layernorm --d-k 8,16,64 --seeds 10 induction"
@@ -101,7 +101,7 @@ def init_std(qkt, tmp):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[5])
+        sys.exit(usage(__doc__))
     qkt = qkt_binary(sys.argv[1], "main_task_doc.py")
     with tempfile.TemporaryDirectory() as tmp:
         std = init_std(qkt, tmp)

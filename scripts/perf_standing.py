@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-from doc_section import write_section
+from doc_section import usage, write_section
 
 
 
@@ -46,7 +46,7 @@ def num(s):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit(usage(__doc__))
     d = sys.argv[1]
     meta = dict(l.split(": ", 1) for l in read(d, "meta.txt").splitlines() if ": " in l)
     builds, bblock = summary(read(d, "builds.txt"), "config")

@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-from doc_section import ROOT, machine, qkt_binary, run, write_section
+from doc_section import ROOT, machine, qkt_binary, run, usage, write_section
 
 SHAPES = [("cell32", 1, 500), ("cell128", 1, 200), ("tiny", 2, 500), ("small", 2, 100), ("medium", 2, 20)]
 
@@ -51,7 +51,7 @@ def bench(qkt, config, threads, steps):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[3])
+        sys.exit(usage(__doc__))
     qkt = qkt_binary(sys.argv[1], "profile_doc.py")
     where = machine(qkt, "profile_doc.py")
     out = run([qkt, "bench", "--sgemm-peak", "--threads", "1"], "profile_doc.py", "qkt bench --sgemm-peak")

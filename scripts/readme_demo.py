@@ -17,6 +17,8 @@ import shutil
 import sys
 import tarfile
 
+from doc_section import cli
+
 
 def block(lines, start):
     i = next(k for k, l in enumerate(lines) if l.startswith(start))
@@ -143,4 +145,4 @@ Training table on `{cfg["task"]}` (init logit std per cell):
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

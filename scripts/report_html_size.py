@@ -24,7 +24,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "html"))
 import report_html_test as T  # noqa: E402  (the test's browser; exits 77 without one)
-from doc_section import write_section  # noqa: E402
+from doc_section import usage, write_section  # noqa: E402
 
 
 def presets(qkt):
@@ -96,9 +96,14 @@ def load_ms(b, page, n=5):
 
 def main():
     if len(sys.argv) not in (3, 4):
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit(usage(__doc__))
     qkt, run = sys.argv[1], sys.argv[2]
     full_run = sys.argv[3] if len(sys.argv) == 4 else None
+    if not (os.path.isfile(qkt) and os.access(qkt, os.X_OK)):
+        sys.exit("report_html_size.py: %s is not an executable file (build first: make build)" % qkt)
+    for d in [run] + ([full_run] if full_run else []):
+        if not os.path.isfile(os.path.join(d, "report.html")):
+            sys.exit("report_html_size.py: %s has no report.html (a qkt ablate run directory, e.g. runs/quick)" % d)
     page = os.path.join(run, "report.html")
     text, m, data = T.page_data(page)
     raw = lambda path: json.loads(T.page_data(path)[1].group(2))  # the charts as written (shared x arrays unresolved)

@@ -7,6 +7,8 @@ usage: scripts/run_table.py LOG.csv [STEP ...]   (default steps: 0 100 200 300 4
 import csv
 import sys
 
+from doc_section import cli
+
 STEPS = [0, 100, 200, 300, 400, 500, 700, 1000, 1500, 2000]
 
 
@@ -38,4 +40,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -16,6 +16,8 @@ import os
 import re
 import sys
 
+from doc_section import cli
+
 
 def findings(run):
     """[(id, verdict)] of RUN_DIR/report.md's findings table (a robustness rerun's directory:
@@ -72,4 +74,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -30,6 +30,8 @@ import sys
 import tempfile
 import time
 
+from doc_section import cli
+
 try:
     import numpy as np
     import torch
@@ -240,4 +242,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -12,10 +12,14 @@ import shlex
 import subprocess
 import sys
 
+from doc_section import cli
+
 BLOCK = re.compile(r"^```\n\$ qkt (?P<args>[^\n]*)\n(?P<body>.*?)^```\n", re.S | re.M)
 
 
 def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__.strip().splitlines()[-1])
     qkt, files = sys.argv[1], sys.argv[2:]
     for path in files:
         text = open(path).read()
@@ -31,4 +35,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)

@@ -16,6 +16,8 @@ import statistics
 import subprocess
 import tempfile
 
+from doc_section import cli
+
 
 def run_cpu(qkt, variant, n_embd, steps, out):
     args = [qkt, "train", "--data", "mqar", "--n-layer", "2", "--n-head", "2", "--n-embd", str(n_embd), "--block-size", "32",
@@ -52,4 +54,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    cli(main)
