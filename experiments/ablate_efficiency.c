@@ -50,7 +50,10 @@ static bool read_cost(const char *path, double *f, double *e, double *s) {
     return ok;
 }
 
-int qkt_ablate_efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, qkt_ablate_efficiency *e, qkt_err *err) {
+/* The sums over the planned cells of kind `kind` (all kinds if negative) and key width d_k
+ * (all if 0). */
+static int efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, int kind, int d_k, qkt_ablate_efficiency *e,
+                           qkt_err *err) {
     memset(e, 0, sizeof *e);
     e->efficiency = NAN;
     char path[1100];
@@ -66,6 +69,7 @@ int qkt_ablate_efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, qkt
     qkt_cell *plan;
     int n = qkt_ablate_plan(c, &plan);
     for (int i = 0; i < n; i++) {
+        if ((kind >= 0 && (int)plan[i].kind != kind) || (d_k && plan[i].d_k != d_k)) continue;
         qkt_cell_paths(run_dir, plan[i].id, path, NULL, NULL, sizeof path);
         if (!qkt_cell_done(path, NULL, 0)) continue;
         double f, ev, s;
@@ -79,6 +83,17 @@ int qkt_ablate_efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, qkt
     free(plan);
     if (e->cpu_s > 0 && e->peak_gflops > 0) e->efficiency = (e->train_flops + e->eval_flops) / e->cpu_s / (e->peak_gflops * 1e9);
     return 0;
+}
+
+int qkt_ablate_efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, qkt_ablate_efficiency *e, qkt_err *err) {
+    return efficiency_read(run_dir, c, -1, 0, e, err);
+}
+
+int qkt_ablate_efficiency_read_part(const char *run_dir, const qkt_ablate_cfg *c, qkt_cell_kind kind, int d_k,
+                                    qkt_ablate_efficiency *e, qkt_err *err) {
+    if ((int)kind < 0 || kind > QKT_CELL_START2 || d_k <= 0)
+        return qkt_err_set(err, "efficiency of a part: kind %d and d_k %d (expected a qkt_cell_kind and d_k > 0)", (int)kind, d_k);
+    return efficiency_read(run_dir, c, (int)kind, d_k, e, err);
 }
 
 void qkt_ablate_efficiency_text(const qkt_ablate_efficiency *e, char *buf, size_t n) {

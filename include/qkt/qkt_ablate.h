@@ -283,6 +283,10 @@ int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err);
 /* The sums over c's planned cells in run_dir (finished: a sealed cells/<id>.csv) and the
  * peak; -1 with one line only if sgemm_peak.txt exists but cannot be read. */
 int qkt_ablate_efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, qkt_ablate_efficiency *e, qkt_err *err);
+/* The same sums over one part of the study: the planned cells of one kind and key width d_k
+ * (report.md's part 5 lists every part's). -1 with one line for a kind or d_k out of range. */
+int qkt_ablate_efficiency_read_part(const char *run_dir, const qkt_ablate_cfg *c, qkt_cell_kind kind, int d_k,
+                                    qkt_ablate_efficiency *e, qkt_err *err);
 /* One line without a newline, what qkt ablate prints and report.md states: "efficiency E
  * (F FLOPs of N cells in S CPU-s: G GFLOP per CPU-second; single-core sgemm peak P GFLOP/s)",
  * E to 3 decimals, and what is missing when a number is unknown. */

@@ -43,6 +43,72 @@ static sums read_run(const char *run) {
     return s;
 }
 
+/* A cell id's kind (its first word) and d_k (the digits after the "_dk" that a digit follows). */
+static bool id_part(const char *id, char *kind, size_t n, int *dk) {
+    const char *u = strchr(id, '_');
+    if (!u || (size_t)(u - id) >= n) return false;
+    memcpy(kind, id, (size_t)(u - id)), kind[u - id] = 0;
+    for (const char *q = strstr(id, "_dk"); q; q = strstr(q + 1, "_dk"))
+        if (q[3] >= '0' && q[3] <= '9') return (*dk = atoi(q + 3)) > 0;
+    return false;
+}
+
+/* The sums of one part (kind, d_k), as read_run sums the whole run. */
+static sums read_part(const char *run, const char *kind, int dk) {
+    sums s = {0, 0, 0, 0};
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/cells", run);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        char k[32];
+        int cdk;
+        if (n < 6 || strcmp(e->d_name + n - 5, ".cost") || !id_part(e->d_name, k, sizeof k, &cdk)) continue;
+        if (strcmp(k, kind) || cdk != dk) continue;
+        char path[1300], csv[1300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(csv, sizeof csv, "%s/%.*s.csv", dir, (int)(n - 5), e->d_name);
+        char *c = qkt_test_read_file(csv, NULL), *t = qkt_test_read_file(path, NULL);
+        double f, ev, cpu;
+        if (c && t && sscanf(t, "train_flops=%lf eval_flops=%lf cpu_s=%lf", &f, &ev, &cpu) == 3)
+            s.flops += f + ev, s.cpu += cpu, s.cells++;
+        free(c), free(t);
+    }
+    if (d) closedir(d);
+    return s;
+}
+
+/* report.md's table of parts: a row per part with counted cells, each row's numbers those of
+ * its cells' files, the costliest first, and every counted cell in one row. */
+static void check_parts(const char *what, const char *run, const char *md, sums all) {
+    const char *head = "| part | d_k | cells | CPU-s | share of CPU-s | efficiency | floor, CPU-s |\n|---|---:|---:|---:|---:|---:|---:|\n";
+    const char *t = md ? strstr(md, head) : NULL;
+    EXPECT(t != NULL, "%s: report.md has no table of parts", what);
+    if (!t) return;
+    t += strlen(head);
+    int rows = 0, cells = 0;
+    double prev = INFINITY;
+    while (*t == '|') {
+        char kind[32], line[256];
+        int dk, nc;
+        double cpu;
+        const char *nl = strchr(t, '\n');
+        size_t len = nl ? (size_t)(nl - t) : strlen(t);
+        snprintf(line, sizeof line, "%.*s", (int)len, t);
+        EXPECT(sscanf(line, "| %31s | %d | %d | %lf |", kind, &dk, &nc, &cpu) == 4, "%s: a row of parts: '%s'", what, line);
+        sums p = read_part(run, kind, dk);
+        char want[256];
+        snprintf(want, sizeof want, "| %s | %d | %d | %.2f | %.3f | %.3f | %.2f |", kind, dk, p.cells, p.cpu, p.cpu / all.cpu,
+                 p.flops / p.cpu / (all.peak * 1e9), p.flops / (all.peak * 1e9));
+        EXPECT(!strcmp(line, want), "%s: the row of %s d_k %d is\n  %s\nwhere its cells' files give\n  %s", what, kind, dk, line, want);
+        EXPECT(cpu <= prev, "%s: %s d_k %d (%.2f CPU-s) after a part of %.2f: not the costliest first", what, kind, dk, cpu, prev);
+        prev = cpu, rows++, cells += nc;
+        t += len + (nl ? 1 : 0);
+    }
+    EXPECT(rows > 1 && cells == all.cells, "%s: %d rows of parts count %d cells, the run %d", what, rows, cells, all.cells);
+}
+
 /* The printed line and report.md both say "efficiency E" with E = flops / cpu / peak. */
 static void check(const char *what, const char *run, const char *printed) {
     sums s = read_run(run);
@@ -55,6 +121,7 @@ static void check(const char *what, const char *run, const char *printed) {
     EXPECT(strstr(printed, cells) != NULL, "%s: the output lacks '%s'", what, cells);
     char *md = qkt_test_read_file(qkt_test_path(run, "report.md"), NULL);
     EXPECT(md && strstr(md, "## 5. The study's own efficiency") && strstr(md, want), "%s: report.md lacks '%s'", what, want);
+    check_parts(what, run, md, s);
     free(md);
 }
 
