@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qkt_ablate.h"
 #include "qkt_test.h"
 
 static char out[1 << 16];
@@ -175,6 +176,16 @@ int main(void) {
     char *md = qkt_test_read_file(qkt_test_path(run, "report.md"), NULL);
     EXPECT(md && strstr(md, "Not computed: ") && strstr(md, "sgemm_peak.txt"), "report.md does not say why part 5 has no number");
     free(md);
+
+    /* The library's part reader refuses a kind or d_k out of range in one line. */
+    qkt_ablate_cfg cfg;
+    qkt_err err;
+    qkt_ablate_efficiency pe;
+    EXPECT(qkt_ablate_preset("quick", &cfg, &err) == 0, "the quick preset: %s", err.msg);
+    EXPECT(qkt_ablate_efficiency_read_part(run, &cfg, (qkt_cell_kind)99, 8, &pe, &err) == -1 && strstr(err.msg, "kind 99 and d_k 8"),
+           "a kind of 99 is not refused: '%s'", err.msg);
+    EXPECT(qkt_ablate_efficiency_read_part(run, &cfg, QKT_CELL_TRAIN, 0, &pe, &err) == -1 && strstr(err.msg, "d_k 0"),
+           "a d_k of 0 is not refused: '%s'", err.msg);
 
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
