@@ -40,6 +40,8 @@ expect 2 "scaling.sh: -n '0': expected an integer >= 1" sh "$b/scaling.sh" -n 0
 expect 2 "batch_sweep.sh: batch '0': expected an integer >= 1" sh "$b/batch_sweep.sh" cell32 16 0
 expect 2 "batch_sweep.sh: config 'big': expected tiny, small, medium, cell32 or cell128" sh "$b/batch_sweep.sh" big
 expect 1 "batch_sweep.sh: /bin/false bench --sgemm-peak failed: no output" env QKT_BIN=/bin/false sh "$b/batch_sweep.sh" cell32
+expect 2 "cores.sh: -r 'two': expected an integer >= 1" sh "$b/cores.sh" -r two tiny
+expect 2 "cores.sh: config 'tiny8': expected tiny, small, medium, cell32 or cell128" sh "$b/cores.sh" tiny8
 # the checks can fail: a planted wrong message is caught
 fails0=$fails
 expect 2 "compare.sh: planted" sh "$b/compare.sh" -t -1 2>/dev/null
