@@ -38,9 +38,7 @@ need_int -s "$steps" 1
 need_bin "$QKT_BIN"
 need_configs "$cfg"
 for B in $batches; do need_int batch "$B" 1; done
-out=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" 2>&1) || run_failed "$QKT_BIN bench --sgemm-peak" "$out"
-peak=$(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
-[ -n "$peak" ] || run_failed "$QKT_BIN bench --sgemm-peak (no gflops)" "$out"
+peak=$(sgemm_peak "$threads" "$QKT_BIN")
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$QKT_BIN" version)"
 echo "# $cfg $QKT_BENCH_FLAGS, $threads thread(s), $steps steps a run, sgemm peak $peak GFLOP/s"
 reversed=""
@@ -60,12 +58,7 @@ while [ "$r" -le "$rounds" ]; do
     r=$((r + 1))
 done
 echo
-awk '
-function med(arr, n,    i, j, v) {
-    for (i = 2; i <= n; i++) { v = arr[i]; j = i - 1; while (j > 0 && arr[j] > v) { arr[j + 1] = arr[j]; j-- } arr[j + 1] = v }
-    return n % 2 ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
-}
-{ b = $1; n[b]++; ms[b, n[b]] = $2; tps[b, n[b]] = $3; mfu[b, n[b]] = $4; if (!(b in seen)) { seen[b] = 1; order[++nb] = b } }
+awk "$MED_AWK"'{ b = $1; n[b]++; ms[b, n[b]] = $2; tps[b, n[b]] = $3; mfu[b, n[b]] = $4; if (!(b in seen)) { seen[b] = 1; order[++nb] = b } }
 END {
     printf "%-6s %10s %13s %7s\n", "batch", "ms_step", "tokens_per_s", "mfu"
     for (i = 1; i <= nb; i++) {

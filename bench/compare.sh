@@ -52,12 +52,6 @@ need_configs $configs
 # The MFU denominator: qkt_gemm's rate on 2048^2 at THREADS threads, measured again at the
 # start of every round (this machine's speed drifts by 20 % over minutes: a peak measured
 # once at the start made later rounds' MFU wrong), given to both frameworks that round.
-measure_peak() {
-    out=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" 2>&1) || run_failed "$QKT_BIN bench --sgemm-peak" "$out"
-    g=$(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
-    [ -n "$g" ] || run_failed "$QKT_BIN bench --sgemm-peak (no gflops)" "$out"
-    echo "$g"
-}
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $("$QKT_BIN" version)"
 echo "# sgemm peak measured each round at $threads threads (peak= on the lines); qkt --replicas $replicas; torch envs (best of): $TORCH_ENVS"
 log=$(mktemp)
@@ -65,7 +59,7 @@ trap 'rm -f "$log"' EXIT
 for cfg in $configs; do
     r=1
     while [ "$r" -le "$rounds" ]; do
-        peak=$(measure_peak)
+        peak=$(sgemm_peak "$threads" "$QKT_BIN")
         # the result line, with cpu_ms_per_step (from the stderr diagnostics) appended
         run_qkt() {
             out=$("$QKT_BIN" bench --config "$cfg" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1) ||
@@ -97,12 +91,7 @@ for cfg in $configs; do
     done
 done
 echo
-awk -v rounds="$rounds" '
-function med(arr, n,    i, j, v) {
-    for (i = 2; i <= n; i++) { v = arr[i]; j = i - 1; while (j > 0 && arr[j] > v) { arr[j + 1] = arr[j]; j-- } arr[j + 1] = v }
-    return n % 2 ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
-}
-function field(name,    i, kv) { for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == name) return kv[2] } return "" }
+awk -v rounds="$rounds" "$MED_AWK"'function field(name,    i, kv) { for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == name) return kv[2] } return "" }
 {
     who = $2; cfg = $3; r = $1
     ms[who, cfg, r] = field("ms_per_step"); rss[who, cfg, r] = field("peak_rss_mb"); mfu[who, cfg, r] = field("mfu")

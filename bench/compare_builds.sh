@@ -67,12 +67,7 @@ for cfg in $configs; do
     done
 done
 echo
-awk '
-function med(arr, n,    i, j, v) {
-    for (i = 2; i <= n; i++) { v = arr[i]; j = i - 1; while (j > 0 && arr[j] > v) { arr[j + 1] = arr[j]; j-- } arr[j + 1] = v }
-    return n % 2 ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
-}
-{ r = $1; who = $2; cfg = $3; ms[who, cfg, r] = $4; cpu[who, cfg, r] = $5; isa[who, cfg] = $6; if (!(cfg in seen)) { seen[cfg] = 1; order[++nc] = cfg }; if (r > R) R = r }
+awk "$MED_AWK"'{ r = $1; who = $2; cfg = $3; ms[who, cfg, r] = $4; cpu[who, cfg, r] = $5; isa[who, cfg] = $6; if (!(cfg in seen)) { seen[cfg] = 1; order[++nc] = cfg }; if (r > R) R = r }
 END {
     printf "%-8s %8s %8s %9s %9s %8s %8s %9s %8s %8s\n", "config", "A_isa", "B_isa", "A_ms", "B_ms", "B/A", "A_cpu", "B_cpu", "B/A_cpu", "min-max"
     for (c = 1; c <= nc; c++) {

@@ -65,12 +65,7 @@ while [ "$r" -le "$rounds" ]; do
     echo "$r $b" >>"$log"
     r=$((r + 1))
 done
-awk -v steps="$steps" '
-function med(arr, n,    i, j, v) {
-    for (i = 2; i <= n; i++) { v = arr[i]; j = i - 1; while (j > 0 && arr[j] > v) { arr[j + 1] = arr[j]; j-- } arr[j + 1] = v }
-    return n % 2 ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
-}
-{ split($3, kv, "="); t[$2, $1] = kv[2]; if ($1 > R) R = $1 }
+awk -v steps="$steps" "$MED_AWK"'{ split($3, kv, "="); t[$2, $1] = kv[2]; if ($1 > R) R = $1 }
 END {
     for (r = 1; r <= R; r++) { q[r] = t["qkt", r]; p[r] = t["torch", r]; s[r] = p[r] / q[r] }
     printf "qkt %.2f s (%.2f ms/step), torch %.2f s (%.2f ms/step), speedup %.2fx (median of per-round ratios)\n", med(q, R), med(q, R) / steps * 1e3, med(p, R), med(p, R) / steps * 1e3, med(s, R)

@@ -45,9 +45,7 @@ order=$cpus
 while [ "$r" -le "$rounds" ]; do
     for c in $order; do
         if [ "$r" -eq 1 ]; then
-            out=$(taskset -c "$c" "$QKT_BIN" bench --sgemm-peak --threads 1 2>&1) || run_failed "taskset -c $c $QKT_BIN bench --sgemm-peak" "$out"
-            p=$(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
-            [ -n "$p" ] || run_failed "taskset -c $c $QKT_BIN bench --sgemm-peak (no gflops)" "$out"
+            p=$(sgemm_peak 1 taskset -c "$c" "$QKT_BIN")
             eval "peak_$c=$p"
             echo "cpu $c sgemm peak $p GFLOP/s"
         fi
@@ -62,12 +60,7 @@ while [ "$r" -le "$rounds" ]; do
     r=$((r + 1))
 done
 echo
-awk '
-function med(arr, n,    i, j, v) {
-    for (i = 2; i <= n; i++) { v = arr[i]; j = i - 1; while (j > 0 && arr[j] > v) { arr[j + 1] = arr[j]; j-- } arr[j + 1] = v }
-    return n % 2 ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
-}
-{ r = $1; c = $2; ms[r, c] = $3; mfu[r, c] = $4; peak[c] = $5; if (!(c in seen)) { seen[c] = 1; order[++nc] = c }; if (r > R) R = r }
+awk "$MED_AWK"'{ r = $1; c = $2; ms[r, c] = $3; mfu[r, c] = $4; peak[c] = $5; if (!(c in seen)) { seen[c] = 1; order[++nc] = c }; if (r > R) R = r }
 END {
     printf "%-5s %10s %9s %7s %14s %s\n", "cpu", "peak", "ms_step", "mfu", "ms/first_cpu", "min-max"
     first = order[1]

@@ -32,3 +32,23 @@ run_failed() {
     echo "$me: $1 failed: ${why:-no output}" >&2
     exit 1
 }
+
+# sgemm_peak THREADS CMD...: the GFLOP/s of `CMD bench --sgemm-peak --threads THREADS` (CMD: the
+# qkt binary, or e.g. `taskset -c 1 build/qkt`), or run_failed.
+sgemm_peak() {
+    t=$1
+    shift
+    out=$("$@" bench --sgemm-peak --threads "$t" 2>&1) || run_failed "$* bench --sgemm-peak" "$out"
+    g=$(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
+    [ -n "$g" ] || run_failed "$* bench --sgemm-peak (no gflops)" "$out"
+    echo "$g"
+}
+
+# The awk function med(arr, n): the median of arr[1..n] (sorts arr in place). The summaries'
+# awk programs start with it: awk "$MED_AWK"'...'.
+MED_AWK='
+function med(arr, n,    i, j, v) {
+    for (i = 2; i <= n; i++) { v = arr[i]; j = i - 1; while (j > 0 && arr[j] > v) { arr[j + 1] = arr[j]; j-- } arr[j + 1] = v }
+    return n % 2 ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
+}
+'

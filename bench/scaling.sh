@@ -26,8 +26,7 @@ me=scaling.sh
 need_int -n "$threads" 1
 need_int -s "$steps" 1
 need_bin "$QKT_BIN"
-out=$("$QKT_BIN" bench --sgemm-peak --threads "$threads" 2>&1) || run_failed "$QKT_BIN bench --sgemm-peak" "$out"
-peak=$(echo "$out" | sed -n 's/.*gflops=\([0-9.]*\).*/\1/p')
+peak=$(sgemm_peak "$threads" "$QKT_BIN")
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg), sgemm peak $peak GFLOP/s, $threads threads"
 printf "%-6s %5s %5s %10s %12s %10s %7s %10s %10s\n" who T C ms_per_step tokens_per_s peak_rss_mb mfu cpu_ms GFLOP
 one() { # who T C
