@@ -17,8 +17,19 @@ typedef struct {
     int cells;
 } sums;
 
-/* The sums over every cells/<id>.cost whose cells/<id>.csv exists, and the peak. */
-static sums read_run(const char *run) {
+/* A cell id's kind (its first word) and d_k (the digits after the "_dk" that a digit follows). */
+static bool id_part(const char *id, char *kind, size_t n, int *dk) {
+    const char *u = strchr(id, '_');
+    if (!u || (size_t)(u - id) >= n) return false;
+    memcpy(kind, id, (size_t)(u - id)), kind[u - id] = 0;
+    for (const char *q = strstr(id, "_dk"); q; q = strstr(q + 1, "_dk"))
+        if (q[3] >= '0' && q[3] <= '9') return (*dk = atoi(q + 3)) > 0;
+    return false;
+}
+
+/* The sums over the cells/<id>.cost whose cells/<id>.csv exists: all of them (kind NULL), or
+ * one part's (kind, d_k). */
+static sums read_cells(const char *run, const char *kind, int dk) {
     sums s = {0, 0, 0, 0};
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/cells", run);
@@ -27,6 +38,9 @@ static sums read_run(const char *run) {
     while (d && (e = readdir(d))) {
         size_t n = strlen(e->d_name);
         if (n < 6 || strcmp(e->d_name + n - 5, ".cost")) continue;
+        char k[32];
+        int cdk;
+        if (kind && (!id_part(e->d_name, k, sizeof k, &cdk) || strcmp(k, kind) || cdk != dk)) continue;
         char path[1300], csv[1300];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         snprintf(csv, sizeof csv, "%s/%.*s.csv", dir, (int)(n - 5), e->d_name);
@@ -38,45 +52,15 @@ static sums read_run(const char *run) {
         free(c), free(t);
     }
     if (d) closedir(d);
-    char *p = qkt_test_read_file(qkt_test_path(run, "sgemm_peak.txt"), NULL);
-    EXPECT(p && sscanf(p, "gflops=%lf", &s.peak) == 1 && s.peak > 0, "sgemm_peak.txt: '%s'", p ? p : "(missing)");
-    free(p);
     return s;
 }
 
-/* A cell id's kind (its first word) and d_k (the digits after the "_dk" that a digit follows). */
-static bool id_part(const char *id, char *kind, size_t n, int *dk) {
-    const char *u = strchr(id, '_');
-    if (!u || (size_t)(u - id) >= n) return false;
-    memcpy(kind, id, (size_t)(u - id)), kind[u - id] = 0;
-    for (const char *q = strstr(id, "_dk"); q; q = strstr(q + 1, "_dk"))
-        if (q[3] >= '0' && q[3] <= '9') return (*dk = atoi(q + 3)) > 0;
-    return false;
-}
-
-/* The sums of one part (kind, d_k), as read_run sums the whole run. */
-static sums read_part(const char *run, const char *kind, int dk) {
-    sums s = {0, 0, 0, 0};
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/cells", run);
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        char k[32];
-        int cdk;
-        if (n < 6 || strcmp(e->d_name + n - 5, ".cost") || !id_part(e->d_name, k, sizeof k, &cdk)) continue;
-        if (strcmp(k, kind) || cdk != dk) continue;
-        char path[1300], csv[1300];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        snprintf(csv, sizeof csv, "%s/%.*s.csv", dir, (int)(n - 5), e->d_name);
-        char *c = qkt_test_read_file(csv, NULL), *t = qkt_test_read_file(path, NULL);
-        double f, ev, cpu;
-        if (c && t && sscanf(t, "train_flops=%lf eval_flops=%lf cpu_s=%lf", &f, &ev, &cpu) == 3)
-            s.flops += f + ev, s.cpu += cpu, s.cells++;
-        free(c), free(t);
-    }
-    if (d) closedir(d);
+/* The whole run's sums, and the peak. */
+static sums read_run(const char *run) {
+    sums s = read_cells(run, NULL, 0);
+    char *p = qkt_test_read_file(qkt_test_path(run, "sgemm_peak.txt"), NULL);
+    EXPECT(p && sscanf(p, "gflops=%lf", &s.peak) == 1 && s.peak > 0, "sgemm_peak.txt: '%s'", p ? p : "(missing)");
+    free(p);
     return s;
 }
 
@@ -98,7 +82,7 @@ static void check_parts(const char *what, const char *run, const char *md, sums 
         size_t len = nl ? (size_t)(nl - t) : strlen(t);
         snprintf(line, sizeof line, "%.*s", (int)len, t);
         EXPECT(sscanf(line, "| %31s | %d | %d | %lf |", kind, &dk, &nc, &cpu) == 4, "%s: a row of parts: '%s'", what, line);
-        sums p = read_part(run, kind, dk);
+        sums p = read_cells(run, kind, dk);
         char want[256];
         snprintf(want, sizeof want, "| %s | %d | %d | %.2f | %.3f | %.3f | %.2f |", kind, dk, p.cells, p.cpu, p.cpu / all.cpu,
                  p.flops / p.cpu / (all.peak * 1e9), p.flops / (all.peak * 1e9));
