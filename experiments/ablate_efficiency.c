@@ -50,39 +50,84 @@ static bool read_cost(const char *path, double *f, double *e, double *s) {
     return ok;
 }
 
+/* sgemm_peak.txt's GFLOP/s into *peak (0 if the file is absent); -1 with err if it cannot be read. */
+static int read_peak(const char *run_dir, double *peak, qkt_err *err) {
+    char path[1100];
+    peak_path(run_dir, path, sizeof path);
+    *peak = 0;
+    if (!qkt_file_exists(path)) return 0;
+    size_t n;
+    char *text = qkt_read_file(path, &n, err);
+    if (!text) return -1;
+    bool ok = sscanf(text, "gflops=%lf", peak) == 1 && isfinite(*peak) && *peak > 0;
+    free(text);
+    if (!ok) return qkt_err_set(err, "%s: expected 'gflops=G n=N isa=I' with G > 0 (rerun the study to measure it again)", path);
+    return 0;
+}
+
+/* Sums with the peak and nothing counted yet. */
+static void sums_init(qkt_ablate_efficiency *e, double peak) {
+    memset(e, 0, sizeof *e);
+    e->efficiency = NAN;
+    e->peak_gflops = peak;
+}
+
+/* A planned cell into e's sums if it finished: its record counted, or its lack of one. */
+static void add_cell(const char *run_dir, const qkt_cell *cell, qkt_ablate_efficiency *e) {
+    char path[1100];
+    qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
+    if (!qkt_cell_done(path, NULL, 0)) return;
+    double f, ev, s;
+    qkt_cell_cost_path(run_dir, cell->id, path, sizeof path);
+    if (!read_cost(path, &f, &ev, &s)) {
+        e->unrecorded++;
+        return;
+    }
+    e->train_flops += f, e->eval_flops += ev, e->cpu_s += s, e->cells++;
+}
+
+static void sums_finish(qkt_ablate_efficiency *e) {
+    if (e->cpu_s > 0 && e->peak_gflops > 0) e->efficiency = (e->train_flops + e->eval_flops) / e->cpu_s / (e->peak_gflops * 1e9);
+}
+
 /* The sums over the planned cells of kind `kind` (all kinds if negative) and key width d_k
  * (all if 0). */
 static int efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, int kind, int d_k, qkt_ablate_efficiency *e,
                            qkt_err *err) {
-    memset(e, 0, sizeof *e);
-    e->efficiency = NAN;
-    char path[1100];
-    peak_path(run_dir, path, sizeof path);
-    if (qkt_file_exists(path)) {
-        size_t n;
-        char *text = qkt_read_file(path, &n, err);
-        if (!text) return -1;
-        bool ok = sscanf(text, "gflops=%lf", &e->peak_gflops) == 1 && isfinite(e->peak_gflops) && e->peak_gflops > 0;
-        free(text);
-        if (!ok) return qkt_err_set(err, "%s: expected 'gflops=G n=N isa=I' with G > 0 (rerun the study to measure it again)", path);
-    }
+    double peak;
+    sums_init(e, 0);
+    if (read_peak(run_dir, &peak, err) != 0) return -1;
+    sums_init(e, peak);
     qkt_cell *plan;
     int n = qkt_ablate_plan(c, &plan);
+    for (int i = 0; i < n; i++)
+        if ((kind < 0 || (int)plan[i].kind == kind) && (!d_k || plan[i].d_k == d_k)) add_cell(run_dir, &plan[i], e);
+    free(plan);
+    sums_finish(e);
+    return 0;
+}
+
+int qkt__ablate_efficiency_parts(const char *run_dir, const qkt_ablate_cfg *c, qkt__ablate_part **out, qkt_err *err) {
+    double peak;
+    *out = NULL;
+    if (read_peak(run_dir, &peak, err) != 0) return -1;
+    qkt_cell *plan;
+    int n = qkt_ablate_plan(c, &plan), np = 0;
+    qkt__ablate_part *p = calloc(n > 0 ? (size_t)n : 1, sizeof *p);
+    if (!p) {
+        free(plan);
+        return qkt_err_set(err, "out of memory for the parts of %d cells", n);
+    }
     for (int i = 0; i < n; i++) {
-        if ((kind >= 0 && (int)plan[i].kind != kind) || (d_k && plan[i].d_k != d_k)) continue;
-        qkt_cell_paths(run_dir, plan[i].id, path, NULL, NULL, sizeof path);
-        if (!qkt_cell_done(path, NULL, 0)) continue;
-        double f, ev, s;
-        qkt_cell_cost_path(run_dir, plan[i].id, path, sizeof path);
-        if (!read_cost(path, &f, &ev, &s)) {
-            e->unrecorded++;
-            continue;
-        }
-        e->train_flops += f, e->eval_flops += ev, e->cpu_s += s, e->cells++;
+        int j = 0;
+        while (j < np && !(p[j].kind == plan[i].kind && p[j].d_k == plan[i].d_k)) j++;
+        if (j == np) p[np].kind = plan[i].kind, p[np].d_k = plan[i].d_k, sums_init(&p[np++].e, peak);
+        add_cell(run_dir, &plan[i], &p[j].e);
     }
     free(plan);
-    if (e->cpu_s > 0 && e->peak_gflops > 0) e->efficiency = (e->train_flops + e->eval_flops) / e->cpu_s / (e->peak_gflops * 1e9);
-    return 0;
+    for (int j = 0; j < np; j++) sums_finish(&p[j].e);
+    *out = p;
+    return np;
 }
 
 int qkt_ablate_efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, qkt_ablate_efficiency *e, qkt_err *err) {

@@ -28,5 +28,14 @@ bool qkt__ab_key_omit_unset(const qkt__ab_key *k);
 int qkt__ablate_cell_in_child(const char *run_dir, const char *id, qkt_err *err, void *user);
 /* qkt_ablate_measure_peak unless sgemm_peak.txt exists and every planned cell is done. */
 int qkt__ablate_peak_for_cells(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
+/* The study's efficiency sums per part, the cells of one kind and d_k, in one pass over the plan
+ * (report.md's part 5): every part of c's plan in plan order, into *out (malloc'd; NULL on error);
+ * their count, or -1 with err as qkt_ablate_efficiency_read. */
+typedef struct {
+    qkt_cell_kind kind;
+    int d_k;
+    qkt_ablate_efficiency e;
+} qkt__ablate_part;
+int qkt__ablate_efficiency_parts(const char *run_dir, const qkt_ablate_cfg *c, qkt__ablate_part **out, qkt_err *err);
 
 #endif
