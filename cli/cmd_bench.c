@@ -323,6 +323,9 @@ static const bench_args bench_defaults = {.replicas = 1, .steps = 10, .warmup = 
 #define BENCH_MIN_PEAK 1e-3    /* GFLOP/s, for a --peak other than 0 */
 #define BENCH_MAX_PEAK 1e9     /* GFLOP/s */
 
+/* Is any of the model's size flags set (a custom config, or one over --config)? */
+static bool sizes_set(const bench_config *z) { return z->V || z->T || z->B || z->C || z->L || z->NH; }
+
 /* Flags -> a. Returns 0, -1 after --help, or 2 after a one-line error. */
 static int parse(int argc, char **argv, bench_args *a) {
     *a = bench_defaults;
@@ -360,9 +363,7 @@ static int parse(int argc, char **argv, bench_args *a) {
     /* One thing to time: the modes exclude each other, and --ops times fixed shapes. */
     if (a->want_peak + a->want_shapes + a->want_ops > 1)
         return fprintf(stderr, "qkt bench: --sgemm-peak, --gemm-shapes and --ops each time something else: give one of them\n"), 2;
-    const bench_config *z2 = &a->sizes;
-    if ((a->want_ops || a->want_peak) &&
-        (a->config || z2->V || z2->T || z2->B || z2->C || z2->L || z2->NH || a->replicas != bench_defaults.replicas))
+    if ((a->want_ops || a->want_peak) && (a->config || sizes_set(z) || a->replicas != bench_defaults.replicas))
         return fprintf(stderr, "qkt bench: %s times fixed shapes: --config, the model flags and --replicas do not apply\n",
                        a->want_ops ? "--ops" : "--sgemm-peak"),
                2;
@@ -372,7 +373,7 @@ static int parse(int argc, char **argv, bench_args *a) {
 /* --config, then the size flags over it -> *bc. 0, or 2 after a one-line error. */
 static int choose_config(const bench_args *a, bench_config *bc) {
     const bench_config *z = &a->sizes;
-    bool custom = z->V || z->T || z->B || z->C || z->L || z->NH;
+    bool custom = sizes_set(z);
     *bc = configs[0];
     if (a->config) {
         int found = -1;

@@ -20,7 +20,7 @@ import sys
 import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from doc_section import cli, write_section  # noqa: E402
+from doc_section import cli, usage, write_section  # noqa: E402
 from readme_demo import timing  # noqa: E402  (the one reader of timing.txt)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,7 +60,7 @@ def minutes(s):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit(usage(__doc__))
     run = sys.argv[1]
     cfg = json.load(open(os.path.join(run, "config.json")))
     if cfg.get("preset") != "full" or cfg.get("robust_seeds") or cfg.get("robust_isa"):

@@ -17,7 +17,7 @@ import shutil
 import sys
 import tarfile
 
-from doc_section import cli
+from doc_section import cli, usage
 
 
 def block(lines, start):
@@ -70,7 +70,7 @@ def full_paragraph():
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit(usage(__doc__))
     run = sys.argv[1]
     wall, cpu, load, version, _ = timing(run)
     cells = len([f for f in glob.glob(os.path.join(run, "cells", "*.csv")) if not f.endswith("init_iid.csv")])  # part 1 is not a cell

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-from doc_section import cli
+from doc_section import cli, usage
 
 
 def findings(run):
@@ -44,7 +44,7 @@ def main():
     if args[:1] == ["--doc"]:
         doc, args = args[1], args[2:]
     if not args:
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit(usage(__doc__))
     runs = [(json.load(open(os.path.join(r, "config.json"))), dict(findings(r)), [k for k, _ in findings(r)]) for r in args]
     ids = runs[0][2]
     for _, _, order in runs[1:]:

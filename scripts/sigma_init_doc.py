@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 
-from doc_section import qkt_binary, run, write_section
+from doc_section import qkt_binary, run, usage, write_section
 
 VARIANTS = ["sqrt_dk", "sigma_reparam", "sigma_qk"]
 FLAGS = ("--preset quick --name sigma_init --task mqar --variants sqrt_dk,sigma_reparam,sigma_qk --d-k 16,64 --seeds 3 "
@@ -22,7 +22,7 @@ FLAGS = ("--preset quick --name sigma_init --task mqar --variants sqrt_dk,sigma_
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().splitlines()[2])
+        sys.exit(usage(__doc__))
     qkt = qkt_binary(sys.argv[1], "sigma_init_doc.py")
     with tempfile.TemporaryDirectory() as tmp:
         run([qkt, "ablate"] + FLAGS.split() + ["--out", tmp], "sigma_init_doc.py", "qkt ablate")

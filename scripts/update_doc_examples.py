@@ -12,14 +12,14 @@ import shlex
 import subprocess
 import sys
 
-from doc_section import cli
+from doc_section import cli, usage
 
 BLOCK = re.compile(r"^```\n\$ qkt (?P<args>[^\n]*)\n(?P<body>.*?)^```\n", re.S | re.M)
 
 
 def main():
     if len(sys.argv) < 3:
-        sys.exit(__doc__.strip().splitlines()[-1])
+        sys.exit(usage(__doc__))
     qkt, files = sys.argv[1], sys.argv[2:]
     for path in files:
         text = open(path).read()
