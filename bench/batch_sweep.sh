@@ -49,9 +49,9 @@ r=1
 while [ "$r" -le "$rounds" ]; do
     if [ $((r % 2)) -eq 1 ]; then order=$batches; else order=$reversed; fi
     for B in $order; do
-        out=$("$QKT_BIN" bench --config "$cfg" $QKT_BENCH_FLAGS --batch "$B" --threads "$threads" --steps "$steps" --peak "$peak" 2>&1) ||
-            run_failed "$QKT_BIN bench --config $cfg --batch $B" "$out"
-        line=$(echo "$out" | grep " ms_per_step=") || run_failed "$QKT_BIN bench --config $cfg --batch $B (no result line)" "$out"
+        out=$(bench_run "$QKT_BIN bench --config $cfg --batch $B" "$QKT_BIN" bench --config "$cfg" $QKT_BENCH_FLAGS --batch "$B" \
+            --threads "$threads" --steps "$steps" --peak "$peak")
+        line=$(echo "$out" | grep " ms_per_step=")
         echo "$r B=$B $line"
         echo "$B $(echo "$line" | sed -n 's/.* ms_per_step=\([0-9.]*\) tokens_per_s=\([0-9]*\) .* mfu=\([0-9.]*\) .*/\1 \2 \3/p')" >>"$log"
     done

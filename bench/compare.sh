@@ -62,9 +62,8 @@ for cfg in $configs; do
         peak=$(sgemm_peak "$threads" "$QKT_BIN")
         # the result line, with cpu_ms_per_step (from the stderr diagnostics) appended
         run_qkt() {
-            out=$("$QKT_BIN" bench --config "$cfg" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1) ||
-                run_failed "$QKT_BIN bench --config $cfg" "$out"
-            echo "$out" | grep -q "^qkt $cfg .* ms_per_step=" || run_failed "$QKT_BIN bench --config $cfg (no result line)" "$out"
+            out=$(bench_run "$QKT_BIN bench --config $cfg" "$QKT_BIN" bench --config "$cfg" --threads "$threads" --replicas "$replicas" \
+                --steps "$steps" --warmup "$warmup" --peak "$peak")
             echo "$(echo "$out" | grep "^qkt $cfg ") cpu_ms_per_step=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p') peak=$peak"
         }
         run_torch() { # the fastest of the TORCH_ENVS runs

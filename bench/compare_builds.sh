@@ -46,10 +46,9 @@ echo "# B: $B $B_ENV ($(env $B_ENV "$B" version))"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 run() { # who bin env cfg -> "who cfg ms cpu_ms isa"
-    out=$(env $3 "$2" bench --config "$4" --threads "$threads" --replicas "$replicas" --steps "$steps" --warmup "$warmup" --peak "$peak" 2>&1) ||
-        run_failed "$1's $2 bench --config $4" "$out"
+    out=$(bench_run "$1's $2 bench --config $4" env $3 "$2" bench --config "$4" --threads "$threads" --replicas "$replicas" \
+        --steps "$steps" --warmup "$warmup" --peak "$peak")
     ms=$(echo "$out" | sed -n 's/.* ms_per_step=\([0-9.]*\).*/\1/p')
-    [ -n "$ms" ] || run_failed "$1's $2 bench --config $4 (no ms_per_step)" "$out"
     cpu=$(echo "$out" | sed -n 's/.*cpu_ms_per_step=\([0-9.]*\).*/\1/p')
     isa=$(echo "$out" | sed -n 's/.* isa=\([a-z0-9]*\).*/\1/p')
     echo "$1 $4 $ms $cpu $isa"

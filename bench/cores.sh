@@ -50,9 +50,9 @@ while [ "$r" -le "$rounds" ]; do
             echo "cpu $c sgemm peak $p GFLOP/s"
         fi
         eval "p=\$peak_$c"
-        out=$(taskset -c "$c" "$QKT_BIN" bench --config "$cfg" "$@" --threads 1 --steps "$steps" --peak "$p" 2>&1) ||
-            run_failed "taskset -c $c $QKT_BIN bench --config $cfg" "$out"
-        line=$(echo "$out" | grep " ms_per_step=") || run_failed "taskset -c $c $QKT_BIN bench --config $cfg (no result line)" "$out"
+        out=$(bench_run "taskset -c $c $QKT_BIN bench --config $cfg" taskset -c "$c" "$QKT_BIN" bench --config "$cfg" "$@" \
+            --threads 1 --steps "$steps" --peak "$p")
+        line=$(echo "$out" | grep " ms_per_step=")
         echo "$r cpu $c $line"
         echo "$r $c $(echo "$line" | sed -n 's/.* ms_per_step=\([0-9.]*\) .* mfu=\([0-9.]*\) .*/\1 \2/p') $p" >>"$log"
     done

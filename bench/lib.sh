@@ -33,6 +33,16 @@ run_failed() {
     exit 1
 }
 
+# bench_run WHAT CMD...: the output (stdout and stderr) of a `qkt bench` step run, or run_failed
+# naming WHAT when it fails or prints no ms_per_step.
+bench_run() {
+    what=$1
+    shift
+    out=$("$@" 2>&1) || run_failed "$what" "$out"
+    case $out in *" ms_per_step="*) ;; *) run_failed "$what (no ms_per_step)" "$out" ;; esac
+    printf '%s\n' "$out"
+}
+
 # sgemm_peak THREADS CMD...: the GFLOP/s of `CMD bench --sgemm-peak --threads THREADS` (CMD: the
 # qkt binary, or e.g. `taskset -c 1 build/qkt`), or run_failed.
 sgemm_peak() {
