@@ -354,12 +354,16 @@ static double cpu_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* cells/<id>.cost (qkt_ablate.h), before the csv whose existence marks the cell done. */
+/* cells/<id>.cost (qkt_ablate.h), sealed, before the csv whose existence marks the cell done. */
 static int write_cost(const char *run_dir, const qkt_cell *cell, const cell_flops *fl, double cpu_s, qkt_err *err) {
-    char path[1024], line[160];
+    char path[1024];
     qkt_cell_cost_path(run_dir, cell->id, path, sizeof path);
-    int k = snprintf(line, sizeof line, "train_flops=%.17g eval_flops=%.17g cpu_s=%.9g\n", fl->train, fl->eval, cpu_s);
-    return qkt_write_atomic(path, line, (size_t)k, err);
+    qkt_buf b = {0};
+    qkt_buf_printf(&b, "train_flops=%.17g eval_flops=%.17g cpu_s=%.9g\n", fl->train, fl->eval, cpu_s);
+    qkt_cell_seal(&b);
+    int rc = qkt_write_atomic(path, b.s, b.n, err);
+    qkt_buf_free(&b);
+    return rc;
 }
 
 int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err) {

@@ -23,10 +23,14 @@ int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err) {
     const int n = QKT_ABLATE_PEAK_N;
     double g = qkt_bench_gemm_rate_cpu(false, false, n, n, n, 0, QKT_ABLATE_PEAK_TIMINGS, 0); /* C = A B */
     qkt_set_threads(threads);
-    char path[1100], line[128];
+    char path[1100];
     peak_path(run_dir, path, sizeof path);
-    int k = snprintf(line, sizeof line, "gflops=%.9g n=%d isa=%s\n", g, n, qkt_isa_name());
-    return qkt_write_atomic(path, line, (size_t)k, err);
+    qkt_buf b = {0};
+    qkt_buf_printf(&b, "gflops=%.9g n=%d isa=%s\n", g, n, qkt_isa_name());
+    qkt_cell_seal(&b);
+    int rc = qkt_write_atomic(path, b.s, b.n, err);
+    qkt_buf_free(&b);
+    return rc;
 }
 
 /* The peak measured by the run that trains the cells: a resume with every cell done (e.g. to
@@ -38,31 +42,53 @@ int qkt__ablate_peak_for_cells(const char *run_dir, const qkt_ablate_cfg *c, qkt
     return qkt_ablate_measure_peak(run_dir, err);
 }
 
-/* One cost file into *f, *e, *s; false if absent or not the expected line. */
-static bool read_cost(const char *path, double *f, double *e, double *s) {
-    if (!qkt_file_exists(path)) return false;
-    size_t n;
+/* A one-line record (cells/<id>.cost, sgemm_peak.txt): its line, without the newline, into
+ * line. The record is written sealed (qkt_cell_seal: one row); a file of the line alone, as an
+ * older qkt wrote it, is taken as it is. 1 if the file is absent, -1 with why if it cannot be
+ * read, fails its seal or is not one line. */
+static int read_record(const char *path, char *line, size_t line_n, char *why, size_t why_n) {
+    if (!qkt_file_exists(path)) return 1;
+    size_t n, body;
     qkt_err err;
-    char *text = qkt_read_file(path, &n, &err), end = 0;
-    bool ok = text && sscanf(text, "train_flops=%lf eval_flops=%lf cpu_s=%lf%c", f, e, s, &end) == 4 && end == '\n' &&
-              isfinite(*f) && isfinite(*e) && isfinite(*s) && *f >= 0 && *e >= 0 && *s >= 0;
+    char *text = qkt_read_file(path, &n, &err);
+    if (!text) return snprintf(why, why_n, "cannot be read"), -1;
+    const char *nl = memchr(text, '\n', n);
+    bool sealed = nl && (size_t)(nl - text) + 1 < n;
+    int rc = 0;
+    if (sealed && qkt_cell_check(text, n, &body, why, why_n) != 0) rc = -1;
+    else if (!nl || (size_t)(nl - text) + 1 != (sealed ? body : n))
+        rc = -1, snprintf(why, why_n, "%s", sealed ? "holds more than one line before its seal" : "is not one complete line");
+    else if ((size_t)(nl - text) >= line_n || memchr(text, 0, (size_t)(nl - text)))
+        rc = -1, snprintf(why, why_n, "has a line too long or with a NUL byte");
+    else memcpy(line, text, (size_t)(nl - text)), line[nl - text] = 0;
     free(text);
-    return ok;
+    return rc;
+}
+
+/* One cost record into *f, *e, *s: 0, 1 if absent, -1 with why if damaged (read_record's
+ * reasons, or not "train_flops=F eval_flops=E cpu_s=S" with F, E >= 0 and S > 0 finite). */
+static int read_cost(const char *path, double *f, double *e, double *s, char *why, size_t why_n) {
+    char line[256];
+    int rc = read_record(path, line, sizeof line, why, why_n), used = -1;
+    if (rc != 0) return rc;
+    if (sscanf(line, "train_flops=%lf eval_flops=%lf cpu_s=%lf%n", f, e, s, &used) == 3 && line[used] == 0 && isfinite(*f) &&
+        isfinite(*e) && isfinite(*s) && *f >= 0 && *e >= 0 && *s > 0)
+        return 0;
+    snprintf(why, why_n, "is not 'train_flops=F eval_flops=E cpu_s=S' with F, E >= 0 and S > 0");
+    return -1;
 }
 
 /* sgemm_peak.txt's GFLOP/s into *peak (0 if the file is absent); -1 with err if it cannot be read. */
 static int read_peak(const char *run_dir, double *peak, qkt_err *err) {
-    char path[1100];
+    char path[1100], line[256], why[200];
     peak_path(run_dir, path, sizeof path);
     *peak = 0;
-    if (!qkt_file_exists(path)) return 0;
-    size_t n;
-    char *text = qkt_read_file(path, &n, err);
-    if (!text) return -1;
-    bool ok = sscanf(text, "gflops=%lf", peak) == 1 && isfinite(*peak) && *peak > 0;
-    free(text);
-    if (!ok) return qkt_err_set(err, "%s: expected 'gflops=G n=N isa=I' with G > 0 (rerun the study to measure it again)", path);
-    return 0;
+    int rc = read_record(path, line, sizeof line, why, sizeof why);
+    if (rc == 1) return 0;
+    if (rc != 0) return qkt_err_set(err, "%s %s (rerun the study to measure it again)", path, why);
+    if (sscanf(line, "gflops=%lf", peak) == 1 && isfinite(*peak) && *peak > 0) return 0;
+    *peak = 0;
+    return qkt_err_set(err, "%s: expected 'gflops=G n=N isa=I' with G > 0 (rerun the study to measure it again)", path);
 }
 
 /* Sums with the peak and nothing counted yet. */
@@ -78,11 +104,12 @@ static void add_cell(const char *run_dir, const qkt_cell *cell, qkt_ablate_effic
     qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
     if (!qkt_cell_done(path, NULL, 0)) return;
     double f, ev, s;
+    char why[200];
     qkt_cell_cost_path(run_dir, cell->id, path, sizeof path);
-    if (!read_cost(path, &f, &ev, &s)) {
-        e->unrecorded++;
-        return;
-    }
+    int rc = read_cost(path, &f, &ev, &s, why, sizeof why);
+    if (rc == 1) e->unrecorded++;
+    if (rc == -1 && e->damaged++ == 0) snprintf(e->damaged_first, sizeof e->damaged_first, "cells/%s.cost %s", cell->id, why);
+    if (rc != 0) return;
     e->train_flops += f, e->eval_flops += ev, e->cpu_s += s, e->cells++;
 }
 
@@ -152,7 +179,11 @@ void qkt_ablate_efficiency_text(const qkt_ablate_efficiency *e, char *buf, size_
     else k += snprintf(buf + k, n - (size_t)k, "no sgemm_peak.txt: the study's start did not measure the peak");
     if (k < 0 || (size_t)k >= n) return;
     if (e->unrecorded)
-        snprintf(buf + k, n - (size_t)k, "; %d finished cells have no cells/<id>.cost and are not counted)", e->unrecorded);
-    else
-        snprintf(buf + k, n - (size_t)k, ")");
+        k += snprintf(buf + k, n - (size_t)k, "; %d finished cells have no cells/<id>.cost and are not counted", e->unrecorded);
+    if (k < 0 || (size_t)k >= n) return;
+    if (e->damaged)
+        k += snprintf(buf + k, n - (size_t)k, "; %d finished cells have a damaged cost record and are not counted (the first: %s)",
+                      e->damaged, e->damaged_first);
+    if (k < 0 || (size_t)k >= n) return;
+    snprintf(buf + k, n - (size_t)k, ")");
 }

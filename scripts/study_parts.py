@@ -25,7 +25,7 @@ def load(run):
     parts = {}
     for f in sorted(glob.glob(os.path.join(run, "cells", "*.cost"))):
         name = os.path.basename(f)[: -len(".cost")]
-        kv = dict(x.split("=", 1) for x in open(f).read().split())
+        kv = dict(x.split("=", 1) for x in open(f).readline().split())  # the record; its seal follows
         m = re.search(r"_dk(\d+)", name)
         key = (name.split("_", 1)[0], int(m.group(1)) if m else 0)
         p = parts.setdefault(key, [0, 0.0, 0.0])

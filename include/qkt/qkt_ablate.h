@@ -261,8 +261,10 @@ int qkt_ablate_missing(const char *run_dir, const qkt_ablate_cfg *c, char *ids, 
 
 /* ---------------------------------------------------------------- the study's own efficiency
  * Each cell records what it computed and what that cost in cells/<id>.cost, written just
- * before its csv (so every finished cell of a run made since has one), one line:
+ * before its csv (so every finished cell of a run made since has one), one line and its seal
+ * (qkt_cell_seal, as a cell's csv; a record without a seal, from an older qkt, is read as is):
  *     train_flops=F eval_flops=E cpu_s=S
+ *     #end rows=1 crc32c=XXXXXXXX
  * F: its training steps' forward and backward FLOPs, qkt_train_step_flops each; E: its
  * forward-only passes (evaluations, attention captures), a third of a step's count at their
  * batch; S: the CPU seconds of qkt_ablate_run_cell (its process's thread team). The study's
@@ -273,15 +275,20 @@ int qkt_ablate_missing(const char *run_dir, const qkt_ablate_cfg *c, char *ids, 
 typedef struct qkt_ablate_efficiency {
     double train_flops, eval_flops, cpu_s; /* summed over the finished planned cells with a record */
     double peak_gflops;                    /* sgemm_peak.txt's single-core GFLOP/s, 0 if absent */
-    int cells, unrecorded;                 /* finished planned cells with / without a readable record */
+    int cells, unrecorded;                 /* finished planned cells with a record / without one */
+    int damaged;                           /* ... with a damaged one (not counted) */
+    char damaged_first[320];               /* "cells/<id>.cost <why>" of the first damaged record */
     double efficiency;                     /* (train_flops + eval_flops) / cpu_s / (peak_gflops 1e9), NaN if unknown */
 } qkt_ablate_efficiency;
 void qkt_cell_cost_path(const char *run_dir, const char *id, char *path, size_t n);
 /* One thread's sgemm rate per CPU second (qkt_bench_gemm_rate_cpu, QKT_ABLATE_PEAK_N and _TIMINGS),
- * written to run_dir/sgemm_peak.txt as "gflops=G n=N isa=I"; the thread setting is restored. */
+ * written to run_dir/sgemm_peak.txt as "gflops=G n=N isa=I" and its seal; the thread setting
+ * is restored. */
 int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err);
 /* The sums over c's planned cells in run_dir (finished: a sealed cells/<id>.csv) and the
- * peak; -1 with one line only if sgemm_peak.txt exists but cannot be read. */
+ * peak; -1 with one line only if sgemm_peak.txt exists but cannot be read, fails its seal or
+ * holds no peak. A cost record that fails its seal or holds a value out of range (a CPU time
+ * of 0, a NaN) is counted as damaged, not summed. */
 int qkt_ablate_efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, qkt_ablate_efficiency *e, qkt_err *err);
 /* The same sums over one part of the study: the planned cells of one kind and key width d_k
  * (report.md's part 5 lists every part's). -1 with one line for a kind or d_k out of range. */

@@ -1,13 +1,16 @@
 /* qkt ablate's efficiency line and report.md's part 5: the number printed equals the
  * cells' FLOPs over their CPU seconds and the peak, as this test computes them from the
  * run's files (cells/<id>.cost, sgemm_peak.txt); a resumed study sums the cells of both
- * runs; a cell without a record is named, not counted; a damaged peak file is reported. */
+ * runs; a cell without a record is named, not counted; a record or peak file that fails its
+ * seal or holds a value out of range is named and not counted; a damaged peak file is reported. */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "qkt_ablate.h"
+#include "qkt_io.h"
+#include "qkt_sweep.h"
 #include "qkt_test.h"
 
 static char out[1 << 16];
@@ -94,6 +97,35 @@ static void check_parts(const char *what, const char *run, const char *md, sums 
     EXPECT(rows > 1 && cells == all.cells, "%s: %d rows of parts count %d cells, the run %d", what, rows, cells, all.cells);
 }
 
+/* run/rel := text, with its seal (qkt_cell_seal) if `seal`. */
+static void put(const char *run, const char *rel, const char *text, bool seal) {
+    qkt_buf b = {0};
+    qkt_buf_printf(&b, "%s", text);
+    if (seal) qkt_cell_seal(&b);
+    FILE *f = fopen(qkt_test_path(run, rel), "wb");
+    EXPECT(f && fwrite(b.s, 1, b.n, f) == b.n && fclose(f) == 0, "could not write %s", rel);
+    qkt_buf_free(&b);
+}
+
+/* The file's text with the first `from` after its start changed to `to`. */
+static void edit(const char *run, const char *rel, const char *from, const char *to) {
+    char *t = qkt_test_read_file(qkt_test_path(run, rel), NULL), *at = t ? strstr(t, from) : NULL;
+    EXPECT(at != NULL, "%s has no '%s'", rel, from);
+    if (!at) return free(t);
+    memcpy(at, to, strlen(to));
+    put(run, rel, t, false);
+    free(t);
+}
+
+/* --report-only after a cost record was damaged: the line names it and counts it out. */
+static void check_damaged(const char *what, const char *study, const char *tmp, const char *why) {
+    int rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
+    EXPECT(rc == 0, "%s: --report-only: exit %d: %s", what, rc, out);
+    char want[256];
+    snprintf(want, sizeof want, "1 finished cells have a damaged cost record and are not counted (the first: cells/train_sqrt_dk_dk8_s0.cost %s)", why);
+    EXPECT(strstr(out, want) != NULL, "%s: the output lacks '%s':\n%s", what, want, out);
+}
+
 /* The printed line and report.md both say "efficiency E" with E = flops / cpu / peak. */
 static void check(const char *what, const char *run, const char *printed) {
     sums s = read_run(run);
@@ -119,6 +151,10 @@ int main(void) {
     int rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s", study, tmp);
     EXPECT(rc == 0, "the study: exit %d: %s", rc, out);
     check("a straight run", run, out);
+    char *rec = qkt_test_read_file(qkt_test_path(run, "cells/train_sqrt_dk_dk8_s0.cost"), NULL),
+         *pk = qkt_test_read_file(qkt_test_path(run, "sgemm_peak.txt"), NULL);
+    EXPECT(rec && strstr(rec, "\n#end rows=1 crc32c="), "a cost record without its seal: '%s'", rec ? rec : "(missing)");
+    EXPECT(pk && strstr(pk, "\n#end rows=1 crc32c="), "sgemm_peak.txt without its seal: '%s'", pk ? pk : "(missing)");
 
     /* The same command again after one cell's files went: it reruns that cell, and the
      * sum covers the cells of both runs. */
@@ -137,6 +173,48 @@ int main(void) {
     EXPECT(rc == 0, "--report-only: exit %d: %s", rc, out);
     check("a cell without a record", run, out);
     EXPECT(strstr(out, "1 finished cells have no cells/<id>.cost and are not counted") != NULL, "the uncounted cell is not named:\n%s", out);
+
+    /* A cost record damaged in place: a digit of its CPU time changed (the seal catches it),
+     * its seal gone or doubled, a sealed CPU time of 0 or NaN: named, not counted. A record
+     * without a seal, as an older qkt wrote it, is counted. */
+    const char *cell = "cells/train_sqrt_dk_dk8_s0.cost";
+    char *cpu = rec ? strstr(rec, "cpu_s=") : NULL, line[256];
+    EXPECT(cpu != NULL, "no cpu_s in '%s'", rec ? rec : "(missing)");
+    if (cpu) {
+        edit(run, cell, "cpu_s=", "cpu_s=9");
+        check_damaged("a changed digit", study, tmp, "fails its checksum (edited or damaged)");
+        snprintf(line, sizeof line, "%.*s%s", (int)(strchr(rec, '\n') + 1 - rec), rec, "#end\n");
+        put(run, cell, line, false);
+        check_damaged("a broken seal", study, tmp, "has no seal line (cut short, or written by an older qkt)");
+        snprintf(line, sizeof line, "%s%s", rec, strchr(rec, '\n') + 1);
+        put(run, cell, line, false);
+        check_damaged("a doubled seal", study, tmp, "holds 2 rows, its seal says 1");
+        snprintf(line, sizeof line, "%.*s%s", (int)(strchr(rec, '\n') + 1 - rec), rec, "train_flops=1 eval_flops=1 cpu_s=1\n");
+        put(run, cell, line, true);
+        check_damaged("two sealed lines", study, tmp, "holds more than one line before its seal");
+        put(run, cell, "train_flops=1000 eval_flops=10 cpu_s=1", false);
+        check_damaged("no newline", study, tmp, "is not one complete line");
+        put(run, cell, "train_flops=1000 eval_flops=10 cpu_s=0\n", true);
+        check_damaged("no CPU time", study, tmp, "is not 'train_flops=F eval_flops=E cpu_s=S' with F, E >= 0 and S > 0");
+        put(run, cell, "train_flops=1000 eval_flops=nan cpu_s=1\n", true);
+        check_damaged("NaN FLOPs", study, tmp, "is not 'train_flops=F eval_flops=E cpu_s=S' with F, E >= 0 and S > 0");
+        snprintf(line, sizeof line, "%.*s", (int)(strchr(rec, '\n') + 1 - rec), rec);
+        put(run, cell, line, false);
+        rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
+        EXPECT(rc == 0 && !strstr(out, "damaged"), "an unsealed record of an older qkt is not counted: exit %d: %s", rc, out);
+        check("an unsealed record", run, out);
+        put(run, cell, rec, false);
+    }
+
+    /* sgemm_peak.txt with a digit changed: no number, and why. */
+    if (pk && strstr(pk, "gflops=")) {
+        edit(run, "sgemm_peak.txt", "gflops=", "gflops=9");
+        rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
+        EXPECT(rc == 0 && strstr(out, "efficiency unknown: ") && strstr(out, "sgemm_peak.txt fails its checksum (edited or damaged)"),
+               "a changed peak is not reported: exit %d: %s", rc, out);
+        put(run, "sgemm_peak.txt", pk, false);
+    }
+    free(rec), free(pk);
 
     /* The same command on a finished study (as when robustness reruns are added): no cell
      * runs, so the peak of the run that trained the cells is kept, not measured again. */
