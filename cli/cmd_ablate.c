@@ -314,9 +314,9 @@ static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir) {
                         "present (as few as %d of %d); run without --report-only to compute them\n",
                 missing, missing == 1 ? " is" : "s are", ids, seeds, c->seeds);
     qkt_ablate_efficiency e;
-    char eff[600];
+    char eff[1200];
     if (qkt_ablate_efficiency_read(dir, c, &e, &err) == 0) qkt_ablate_efficiency_text(&e, eff, sizeof eff);
-    else snprintf(eff, sizeof eff, "efficiency unknown: %.500s", err.msg);
+    else snprintf(eff, sizeof eff, "efficiency unknown: %.1100s", err.msg);
     fprintf(stderr, "qkt ablate: %s\n", eff);
     fprintf(stderr, "qkt ablate: done in %.0f s: %s/report.md\n", difftime(time(NULL), t0), dir);
     printf("%s/report.md\n", dir);

@@ -52,7 +52,14 @@ static qkt_ablate_status locked(const qkt_ablate_cfg *c, const char *run_dir, co
     const bool lead = qkt_dist_rank() == 0;
     qkt_ablate_status st = QKT_ABLATE_OK;
     bool resuming = false;
-    if (lead && qkt_ablate_check_resume(run_dir, c, &resuming, err) != 0) st = QKT_ABLATE_ERR_OTHER;
+    if (lead && qkt_ablate_check_resume(run_dir, c, &resuming, err) != 0) {
+        st = QKT_ABLATE_ERR_OTHER;
+        if (o->report_only) { /* the run is there: its own configuration rebuilds its report */
+            char m[QKT_ERR_LEN];
+            snprintf(m, sizeof m, "%s", err->msg);
+            qkt_err_set(err, "%.700s (qkt plot %.300s rebuilds its report from its own config.json)", m, run_dir);
+        }
+    }
     if (!st && resuming && o->verbose) qkt_logf(QKT_LOG_INFO, "qkt ablate: resuming %s (finished cells are kept)", run_dir);
     if (lead && !st && qkt_ablate_start(run_dir, c, err) != 0) st = QKT_ABLATE_ERR_DIR;
     if ((st = agree(st, err)) != QKT_ABLATE_OK) return st;
@@ -80,7 +87,13 @@ qkt_ablate_status qkt_ablate_run_study(const qkt_ablate_cfg *c, const char *run_
         st = (qkt__err_call(err, "qkt_ablate_run_study"), QKT_ABLATE_ERR_CONFIG);
     if ((st = agree(st, err)) != QKT_ABLATE_OK) return st;
     qkt_lock lk = {.fd = -1};
-    if (lead && qkt_mkdirs(run_dir, err) != 0) st = QKT_ABLATE_ERR_DIR;
+    char cfg[1100];
+    snprintf(cfg, sizeof cfg, "%s/config.json", run_dir);
+    if (lead && o->report_only && !qkt_file_exists(cfg)) /* nothing to report: leave no directory behind */
+        st = (qkt_err_set(err, "%s holds no study (no config.json): nothing to report; run without --report-only to start one",
+                          run_dir),
+              QKT_ABLATE_ERR_OTHER);
+    else if (lead && qkt_mkdirs(run_dir, err) != 0) st = QKT_ABLATE_ERR_DIR;
     else if (lead && qkt_dir_lock(&lk, run_dir, err) != 0) st = QKT_ABLATE_ERR_LOCKED;
     if ((st = agree(st, err)) == QKT_ABLATE_OK) st = locked(c, run_dir, o, err);
     qkt_dir_unlock(&lk);

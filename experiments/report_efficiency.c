@@ -23,7 +23,7 @@ void qkt__report_part_efficiency(qkt__report *r) {
         qkt_buf_printf(md, "Not computed: %s.\n\n", err.msg);
         return;
     }
-    char line[600];
+    char line[1024];
     qkt_ablate_efficiency_text(&e, line, sizeof line);
     qkt_buf_printf(md, "The cells' FLOPs over their CPU seconds and the single-core sgemm peak measured at the study's start "
                        "(training steps forward and backward as `qkt bench` counts them, forward-only passes a third of that; "

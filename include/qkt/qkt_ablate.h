@@ -296,7 +296,8 @@ int qkt_ablate_efficiency_read_part(const char *run_dir, const qkt_ablate_cfg *c
                                     qkt_ablate_efficiency *e, qkt_err *err);
 /* One line without a newline, what qkt ablate prints and report.md states: "efficiency E
  * (F FLOPs of N cells in S CPU-s: G GFLOP per CPU-second; single-core sgemm peak P GFLOP/s)",
- * E to 3 decimals, and what is missing when a number is unknown. */
+ * E to 3 decimals, and what is missing when a number is unknown, or which records were left
+ * out; 1024 bytes hold every such line. */
 void qkt_ablate_efficiency_text(const qkt_ablate_efficiency *e, char *buf, size_t n);
 
 #ifdef __cplusplus

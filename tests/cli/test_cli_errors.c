@@ -223,6 +223,8 @@ static const bad_case cases[] = {
     {"ablate --out /proc/qkt", 2, "--out", "/proc/qkt"},
     {"ablate --out afile", 2, "--out", "afile"},
     {"ablate --out runs --name damaged", 2, "runs/damaged/config.json", NULL},
+    {"ablate --out runs --name nostudy --report-only", 2, "runs/nostudy holds no study", "without --report-only"},
+    {"ablate --out runs --name nocells --report-only", 2, "a run with a different configuration", "qkt plot runs/nocells rebuilds"},
     /* plot */
     {"plot", 2, "run directory", NULL},
     {"plot runs/a runs/b", 2, "runs/a: not a directory", NULL}, /* several runs: qkt train runs */
