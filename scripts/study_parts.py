@@ -11,13 +11,41 @@ in parentheses (its FLOPs / its CPU-s / the run's peak), and the first run's "fl
 CPU-seconds the part's FLOPs would take at the peak (efficiency 1); then each run's total and
 its efficiency as `qkt ablate` prints it, (sum of FLOPs) / (sum of CPU-s) / peak. No part can
 go below its floor on the machine whose peak was measured. Compare runs of the same preset
-made back to back: the machine's speed moves between them.
+made back to back: the machine's speed moves between them. A record that fails its seal or
+holds a value out of range is named on stderr and left out, as `qkt ablate` leaves it out.
 """
 import glob
+import math
 import os
 import re
 import signal
 import sys
+
+
+def crc32c(data):
+    """CRC-32C (Castagnoli), as qkt_crc32c(0, data, n)."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def record(path):
+    """A one-line record's line (cells/<id>.cost, sgemm_peak.txt) as qkt ablate reads it: the
+    line and its seal ("#end rows=1 crc32c=X"), or the line alone (an older qkt); None, with a
+    warning, if the file fails its seal or is not one line."""
+    data = open(path, "rb").read()
+    lines = data.split(b"\n")
+    ok = len(lines) == 2 and lines[1] == b""
+    if len(lines) == 3 and lines[2] == b"":
+        m = re.fullmatch(rb"#end rows=1 crc32c=([0-9a-f]{8})", lines[1])
+        ok = bool(m) and int(m.group(1), 16) == crc32c(lines[0] + b"\n")
+    if not ok:
+        print("study_parts.py: %s fails its seal or is not one line; not counted" % path, file=sys.stderr)
+        return None
+    return lines[0].decode("ascii", "replace")
 
 
 def load(run):
@@ -25,17 +53,28 @@ def load(run):
     parts = {}
     for f in sorted(glob.glob(os.path.join(run, "cells", "*.cost"))):
         name = os.path.basename(f)[: -len(".cost")]
-        kv = dict(x.split("=", 1) for x in open(f).readline().split())  # the record; its seal follows
+        line = record(f)
+        if line is None:
+            continue
+        kv = dict(x.split("=", 1) for x in line.split() if "=" in x)
+        try:
+            fl, ev, cpu = (float(kv[k]) for k in ("train_flops", "eval_flops", "cpu_s"))
+        except (KeyError, ValueError):
+            fl = ev = cpu = math.nan
+        if not (fl >= 0 and ev >= 0 and cpu > 0 and math.isfinite(fl + ev + cpu)):  # as qkt ablate: NaN fails
+            print("study_parts.py: %s is not 'train_flops=F eval_flops=E cpu_s=S' with F, E >= 0 and S > 0; not counted" % f,
+                  file=sys.stderr)
+            continue
         m = re.search(r"_dk(\d+)", name)
         key = (name.split("_", 1)[0], int(m.group(1)) if m else 0)
         p = parts.setdefault(key, [0, 0.0, 0.0])
         p[0] += 1
-        p[1] += float(kv["cpu_s"])
-        p[2] += float(kv["train_flops"]) + float(kv["eval_flops"])
+        p[1] += cpu
+        p[2] += fl + ev
     peak = None
     try:
-        peak = float(re.search(r"gflops=([0-9.eE+-]+)", open(os.path.join(run, "sgemm_peak.txt")).read()).group(1))
-    except (OSError, AttributeError):
+        peak = float(re.match(r"gflops=([0-9.eE+-]+)", record(os.path.join(run, "sgemm_peak.txt"))).group(1))
+    except (OSError, AttributeError, TypeError):
         pass
     return parts, peak
 

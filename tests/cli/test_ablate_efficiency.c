@@ -117,6 +117,22 @@ static void edit(const char *run, const char *rel, const char *from, const char 
     free(t);
 }
 
+/* scripts/study_parts.py on the run (skipped without python3): its efficiency is the one qkt
+ * printed, so it leaves out the records qkt leaves out. */
+static void check_script(const char *what, const char *run) {
+    const char *src = getenv("QKT_SOURCE_DIR");
+    if (!src || system("command -v python3 >/dev/null 2>&1") != 0) return (void)printf("%s: python3 or QKT_SOURCE_DIR absent: scripts/study_parts.py not run\n", what);
+    char cmd[4096], text[8192];
+    snprintf(cmd, sizeof cmd, "python3 '%s/scripts/study_parts.py' '%s' 2>/dev/null", src, run);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(text, 1, sizeof text - 1, p) : 0;
+    text[n] = 0;
+    if (p) pclose(p);
+    const char *a = strstr(out, "efficiency "), *b = strstr(text, "| efficiency | | | ");
+    double qkt = a ? atof(a + strlen("efficiency ")) : -1, script = b ? atof(b + strlen("| efficiency | | | ")) : -2;
+    EXPECT(fabs(qkt - script) < 0.0015, "%s: scripts/study_parts.py's efficiency %.3f, qkt's %.3f:\n%s", what, script, qkt, text);
+}
+
 /* --report-only after a cost record was damaged: the line names it and counts it out. */
 static void check_damaged(const char *what, const char *study, const char *tmp, const char *why) {
     int rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
@@ -124,6 +140,7 @@ static void check_damaged(const char *what, const char *study, const char *tmp, 
     char want[256];
     snprintf(want, sizeof want, "1 finished cells have a damaged cost record and are not counted (the first: cells/train_sqrt_dk_dk8_s0.cost %s)", why);
     EXPECT(strstr(out, want) != NULL, "%s: the output lacks '%s':\n%s", what, want, out);
+    check_script(what, qkt_test_path(tmp, "t"));
 }
 
 /* The printed line and report.md both say "efficiency E" with E = flops / cpu / peak. */
@@ -151,6 +168,7 @@ int main(void) {
     int rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s", study, tmp);
     EXPECT(rc == 0, "the study: exit %d: %s", rc, out);
     check("a straight run", run, out);
+    check_script("a straight run", run);
     char *rec = qkt_test_read_file(qkt_test_path(run, "cells/train_sqrt_dk_dk8_s0.cost"), NULL),
          *pk = qkt_test_read_file(qkt_test_path(run, "sgemm_peak.txt"), NULL);
     EXPECT(rec && strstr(rec, "\n#end rows=1 crc32c="), "a cost record without its seal: '%s'", rec ? rec : "(missing)");
