@@ -201,7 +201,7 @@ static int write_maps(const char *run_dir, const qkt_cell *cell, const qkt_real 
     qkt_st_meta meta[1] = {{"cell", cell->id}};
     char path[1024];
     qkt_cell_maps_path(run_dir, cell->id, path, sizeof path);
-    int rc = qkt_safetensors_write(path, t, 2, meta, 1, err);
+    int rc = qkt_safetensors_write_checked(path, t, 2, meta, 1, err); /* a damaged map is seen, not drawn */
     free(f);
     return rc;
 }

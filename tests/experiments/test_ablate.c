@@ -25,6 +25,7 @@ static void check_maps(const char *run, const char *id, int L, int H, int T) {
     if (!st.t) return;
     EXPECT(st.n == 2 && qkt_safetensors_meta(&st, "cell") && !strcmp(qkt_safetensors_meta(&st, "cell"), id), "%s: %d tensors",
            path, st.n);
+    EXPECT(st.checksummed, "%s: written without checksums", path);
     const char *names[2] = {QKT_MAPS_INIT, QKT_MAPS_FINAL};
     for (int k = 0; k < 2; k++) {
         const qkt_st_tensor *a = qkt_safetensors_find(&st, names[k]);
@@ -181,6 +182,25 @@ int main(void) {
     rc = qkt_test_run(cmd, out, sizeof out);
     EXPECT(rc == 0 && strstr(out, "1 cells kept attention maps in the old .maps format"), "rerun of old maps (%d): %s", rc, out);
     check_maps(run, "train_none_dk8_s0", 2, 2, 32);
+
+    /* A bit flipped in a map: qkt plot names the file and the tensor and draws the rest. */
+    size_t mn = 0;
+    char *mb = qkt_test_read_file(maps_new, &mn);
+    EXPECT(mb && mn > 64, "cannot read %s", maps_new);
+    if (mb && mn > 64) {
+        mb[mn - 5] ^= 0x10; /* in attn.final's last row */
+        FILE *mf = fopen(maps_new, "wb");
+        EXPECT(mf && fwrite(mb, 1, mn, mf) == mn && fclose(mf) == 0, "cannot write %s", maps_new);
+        snprintf(cmd, sizeof cmd, "%s plot %s", qkt_test_bin(), run);
+        rc = qkt_test_run(cmd, out, sizeof out);
+        EXPECT(rc == 0 && strstr(out, "train_none_dk8_s0.attn.safetensors: tensor 'attn.final' fails its checksum") &&
+                   strstr(out, "skipped"),
+               "qkt plot on a damaged map (%d): %s", rc, out);
+        mb[mn - 5] ^= 0x10;
+        mf = fopen(maps_new, "wb");
+        EXPECT(mf && fwrite(mb, 1, mn, mf) == mn && fclose(mf) == 0, "cannot write %s", maps_new);
+    }
+    free(mb);
 
     /* A missing cell (deleted, or a study stopped before it): qkt plot and --report-only
      * warn naming it, and report.md says so first and states the seeds it used (1 of 2),
