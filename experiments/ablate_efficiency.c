@@ -179,11 +179,12 @@ void qkt_ablate_efficiency_text(const qkt_ablate_efficiency *e, char *buf, size_
     else k += snprintf(buf + k, n - (size_t)k, "no sgemm_peak.txt: the study's start did not measure the peak");
     if (k < 0 || (size_t)k >= n) return;
     if (e->unrecorded)
-        k += snprintf(buf + k, n - (size_t)k, "; %d finished cells have no cells/<id>.cost and are not counted", e->unrecorded);
+        k += snprintf(buf + k, n - (size_t)k, "; %d finished cell%s no cells/<id>.cost and %s not counted", e->unrecorded,
+                      e->unrecorded == 1 ? " has" : "s have", e->unrecorded == 1 ? "is" : "are");
     if (k < 0 || (size_t)k >= n) return;
     if (e->damaged)
-        k += snprintf(buf + k, n - (size_t)k, "; %d finished cells have a damaged cost record and are not counted (the first: %s)",
-                      e->damaged, e->damaged_first);
+        k += snprintf(buf + k, n - (size_t)k, "; %d finished cell%s a damaged cost record and %s not counted (the first: %s)",
+                      e->damaged, e->damaged == 1 ? " has" : "s have", e->damaged == 1 ? "is" : "are", e->damaged_first);
     if (k < 0 || (size_t)k >= n) return;
     snprintf(buf + k, n - (size_t)k, ")");
 }

@@ -138,7 +138,7 @@ static void check_damaged(const char *what, const char *study, const char *tmp, 
     int rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
     EXPECT(rc == 0, "%s: --report-only: exit %d: %s", what, rc, out);
     char want[256];
-    snprintf(want, sizeof want, "1 finished cells have a damaged cost record and are not counted (the first: cells/train_sqrt_dk_dk8_s0.cost %s)", why);
+    snprintf(want, sizeof want, "1 finished cell has a damaged cost record and is not counted (the first: cells/train_sqrt_dk_dk8_s0.cost %s)", why);
     EXPECT(strstr(out, want) != NULL, "%s: the output lacks '%s':\n%s", what, want, out);
     check_script(what, qkt_test_path(tmp, "t"));
 }
@@ -190,7 +190,7 @@ int main(void) {
     rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
     EXPECT(rc == 0, "--report-only: exit %d: %s", rc, out);
     check("a cell without a record", run, out);
-    EXPECT(strstr(out, "1 finished cells have no cells/<id>.cost and are not counted") != NULL, "the uncounted cell is not named:\n%s", out);
+    EXPECT(strstr(out, "1 finished cell has no cells/<id>.cost and is not counted") != NULL, "the uncounted cell is not named:\n%s", out);
 
     /* A cost record damaged in place: a digit of its CPU time changed (the seal catches it),
      * its seal gone or doubled, a sealed CPU time of 0 or NaN: named, not counted. A record
