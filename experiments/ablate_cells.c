@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ablate_internal.h"
 #include "qkt_ablate.h"
 #include "qkt_io.h"
 #include "qkt_report.h"
@@ -354,18 +355,6 @@ static double cpu_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* cells/<id>.cost (qkt_ablate.h), sealed, before the csv whose existence marks the cell done. */
-static int write_cost(const char *run_dir, const qkt_cell *cell, const cell_flops *fl, double cpu_s, qkt_err *err) {
-    char path[1024];
-    qkt_cell_cost_path(run_dir, cell->id, path, sizeof path);
-    qkt_buf b = {0};
-    qkt_buf_printf(&b, "train_flops=%.17g eval_flops=%.17g cpu_s=%.9g\n", fl->train, fl->eval, cpu_s);
-    qkt_cell_seal(&b);
-    int rc = qkt_write_atomic(path, b.s, b.n, err);
-    qkt_buf_free(&b);
-    return rc;
-}
-
 int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *cell, qkt_err *err) {
     const double cpu0 = cpu_now();
     cell_flops fl = {0, 0};
@@ -397,7 +386,7 @@ int qkt_ablate_run_cell(const char *run_dir, const qkt_ablate_cfg *c, const qkt_
         char path[1024];
         qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
         qkt_cell_seal(&b);
-        rc = write_cost(run_dir, cell, &fl, cpu_now() - cpu0, err);
+        rc = qkt__ablate_write_cost(run_dir, cell->id, fl.train, fl.eval, cpu_now() - cpu0, err); /* before the csv */
         if (!rc) rc = qkt_write_atomic(path, b.s, b.n, err);
     }
     free(st);

@@ -1,6 +1,7 @@
 /* The study's own efficiency: FLOPs of its cells over their CPU seconds and the
  * single-core sgemm peak (qkt_ablate.h; the FLOPs as docs/performance.md counts them). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,24 @@ void qkt_cell_cost_path(const char *run_dir, const char *id, char *path, size_t 
 
 static void peak_path(const char *run_dir, char *path, size_t n) { snprintf(path, n, "%s/sgemm_peak.txt", run_dir); }
 
+/* A one-line record (cells/<id>.cost, sgemm_peak.txt; read_record reads it): the line, its
+ * newline and its seal (qkt_cell_seal), written atomically. */
+static int write_record(const char *path, qkt_err *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int write_record(const char *path, qkt_err *err, const char *fmt, ...) {
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof line) return qkt_err_set(err, "%s: a record of %d bytes (at most %zu)", path, k, sizeof line - 1);
+    qkt_buf b = {0};
+    qkt_buf_printf(&b, "%s\n", line);
+    qkt_cell_seal(&b);
+    int rc = qkt_write_atomic(path, b.s, b.n, err);
+    qkt_buf_free(&b);
+    return rc;
+}
+
 int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err) {
     int threads = qkt_get_threads();
     qkt_set_threads(1); /* the cells run on one thread each */
@@ -25,12 +44,14 @@ int qkt_ablate_measure_peak(const char *run_dir, qkt_err *err) {
     qkt_set_threads(threads);
     char path[1100];
     peak_path(run_dir, path, sizeof path);
-    qkt_buf b = {0};
-    qkt_buf_printf(&b, "gflops=%.9g n=%d isa=%s\n", g, n, qkt_isa_name());
-    qkt_cell_seal(&b);
-    int rc = qkt_write_atomic(path, b.s, b.n, err);
-    qkt_buf_free(&b);
-    return rc;
+    return write_record(path, err, "gflops=%.9g n=%d isa=%s", g, n, qkt_isa_name());
+}
+
+int qkt__ablate_write_cost(const char *run_dir, const char *id, double train_flops, double eval_flops, double cpu_s,
+                           qkt_err *err) {
+    char path[1100];
+    qkt_cell_cost_path(run_dir, id, path, sizeof path);
+    return write_record(path, err, "train_flops=%.17g eval_flops=%.17g cpu_s=%.9g", train_flops, eval_flops, cpu_s);
 }
 
 /* The peak measured by the run that trains the cells: a resume with every cell done (e.g. to

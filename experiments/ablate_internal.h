@@ -28,6 +28,10 @@ bool qkt__ab_key_omit_unset(const qkt__ab_key *k);
 int qkt__ablate_cell_in_child(const char *run_dir, const char *id, qkt_err *err, void *user);
 /* qkt_ablate_measure_peak unless sgemm_peak.txt exists and every planned cell is done. */
 int qkt__ablate_peak_for_cells(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
+/* cells/<id>.cost (qkt_ablate.h): the cell's training and forward-only FLOPs and CPU seconds,
+ * sealed, written atomically; read back by qkt_ablate_efficiency_read. */
+int qkt__ablate_write_cost(const char *run_dir, const char *id, double train_flops, double eval_flops, double cpu_s,
+                           qkt_err *err);
 /* The study's efficiency sums per part, the cells of one kind and d_k, in one pass over the plan
  * (report.md's part 5): every part of c's plan in plan order, into *out (malloc'd; NULL on error);
  * their count, or -1 with err as qkt_ablate_efficiency_read. */

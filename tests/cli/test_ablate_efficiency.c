@@ -121,7 +121,8 @@ static void edit(const char *run, const char *rel, const char *from, const char 
  * printed, so it leaves out the records qkt leaves out. */
 static void check_script(const char *what, const char *run) {
     const char *src = getenv("QKT_SOURCE_DIR");
-    if (!src || system("command -v python3 >/dev/null 2>&1") != 0) return (void)printf("%s: python3 or QKT_SOURCE_DIR absent: scripts/study_parts.py not run\n", what);
+    if (!src || system("command -v python3 >/dev/null 2>&1") != 0)
+        return (void)printf("%s: python3 or QKT_SOURCE_DIR absent: scripts/study_parts.py not run\n", what);
     char cmd[4096], text[8192];
     snprintf(cmd, sizeof cmd, "python3 '%s/scripts/study_parts.py' '%s' 2>/dev/null", src, run);
     FILE *p = popen(cmd, "r");
@@ -130,7 +131,8 @@ static void check_script(const char *what, const char *run) {
     if (p) pclose(p);
     const char *a = strstr(out, "efficiency "), *b = strstr(text, "| efficiency | | | ");
     double qkt = a ? atof(a + strlen("efficiency ")) : -1, script = b ? atof(b + strlen("| efficiency | | | ")) : -2;
-    EXPECT(fabs(qkt - script) < 0.0015, "%s: scripts/study_parts.py's efficiency %.3f, qkt's %.3f:\n%s", what, script, qkt, text);
+    EXPECT(fabs(qkt - script) < 0.0015, "%s: scripts/study_parts.py's efficiency %.3f, qkt's %.3f:\n%s", what, script,
+           qkt, text);
 }
 
 /* --report-only after a cost record was damaged: the line names it and counts it out. */
@@ -138,7 +140,10 @@ static void check_damaged(const char *what, const char *study, const char *tmp, 
     int rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
     EXPECT(rc == 0, "%s: --report-only: exit %d: %s", what, rc, out);
     char want[256];
-    snprintf(want, sizeof want, "1 finished cell has a damaged cost record and is not counted (the first: cells/train_sqrt_dk_dk8_s0.cost %s)", why);
+    snprintf(
+        want, sizeof want,
+        "1 finished cell has a damaged cost record and is not counted (the first: cells/train_sqrt_dk_dk8_s0.cost %s)",
+        why);
     EXPECT(strstr(out, want) != NULL, "%s: the output lacks '%s':\n%s", what, want, out);
     check_script(what, qkt_test_path(tmp, "t"));
 }
@@ -171,7 +176,8 @@ int main(void) {
     check_script("a straight run", run);
     char *rec = qkt_test_read_file(qkt_test_path(run, "cells/train_sqrt_dk_dk8_s0.cost"), NULL),
          *pk = qkt_test_read_file(qkt_test_path(run, "sgemm_peak.txt"), NULL);
-    EXPECT(rec && strstr(rec, "\n#end rows=1 crc32c="), "a cost record without its seal: '%s'", rec ? rec : "(missing)");
+    EXPECT(rec && strstr(rec, "\n#end rows=1 crc32c="), "a cost record without its seal: '%s'",
+           rec ? rec : "(missing)");
     EXPECT(pk && strstr(pk, "\n#end rows=1 crc32c="), "sgemm_peak.txt without its seal: '%s'", pk ? pk : "(missing)");
 
     /* The same command again after one cell's files went: it reruns that cell, and the
@@ -190,7 +196,8 @@ int main(void) {
     rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
     EXPECT(rc == 0, "--report-only: exit %d: %s", rc, out);
     check("a cell without a record", run, out);
-    EXPECT(strstr(out, "1 finished cell has no cells/<id>.cost and is not counted") != NULL, "the uncounted cell is not named:\n%s", out);
+    EXPECT(strstr(out, "1 finished cell has no cells/<id>.cost and is not counted") != NULL,
+           "the uncounted cell is not named:\n%s", out);
 
     /* A cost record damaged in place: a digit of its CPU time changed (the seal catches it),
      * its seal gone or doubled, a sealed CPU time of 0 or NaN: named, not counted. A record
@@ -207,19 +214,22 @@ int main(void) {
         snprintf(line, sizeof line, "%s%s", rec, strchr(rec, '\n') + 1);
         put(run, cell, line, false);
         check_damaged("a doubled seal", study, tmp, "holds 2 rows, its seal says 1");
-        snprintf(line, sizeof line, "%.*s%s", (int)(strchr(rec, '\n') + 1 - rec), rec, "train_flops=1 eval_flops=1 cpu_s=1\n");
+        snprintf(line, sizeof line, "%.*s%s", (int)(strchr(rec, '\n') + 1 - rec), rec,
+                 "train_flops=1 eval_flops=1 cpu_s=1\n");
         put(run, cell, line, true);
         check_damaged("two sealed lines", study, tmp, "holds more than one line before its seal");
         put(run, cell, "train_flops=1000 eval_flops=10 cpu_s=1", false);
         check_damaged("no newline", study, tmp, "is not one complete line");
         put(run, cell, "train_flops=1000 eval_flops=10 cpu_s=0\n", true);
-        check_damaged("no CPU time", study, tmp, "is not 'train_flops=F eval_flops=E cpu_s=S' with F, E >= 0 and S > 0");
+        check_damaged("no CPU time", study, tmp,
+                      "is not 'train_flops=F eval_flops=E cpu_s=S' with F, E >= 0 and S > 0");
         put(run, cell, "train_flops=1000 eval_flops=nan cpu_s=1\n", true);
         check_damaged("NaN FLOPs", study, tmp, "is not 'train_flops=F eval_flops=E cpu_s=S' with F, E >= 0 and S > 0");
         snprintf(line, sizeof line, "%.*s", (int)(strchr(rec, '\n') + 1 - rec), rec);
         put(run, cell, line, false);
         rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
-        EXPECT(rc == 0 && !strstr(out, "damaged"), "an unsealed record of an older qkt is not counted: exit %d: %s", rc, out);
+        EXPECT(rc == 0 && !strstr(out, "damaged"), "an unsealed record of an older qkt is not counted: exit %d: %s", rc,
+               out);
         check("an unsealed record", run, out);
         put(run, cell, rec, false);
     }
@@ -228,7 +238,8 @@ int main(void) {
     if (pk && strstr(pk, "gflops=")) {
         edit(run, "sgemm_peak.txt", "gflops=", "gflops=9");
         rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
-        EXPECT(rc == 0 && strstr(out, "efficiency unknown: ") && strstr(out, "sgemm_peak.txt fails its checksum (edited or damaged)"),
+        EXPECT(rc == 0 && strstr(out, "efficiency unknown: ") &&
+                   strstr(out, "sgemm_peak.txt fails its checksum (edited or damaged)"),
                "a changed peak is not reported: exit %d: %s", rc, out);
         put(run, "sgemm_peak.txt", pk, false);
     }

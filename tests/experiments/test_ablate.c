@@ -14,6 +14,13 @@
 
 static char out[1 << 16];
 
+/* path := buf (n bytes) with bit 4 of byte `at` flipped (in buf too). */
+static void flip_bit(const char *path, char *buf, size_t n, size_t at) {
+    buf[at] ^= 0x10;
+    FILE *f = fopen(path, "wb");
+    EXPECT(f && fwrite(buf, 1, n, f) == n && fclose(f) == 0, "cannot write %s", path);
+}
+
 /* A train cell's attention maps file: QKT_MAPS_INIT and QKT_MAPS_FINAL, F32 (L, H, T, T),
  * each row a causal probability distribution (zero right of the diagonal, sum 1). */
 static void check_maps(const char *run, const char *id, int L, int H, int T) {
@@ -188,17 +195,13 @@ int main(void) {
     char *mb = qkt_test_read_file(maps_new, &mn);
     EXPECT(mb && mn > 64, "cannot read %s", maps_new);
     if (mb && mn > 64) {
-        mb[mn - 5] ^= 0x10; /* in attn.final's last row */
-        FILE *mf = fopen(maps_new, "wb");
-        EXPECT(mf && fwrite(mb, 1, mn, mf) == mn && fclose(mf) == 0, "cannot write %s", maps_new);
+        flip_bit(maps_new, mb, mn, mn - 5); /* in attn.final's last row */
         snprintf(cmd, sizeof cmd, "%s plot %s", qkt_test_bin(), run);
         rc = qkt_test_run(cmd, out, sizeof out);
         EXPECT(rc == 0 && strstr(out, "train_none_dk8_s0.attn.safetensors: tensor 'attn.final' fails its checksum") &&
                    strstr(out, "skipped"),
                "qkt plot on a damaged map (%d): %s", rc, out);
-        mb[mn - 5] ^= 0x10;
-        mf = fopen(maps_new, "wb");
-        EXPECT(mf && fwrite(mb, 1, mn, mf) == mn && fclose(mf) == 0, "cannot write %s", maps_new);
+        flip_bit(maps_new, mb, mn, mn - 5); /* back */
     }
     free(mb);
 
