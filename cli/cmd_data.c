@@ -1,5 +1,6 @@
 /* qkt data: show what a data source produces (one readable example, vocabulary,
  * chance levels) or dump sequences as integers for other tools. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -43,7 +44,7 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
     char *e;
     errno = 0;
     long v = strtol(s, &e, 10);
-    if (!*s || *e || errno || v < lo || v > hi) return -1;
+    if (!*s || isspace((unsigned char)*s) || *e || errno || v < lo || v > hi) return -1;
     *out = v;
     return 0;
 }
@@ -53,7 +54,8 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
 typedef struct {
     const char *spec;
     bool dump;
-    long seed, T, count; /* T 0: the source's own */
+    uint64_t seed;
+    long T, count; /* T 0: the source's own */
     qkt_data_split split;
 } data_args;
 
@@ -67,21 +69,47 @@ static int int_flag(const char *flag, const char *v, long lo, long hi, long *out
     return 0;
 }
 
-/* argv -> a. Returns 0, -1 after --help, or 2 after a one-line error. */
+/* --seed's value: the other commands' seeds (an unsigned 64-bit integer). */
+static int seed_flag(const char *v, uint64_t *out) {
+    const char *want = "an integer in [0, 18446744073709551615]";
+    if (!v) return bad(want, "--seed", NULL);
+    char *e;
+    errno = 0;
+    unsigned long long x = strtoull(v, &e, 10);
+    if (!*v || *v == '-' || isspace((unsigned char)*v) || *e || errno) return bad(want, "--seed", v);
+    *out = x;
+    return 0;
+}
+
+/* argv -> a, flags given as --flag VALUE or --flag=VALUE, each once. Returns 0, -1 after
+ * --help, or 2 after a one-line error. */
 static int parse_args(int argc, char **argv, data_args *a) {
     *a = (data_args){.seed = 1, .T = 0, .count = 1, .split = QKT_SPLIT_TRAIN};
+    static const char *const names[] = {"--show", "--seed", "--seq-len", "--count", "--split"}; /* --dump is --show's twin */
+    bool seen[5] = {false};
+    char name[64];
     for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *eq = strchr(f, '=');
+        bool joined = !strncmp(f, "--", 2) && eq && (size_t)(eq - f) < sizeof name;
+        if (joined) { /* --flag=VALUE */
+            memcpy(name, f, (size_t)(eq - f));
+            name[eq - f] = 0;
+            f = name, v = eq + 1;
+        }
+        for (int k = 0; k < 5; k++) {
+            bool is = !strcmp(f, names[k]) || (k == 0 && !strcmp(f, "--dump"));
+            if (is && seen[k]) return fprintf(stderr, "qkt data: %s given twice\n", k ? f : "--show/--dump"), 2;
+            if (is) seen[k] = true;
+        }
         int rc = 0;
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
             data_usage(stdout);
             return -1;
         } else if (!strcmp(f, "--show") || !strcmp(f, "--dump")) {
             if (!v) return bad("a data spec such as mqar or text:PATH", f, NULL);
-            if (a->spec) return fprintf(stderr, "qkt data: %s: only one of --show/--dump, once\n", f), 2;
             a->spec = v, a->dump = f[2] == 'd';
         } else if (!strcmp(f, "--seed")) {
-            rc = int_flag(f, v, 0, LONG_MAX, &a->seed);
+            rc = seed_flag(v, &a->seed);
         } else if (!strcmp(f, "--seq-len")) {
             rc = int_flag(f, v, 1, QKT_DATA_MAX_T, &a->T);
         } else if (!strcmp(f, "--count")) {
@@ -95,7 +123,7 @@ static int parse_args(int argc, char **argv, data_args *a) {
             return fprintf(stderr, "qkt data: unknown flag '%s' (run 'qkt data --help')\n", f), 2;
         }
         if (rc) return rc;
-        i++; /* every flag but --help takes a value */
+        if (!joined) i++; /* every flag but --help takes a value */
     }
     if (!a->spec) return fprintf(stderr, "qkt data: expected --show SPEC or --dump SPEC (run 'qkt data --help')\n"), 2;
     return 0;
@@ -132,7 +160,7 @@ static void show_header(const qkt_data *d, const data_args *a) {
     double cl, ca, bl, ba;
     qkt_data_chance(d, &cl, &ca);
     qkt_data_best(d, &bl, &ba);
-    printf("%s  (seed %ld, %s split, T %d)\n", qkt_data_spec(d), a->seed, a->split == QKT_SPLIT_TRAIN ? "train" : "val",
+    printf("%s  (seed %" PRIu64 ", %s split, T %d)\n", qkt_data_spec(d), a->seed, a->split == QKT_SPLIT_TRAIN ? "train" : "val",
            qkt_data_seq_len(d));
     printf("vocab %d; chance: loss %.4f, accuracy %.4f", qkt_data_vocab_size(d), cl, ca);
     if (bl >= 0) printf("; best: loss %.4f, accuracy %.4f", bl, ba);
@@ -165,7 +193,7 @@ int qkt_cmd_data(int argc, char **argv) {
     if (rc) return rc < 0 ? 0 : rc;
     qkt_err err;
     qkt_data *d;
-    qkt_data_opts o = {.seq_len = (int)a.T, .seed = (uint64_t)a.seed};
+    qkt_data_opts o = {.seq_len = (int)a.T, .seed = a.seed};
     if (qkt_data_open(&d, a.spec, &o, &err)) {
         fprintf(stderr, "qkt data: %s\n", err.msg);
         return 2;

@@ -1,5 +1,6 @@
 /* qkt step: one forward and backward of a GPT checkpoint on a batch, gradients out.
  * This is the hook for checking qkt against another framework (tests/torch/). */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,9 @@ typedef struct {
 } step_args;
 
 /* Flags -> a. Returns 0, -1 after --help, or 2 after a one-line error. */
+/* The smallest normal qkt_real: an eps below it is 0 or subnormal in the update. */
+static double real_min(void) { return sizeof(qkt_real) == sizeof(float) ? FLT_MIN : DBL_MIN; }
+
 static int parse(int argc, char **argv, step_args *a) {
     *a = (step_args){.oc = qkt_optim_defaults(QKT_OPTIM_ADAMW)}; /* torch.optim.AdamW's defaults */
     qkt_flag flags[] = {
@@ -54,6 +58,9 @@ static int parse(int argc, char **argv, step_args *a) {
         if (!flags[i].seen) return fprintf(stderr, "qkt step: --%s is required (run 'qkt step --help')\n", flags[i].name), 2;
     if (qkt_flag_seen(flags, n_flags, "adamw-lr") != qkt_flag_seen(flags, n_flags, "params-out"))
         return fprintf(stderr, "qkt step: --adamw-lr and --params-out go together (one AdamW step, then the updated model)\n"), 2;
+    if (a->oc.eps < real_min()) /* as a float32 it would be 0 or subnormal: denom 0, a step of inf */
+        return fprintf(stderr, "qkt step: --eps %g: expected a positive number >= %g (it is stored as the model's float)\n", a->oc.eps,
+                       real_min()), 2;
     return 0;
 }
 

@@ -196,9 +196,7 @@ static int open_run(const run_opts *o, qkt_session *s) {
         return fprintf(stderr, CMD ": --out %s already holds a run (train.json); continue it with --resume %s or pick another --out\n",
                        o->out, o->out), 2;
     case QKT_SESSION_ERR_DIR: return fprintf(stderr, CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
-    case QKT_SESSION_ERR_CKPT: /* a --steps below the checkpoint's step is refused here */
-        if (o->steps_given) return fprintf(stderr, CMD ": --resume with --steps %lld: %s\n", (long long)o->r.tc.steps, err.msg), 2;
-        return fprintf(stderr, CMD ": --resume: %s\n", err.msg), 2;
+    case QKT_SESSION_ERR_CKPT: return fprintf(stderr, CMD ": --resume %s: %s\n", o->out, err.msg), 2; /* a --steps below its step too */
     case QKT_SESSION_ERR_LOCKED: return fprintf(stderr, CMD ": --%s %s\n", flag, err.msg), 2;
     }
     long long step = s->t.step, steps = s->run.tc.steps;

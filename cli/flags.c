@@ -1,4 +1,5 @@
 /* Table-driven command-line flags (flags.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -110,7 +111,13 @@ static int set_value(const char *cmd, qkt_flag *f, const char *shown, const char
     char want[256]; /* the range and a note on a subnormal: fits */
     char *end;
     errno = 0;
-    if (f->type == QKT_FLAG_INT || f->type == QKT_FLAG_I64 || f->type == QKT_FLAG_U64) {
+    /* A number starts at its first character: strtoull skips blanks, then takes " -1" as 2^64 - 1 */
+    bool integer = f->type == QKT_FLAG_INT || f->type == QKT_FLAG_I64 || f->type == QKT_FLAG_U64;
+    if ((integer || f->type == QKT_FLAG_DOUBLE) && isspace((unsigned char)*v)) {
+        describe(f, integer, want, sizeof want);
+        return bad(cmd, shown, v, want);
+    }
+    if (integer) {
         describe(f, true, want, sizeof want);
         if (!*v || (f->type == QKT_FLAG_U64 && *v == '-')) return bad(cmd, shown, v, want);
         long long x = f->type == QKT_FLAG_U64 ? (long long)strtoull(v, &end, 10) : strtoll(v, &end, 10);

@@ -1,10 +1,12 @@
 /* qkt: one program, one subcommand per job. */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "qkt_autograd.h"
@@ -63,13 +65,31 @@ void qkt_cli_sigaction(int sig, const struct sigaction *sa) {
 static void open_std_fds(void) {
     for (int fd = 0; fd < 3; fd++) {
         if (fcntl(fd, F_GETFD) != -1) continue;
-        int n = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+        int n = open("/dev/null", O_RDONLY); /* read-only: a write to a closed stdout fails (EBADF) and is reported */
         if (n < 0) _exit(2); /* no /dev/null: no safe way to say so either */
         if (n != fd) dup2(n, fd), close(n);
     }
 }
 
-int main(int argc, char **argv) {
+/* A command's output reached stdout, or the command fails: a full disk or a closed stdout
+ * (`qkt data --dump X > /dev/full`) ends with a line and exit 1, not exit 0 and a cut file.
+ * A pipe or socket whose reader left (`qkt sample ... | head -1`, where SIGPIPE is ignored)
+ * is not an error: the reader took what it wanted. */
+static int finish_stdout(int rc) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    int e = errno;
+    struct stat st;
+    if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return rc;
+    fprintf(stderr, "qkt: cannot write to stdout%s%s: its output is incomplete\n", e ? ": " : "", e ? strerror(e) : "");
+    return rc ? rc : 1;
+}
+
+static int run(int argc, char **argv);
+
+int main(int argc, char **argv) { return finish_stdout(run(argc, argv)); }
+
+static int run(int argc, char **argv) {
     open_std_fds();
     /* A file-size limit (ulimit -f) would kill us with no word and leave a temp file:
      * ignored, a write past it fails with EFBIG, which the writers report. */

@@ -61,8 +61,6 @@ int qkt__train_config_check(const qkt_train_config *c, qkt_err *err) {
         BAD("%s %d: expected an integer in [1, %d] and at most %s %d", L("replicas"), c->replicas, QKT_DP_MAX, L("batch_size"),
             c->batch_size);
     if (!(c->min_lr <= c->lr)) BAD("%s %g: expected a number in [0, %s %g]", L("min_lr"), c->min_lr, L("lr"), c->lr);
-    if (c->warmup_steps > c->steps)
-        BAD("%s %" PRId64 ": expected an integer in [0, %s %" PRId64 "]", L("warmup_steps"), c->warmup_steps, L("steps"), c->steps);
     if (c->warmup_steps > c->lr_decay_steps)
         BAD("%s %" PRId64 ": expected an integer in [0, %s %" PRId64 "]", L("warmup_steps"), c->warmup_steps, L("lr_decay_steps"),
             c->lr_decay_steps);

@@ -1,5 +1,6 @@
 /* The configuration table (train_fields.def) and the functions that walk one field:
  * address, set from text, check, format (qkt_train_fields.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -155,6 +156,7 @@ static bool in_bounds(const qkt_train_field *f, double x) {
     if (!isfinite(x)) return false;
     if (w & QKT_FIELD_POSITIVE) return x > 0;
     if (w & QKT_FIELD_LO_OPEN ? !(x > f->lo) : !(x >= f->lo)) return false;
+    if (f->hi >= 1e300) return true; /* unbounded above (QKT_D_INF), as qkt_train_field_describe says */
     return w & QKT_FIELD_HI_OPEN ? x < f->hi : x <= f->hi;
 }
 
@@ -204,6 +206,9 @@ int qkt_train_field_set(qkt_train_run *r, const qkt_train_field *f, const char *
     void *p = qkt_train_field_ptr(f, r);
     char *end;
     errno = 0;
+    /* A number starts at its first character: strtoull skips blanks, then takes " -1" as 2^64 - 1 */
+    bool number = f->type == QKT_FIELD_INT || f->type == QKT_FIELD_I64 || f->type == QKT_FIELD_U64 || f->type == QKT_FIELD_DOUBLE;
+    if (number && isspace((unsigned char)*text)) return bad_text(f, text, err);
     switch (f->type) {
     case QKT_FIELD_INT:
     case QKT_FIELD_I64: {

@@ -169,6 +169,14 @@ qkt_session_status qkt__session_open_dir(qkt_session *s, const char *dir, bool r
     }
     if (qkt_check_replaceable(s->p_ckpt, err) || qkt_check_replaceable(s->p_log, err) || qkt_check_replaceable(s->p_json, err))
         return QKT_SESSION_ERR_DIR;
+    /* A new run writes over nothing: a checkpoint or log with no train.json beside it (removed,
+     * or another program's files) is not this run's to replace. */
+    const char *held = resume ? NULL : qkt_file_exists(s->p_ckpt) ? s->p_ckpt : qkt_file_exists(s->p_log) ? s->p_log : NULL;
+    if (held) {
+        qkt_err_set(err, "it holds %s but no train.json, so no run qkt can continue: a new run does not write over it "
+                    "(move it away or pick another directory)", held);
+        return QKT_SESSION_ERR_DIR;
+    }
     const char *files[] = {s->p_ckpt, s->p_log, s->p_json};
     qkt_buf gone = {0};
     for (int i = 0; i < 3; i++)

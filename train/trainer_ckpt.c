@@ -101,8 +101,7 @@ int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err) 
     QKT_CHECK(t->data, "qkt_trainer_restore: the trainer has no data source (cfg.data NULL)");
     long long step;
     if (qkt_checkpoint_meta_int(ck, QKT_CKPT_META_STEP, &step, err)) return -1;
-    if (step < 0 || step > t->cfg.steps)
-        return qkt_err_set(err, "checkpoint %s: step %lld is outside [0, %lld]", ck->path, step, (long long)t->cfg.steps);
+    if (step < 0) return qkt_err_set(err, "checkpoint %s: step %lld is negative: edited or damaged?", ck->path, step);
     if (check_vocab(ck, t, err)) return -1;
     int64_t ostep = 0;
     qkt_rng rtrain, rval, rdrop;
@@ -117,6 +116,16 @@ int qkt_trainer_restore(qkt_trainer *t, const qkt_checkpoint *ck, qkt_err *err) 
     /* All or nothing for the parameters and slots; only an inconsistent optim.step
      * fails after the copy, and callers drop the trainer on any error. */
     if (qkt_gpt_restore(ck, &t->gpt, s, n, err)) return -1;
+    /* Adam's second moments are means of squares: a negative one (an unchecksummed file edited)
+     * would make sqrt(v) NaN at the next step */
+    for (int64_t i = 0; t->opt.v && i < t->opt.size; i++)
+        if (!(t->opt.v[i] >= 0))
+            return qkt_err_set(err, "checkpoint %s: tensor '%s' holds %g at index %lld, where every value is a mean of squares "
+                               "(>= 0): edited or damaged?", ck->path, QKT_CKPT_OPTIM_V, (double)t->opt.v[i], (long long)i);
+    /* after the model's checks: a checkpoint of another model says so, not this */
+    if (step > t->cfg.steps)
+        return qkt_err_set(err, "checkpoint %s is at step %lld, past the run's last step %lld (a run resumes to its own step or further)",
+                           ck->path, step, (long long)t->cfg.steps);
     /* every saved step was applied (a non-finite one stops the run unsaved), so the
      * optimizer's own count (a checksummed tensor) vouches for the metadata */
     if (ostep != step)

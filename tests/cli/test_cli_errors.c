@@ -134,6 +134,9 @@ static void make_fixtures(void) {
                    "--threads 1 --steps 4 --pause-at 2 --out r2") == 0,
            "fixture run r2: %s", err_buf);
     copy_file("r1/ckpt.safetensors", "good.st");
+    EXPECT(mkdir("orphan", 0755) == 0 && mkdir("orphanlog", 0755) == 0, "mkdir orphan");
+    copy_file("r1/ckpt.safetensors", "orphan/ckpt.safetensors");
+    copy_file("r1/log.csv", "orphanlog/log.csv");
     size_t n;
     char *ck = qkt_read_file("good.st", &n, &err);
     if (ck) write_bytes("trunc.st", ck, n / 2);
@@ -312,10 +315,20 @@ static const bad_case cases[] = {
     {"train --resume wrongfmt", 2, "--resume", "wrongfmt/train.json"},
     {"train --resume mixed", 2, "--resume", "n_layer"},
     {"train --resume randckpt", 2, "--resume", "randckpt/ckpt.safetensors"},
-    {"train --resume r1 --steps 1", 2, "--steps 1", "step 2"}, /* below the checkpoint's step */
+    {"train --resume r1 --steps 1", 2, "at step 2", "last step 1"}, /* below the checkpoint's step */
     {"train --resume badeps", 2, "badeps/train.json", "ln_eps"},
     {"train --resume rep0", 2, "rep0/train.json", "replicas"},
     {"train --resume repbig", 2, "repbig/train.json", "--replicas 64"},
+    /* a new run does not write over a checkpoint or log that has no train.json beside it */
+    {"train " MQ " " TINY " --out orphan", 2, "orphan/ckpt.safetensors", "no train.json"},
+    {"train " MQ " " TINY " --out orphanlog", 2, "orphanlog/log.csv", "no train.json"},
+    /* a number starts at its first character (strtoull took "\t-1" as 2^64 - 1) */
+    {"train " MQ " --seed=\t-1", 2, "--seed", NULL},
+    {"sample --ckpt good.st --seed=\t-1", 2, "--seed", NULL},
+    {"train " MQ " --lr=\t0.1", 2, "--lr", NULL},
+    {"step --ckpt good.st --batch batch.st --out g.st --eps 1e-300", 2, "--eps", "1.17549e-38"},
+    {"data --show mqar --seed 1 --seed 2", 2, "--seed given twice", NULL},
+    {"data --show mqar --seed=\t-1", 2, "--seed", NULL},
 };
 
 int main(void) {

@@ -1,4 +1,6 @@
 /* `qkt data`: --show for every source, --dump against the API, --help, bad flags. */
+#define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +57,36 @@ static void check_docs(void) {
     EXPECT(blocks >= 7, "docs/data.md: only %d command examples found", blocks);
 }
 
+/* Output that does not reach stdout fails the command: a full disk (/dev/full) or a closed
+ * stdout, with one line on stderr; a pipe whose reader left is not an error. */
+static void check_stdout_errors(void) {
+    static const struct {
+        const char *shell, *want;
+        int code;
+    } c[] = {
+        {"{ %s data --dump mqar --count 1000 >/dev/full; }", "cannot write to stdout", 1},
+        {"{ %s data --show mqar >&-; }", "cannot write to stdout", 1},
+        {"{ %s version >/dev/full; }", "cannot write to stdout", 1},
+        {"{ %s data --dump mqar --count 100000 | head -c 1 >/dev/null; exit ${PIPESTATUS[0]}; }", "", 141},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, c[i].shell, qkt_test_bin());
+        char *bash = NULL;
+        EXPECT(asprintf(&bash, "bash -c '%s'", cmd) > 0, "asprintf");
+        int rc = qkt_test_run(bash, out, sizeof out);
+        free(bash);
+        if (c[i].code == 141) { /* SIGPIPE (bash's 128 + 13): the default action, no message */
+            EXPECT(rc == 141 && !out[0], "%s: exit %d (expected 141), output: %s", cmd, rc, out);
+            continue;
+        }
+        EXPECT(rc == c[i].code && qkt_test_one_line(out) && strstr(out, c[i].want), "%s: exit %d (expected %d), stderr: %s", cmd, rc,
+               c[i].code, out);
+    }
+}
+
 int main(void) {
+    check_stdout_errors();
     expect_ok("--help", "--show SPEC", "n_queries");
     expect_ok("--show mqar", "mqar:vocab=32,seq_len=64,n_pairs=4,n_queries=16", "chance: loss 2.7726, accuracy 0.0625");
     expect_ok("--show mqar --seed 3 --split val", "val split", "[v");
@@ -99,14 +130,14 @@ int main(void) {
     expect_bad("--show", "--show needs a value");
     expect_bad("--show nope", "unknown data source 'nope'");
     expect_bad("--show mqar:n_pairs=x", "n_pairs=x: expected an integer");
-    expect_bad("--show mqar --seed -1", "--seed '-1': expected an integer >= 0");
+    expect_bad("--show mqar --seed -1", "--seed '-1': expected an integer in [0, 18446744073709551615]");
     expect_bad("--show mqar --seed", "--seed needs a value");
     expect_bad("--show mqar --seq-len 0", "--seq-len '0'");
     expect_bad("--show mqar --seq-len 12abc", "--seq-len '12abc'");
     expect_bad("--show sort --seq-len 10", "needs seq_len >= 16, got 10");
     expect_bad("--show mqar --split test", "--split 'test': expected train or val");
     expect_bad("--show mqar --count 0", "--count '0'");
-    expect_bad("--show mqar --dump sort", "only one of --show/--dump");
+    expect_bad("--show mqar --dump sort", "--show/--dump given twice");
     expect_bad("--show text:/nonexistent/x.txt", "'/nonexistent/x.txt': no such file");
     snprintf(args, sizeof args, "--show text:%s", dir);
     expect_bad(args, "is a directory");

@@ -247,7 +247,7 @@ static void test_resume_longer(void) {
     EXPECT(rc == 0 && strstr(out, "done: 10 steps"), "(%d) %s", rc, out);
     snprintf(args, sizeof args, "train --resume %s/decay_more --steps 9", tmp);
     rc = run(args);
-    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "--steps 9"), "a --steps below the run's step: (%d) %s", rc, out);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "past the run's last step 9"), "a --steps below the run's step: (%d) %s", rc, out);
     snprintf(args, sizeof args, "train --resume %s/decay_more --steps 20", tmp);
     rc = run(args);
     EXPECT(rc == 0 && strstr(out, "resuming") && strstr(out, "done: 20 steps"), "(%d) %s", rc, out);

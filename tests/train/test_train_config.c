@@ -142,8 +142,12 @@ static void test_names(void) {
     c = qkt_train_config_default();
     c.data = "mqar:n_pairs=4,n_queries=4";
     c.steps = 10, c.warmup_steps = 11;
-    EXPECT(qkt_trainer_init(&t, &c, &err) == -1 && !strcmp(err.msg, "qkt_trainer_init: warmup_steps 11: expected an integer in [0, steps 10]"),
+    EXPECT(qkt_trainer_init(&t, &c, &err) == -1 && !strcmp(err.msg, "qkt_trainer_init: warmup_steps 11: expected an integer in [0, lr_decay_steps 10]"),
            "'%s'", err.msg);
+    /* a warmup longer than the run (resumed to fewer steps) is a schedule, not an error */
+    c.lr_decay_steps = 20, c.warmup_steps = 15;
+    EXPECT(qkt_trainer_init(&t, &c, &err) == 0, "warmup 15 of 10 steps, decay over 20: '%s'", err.msg);
+    qkt_trainer_free(&t);
     qkt_train_run r = resolved_default();
     r.tc.batch_size = 4, r.tc.replicas = 5;
     qkt_session s;
