@@ -116,6 +116,15 @@ static void copy_edited(const char *src, const char *dst, const char *from, cons
 #define MQ QKT_TEST_TINY_DATA
 
 /* The fixtures, all inside the temp dir (the cwd of every run). */
+/* optim.v[0] = -1 (qkt_test_ckpt_edit) */
+static void negative_v(qkt_safetensors *st, qkt_st_meta *meta, uint8_t *data, void *user) {
+    (void)meta, (void)user;
+    float minus1 = -1;
+    uint8_t *v = qkt_test_ckpt_tensor(st, data, "optim.v");
+    EXPECT(v != NULL, "optim.v in the checkpoint");
+    if (v) memcpy(v, &minus1, sizeof minus1);
+}
+
 static void make_fixtures(void) {
     qkt_err err;
     write_bytes("empty", "", 0);
@@ -164,6 +173,11 @@ static void make_fixtures(void) {
     copy_file("r2/train.json", "mixed/train.json");
     copy_file("r1/ckpt.safetensors", "mixed/ckpt.safetensors");
     copy_file("r1/train.json", "randckpt/train.json");
+    /* an unchecksummed checkpoint (read with a note) whose first Adam second moment is -1 */
+    EXPECT(mkdir("negv", 0755) == 0, "mkdir negv");
+    copy_file("r1/train.json", "negv/train.json");
+    copy_file("r1/log.csv", "negv/log.csv");
+    qkt_test_ckpt_rewrite("r1/ckpt.safetensors", "negv/ckpt.safetensors", false, negative_v, NULL);
     EXPECT(mkdir("badeps", 0755) == 0 && mkdir("rep0", 0755) == 0 && mkdir("repbig", 0755) == 0, "mkdir");
     copy_edited("r1/train.json", "badeps/train.json", "\"ln_eps\":\t1e-05", "\"ln_eps\":\t0");
     copy_edited("r1/train.json", "rep0/train.json", "\"replicas\":\t1", "\"replicas\":\t0");
@@ -319,6 +333,7 @@ static const bad_case cases[] = {
     {"train --resume badeps", 2, "badeps/train.json", "ln_eps"},
     {"train --resume rep0", 2, "rep0/train.json", "replicas"},
     {"train --resume repbig", 2, "repbig/train.json", "--replicas 64"},
+    {"train --resume negv", 2, "'optim.v' holds -1 at index 0", "mean of squares"},
     /* a new run does not write over a checkpoint or log that has no train.json beside it */
     {"train " MQ " " TINY " --out orphan", 2, "orphan/ckpt.safetensors", "no train.json"},
     {"train " MQ " " TINY " --out orphanlog", 2, "orphanlog/log.csv", "no train.json"},
