@@ -184,8 +184,11 @@ static void command_line(int argc, char **argv, qkt_ablate_cfg *c) {
 static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     qkt_err err;
     if (qkt_ablate_preset(a->preset, c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
-    if (a->name && (strchr(a->name, '/') || strlen(a->name) >= sizeof c->name))
-        return fprintf(stderr, "qkt ablate: --name '%s': expected a name without '/' of at most %zu characters\n", a->name, sizeof c->name - 1), 2;
+    bool plain = a->name && strcmp(a->name, ".") && strcmp(a->name, "..") && !strchr(a->name, '/');
+    for (const char *p = a->name; plain && *p; p++) plain = (unsigned char)*p >= 0x20 && *p != 0x7f; /* no newline, no escape */
+    if (a->name && (!plain || strlen(a->name) >= sizeof c->name))
+        return fprintf(stderr, "qkt ablate: --name: expected a name without '/', control characters, '.' or '..', of at most %zu "
+                               "characters\n", sizeof c->name - 1), 2;
     if (a->name) snprintf(c->name, sizeof c->name, "%s", a->name);
     for (int i = 0; i < a->n_fields; i++) /* the model and training flags given */
         if (qkt_flag_seen(a->flags, a->n_flags, a->fields[i].flag)) qkt_train_field_copy(&a->fields[i], &c->run, &a->run);

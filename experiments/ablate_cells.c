@@ -1,10 +1,12 @@
 /* The cells of the study: the plan, and running one cell (init, train, lr, growth). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ablate_internal.h"
 #include "qkt_ablate.h"
@@ -210,8 +212,12 @@ static int write_maps(const char *run_dir, const qkt_cell *cell, const qkt_real 
 static void progress(const char *run_dir, const qkt_cell *cell, long step, long total, double loss) {
     char path[1024];
     qkt_cell_paths(run_dir, cell->id, NULL, NULL, path, sizeof path);
-    FILE *f = fopen(path, "w");
+    /* O_NONBLOCK: a FIFO in its place (no reader) fails the open (ENXIO) instead of blocking;
+     * the progress is a courtesy to the parent's status line */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (f) fprintf(f, "%ld %ld %.6g\n", step, total, loss), fclose(f);
+    else if (fd >= 0) close(fd);
 }
 
 /* The scaled logits of every layer on the first validation batch, in eval mode:

@@ -1,6 +1,7 @@
 /* The study in one call (qkt_ablate_run_study): the checks, the run directory's lock,
  * the resume check, the run and the report that `qkt ablate` and a program's own study
  * share; and one cell by its id, in a `qkt _cell` process or a forked child. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,20 @@ static qkt_ablate_status agree(qkt_ablate_status st, qkt_err *err) {
     qkt_ablate_status all = (qkt_ablate_status)qkt_dist_agree((int)st);
     if (all && !st) qkt_err_set(err, "another rank of the job stopped the study (rank 0 says why)");
     return all;
+}
+
+/* Does dir exist with anything in it but a lock and config.json's temp files (all a study
+ * killed before its config.json leaves)? Its files are not a study's: `--name ..` named the
+ * directory above. */
+static bool foreign_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return false; /* absent: made below */
+    bool any = false;
+    for (struct dirent *e; !any && (e = readdir(d));)
+        any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, QKT_LOCK_NAME) &&
+              strncmp(e->d_name, "config.json.tmp.", 16);
+    closedir(d);
+    return any;
 }
 
 /* After the lock: the resume check, config.json, the cells, the report. */
@@ -93,6 +108,10 @@ qkt_ablate_status qkt_ablate_run_study(const qkt_ablate_cfg *c, const char *run_
         st = (qkt_err_set(err, "%s holds no study (no config.json): nothing to report; run without --report-only to start one",
                           run_dir),
               QKT_ABLATE_ERR_OTHER);
+    else if (lead && !o->report_only && !qkt_file_exists(cfg) && foreign_files(run_dir))
+        st = (qkt_err_set(err, "%s holds files but no study (no config.json): a study is not written over them; pick another "
+                          "--name or --out", run_dir),
+              QKT_ABLATE_ERR_DIR);
     else if (lead && qkt_mkdirs(run_dir, err) != 0) st = QKT_ABLATE_ERR_DIR;
     else if (lead && qkt_dir_lock(&lk, run_dir, err) != 0) st = QKT_ABLATE_ERR_LOCKED;
     if ((st = agree(st, err)) == QKT_ABLATE_OK) st = locked(c, run_dir, o, err);

@@ -11,7 +11,7 @@
 
 /* The maps of one cell: vals = init then final, each (L, H, T, T). 0, or -1 when the
  * file is absent (no message) or not a maps file (message, skipped). */
-static int read_maps(const char *run_dir, const char *id, double **vals, int *L, int *H, int *T) {
+static int read_maps(const char *run_dir, const char *id, const qkt_gpt_config *m, double **vals, int *L, int *H, int *T) {
     char path[1200], old[1200];
     qkt_cell_maps_path(run_dir, id, path, sizeof path);
     if (!qkt_file_exists(path)) {
@@ -25,9 +25,13 @@ static int read_maps(const char *run_dir, const char *id, double **vals, int *L,
     if (qkt_safetensors_read(path, &st, &e) != 0) return qkt_logf(QKT_LOG_WARN, "qkt: %s, skipped", e.msg), -1;
     const qkt_st_tensor *a = qkt_safetensors_find(&st, QKT_MAPS_INIT), *b = qkt_safetensors_find(&st, QKT_MAPS_FINAL);
     bool ok = a && b && a->ndim == 4 && b->ndim == 4 && !memcmp(a->shape, b->shape, 4 * sizeof a->shape[0]);
-    for (int i = 0; ok && i < 4; i++) ok = a->shape[i] > 0 && a->shape[i] <= (i < 2 ? 1024 : 65536);
+    /* the run's L and H, square T x T maps with T up to its block size: a file of older qkt
+     * carries no checksums, so its shape is all that stands between it and the drawing */
+    ok = ok && a->shape[0] == m->n_layer && a->shape[1] == m->n_head && a->shape[2] == a->shape[3] && a->shape[2] > 0 &&
+         a->shape[2] <= m->block_size;
     if (!ok) {
-        qkt_logf(QKT_LOG_WARN, "qkt: %s: expected tensors %s and %s of one shape (L, H, T, T), skipped", path, QKT_MAPS_INIT, QKT_MAPS_FINAL);
+        qkt_logf(QKT_LOG_WARN, "qkt: %s: expected tensors %s and %s of one shape (L %d, H %d, T, T) with T <= %d, skipped", path,
+                 QKT_MAPS_INIT, QKT_MAPS_FINAL, m->n_layer, m->n_head, m->block_size);
         qkt_safetensors_free(&st);
         return -1;
     }
@@ -61,8 +65,15 @@ static void draw_maps(qkt__report *r, const char *name, int d, const double *val
     char out[1200], title[128];
     snprintf(out, sizeof out, "%s/attn_%s.png", r->dir, name);
     snprintf(title, sizeof title, "Attention, %s, d_k = %d: init (top) and trained (bottom)", name, d);
+    /* One row of L x H panels at init and one trained; past 64 panels a row per layer (H of
+     * them, 2 L rows), and panels small enough for the image's 16384-pixel sides. */
+    int gc = L * H <= 64 ? L * H : H, gr = 2 * L * H / gc, P = 160;
+    int pw = (15000 - (gc - 1) * 16) / gc, ph = (15000 - gr * 48) / gr; /* 16 px gaps, caption bands */
+    if (P > pw) P = pw;
+    if (P > ph) P = ph;
+    if (P < 16) P = 16;
     qkt_heatmap_grid g = {.title = title, .xlabel = "key", .ylabel = "query", .panels = panels, .n_panels = 2 * L * H,
-                          .grid_cols = L * H, .vmin = 0, .vmax = 1, .bar_label = "probability"};
+                          .grid_cols = gc, .panel_px = P, .vmin = 0, .vmax = 1, .bar_label = "probability"};
     qkt__report_plot_done(r, qkt_plot_heatmap_grid(out, &g, NULL, r->err), out);
     qkt_buf_printf(&r->md, "![%s](./attn_%s.png)\n", name, name); /* ./: a name with ":" (power:0.75) is not a URL scheme */
     free(panels);
@@ -81,7 +92,7 @@ void qkt__report_part_maps(qkt__report *r) {
             if (!plan[i].maps || plan[i].variant != c->variants[v]) continue;
             double *vals = NULL;
             int L, H, T;
-            if (read_maps(r->dir, plan[i].id, &vals, &L, &H, &T) == 0)
+            if (read_maps(r->dir, plan[i].id, &c->run.tc.model, &vals, &L, &H, &T) == 0)
                 draw_maps(r, qkt_attn_scale_name(c->variants[v]), plan[i].d_k, vals, L, H, T);
             free(vals);
             break;

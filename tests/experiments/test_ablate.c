@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "qkt_ablate.h"
@@ -226,9 +227,54 @@ int main(void) {
     EXPECT(rc == 0 && strstr(out, "warning: 1 planned cell is missing") && strstr(out, "train_none_dk8_s1"),
            "--report-only with a cell missing (%d): %s", rc, out);
 
+    /* FIFOs where the missing cell's log and progress go: the rerun replaces them (the open of
+     * either blocked for ever, the parent in the spawn) and recomputes the cell. */
+    const char *fifos[] = {"log", "progress"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/t/cells/train_none_dk8_s1.%s", tmp, fifos[i]);
+        remove(path);
+        EXPECT(mkfifo(path, 0644) == 0, "mkfifo %s", path);
+    }
+    snprintf(cmd, sizeof cmd, "timeout 300 %s ablate --name t --out %s %s", qkt_test_bin(), tmp, tiny);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    snprintf(path, sizeof path, "%s/t/cells/train_none_dk8_s1.csv", tmp);
+    EXPECT(rc == 0 && qkt_file_exists(path), "rerun with FIFOs for a cell's log and progress (%d): %s", rc, out);
+
+    /* A map without checksums (as an older qkt wrote) of a shape that is not the run's (L, H, T, T):
+     * skipped with a line, not drawn from past its data (a [1, 1, 4096, 1] map crashed the plot) */
+    const uint64_t hl = 160;
+    char hdr[161];
+    int hn = snprintf(hdr, sizeof hdr, "{\"attn.init\":{\"dtype\":\"F32\",\"shape\":[1,1,4096,1],\"data_offsets\":[0,16384]},"
+                                       "\"attn.final\":{\"dtype\":\"F32\",\"shape\":[1,1,4096,1],\"data_offsets\":[16384,32768]}}");
+    memset(hdr + hn, ' ', (size_t)(hl - hn)); /* padded to its 8-byte multiple */
+    FILE *mf = fopen(maps_new, "wb");
+    EXPECT(mf && hn < (int)hl, "cannot write %s", maps_new);
+    if (mf) {
+        static const float zeros[8192];
+        fwrite(&hl, 8, 1, mf), fwrite(hdr, 1, hl, mf), fwrite(zeros, sizeof zeros, 1, mf), fclose(mf);
+    }
+    snprintf(cmd, sizeof cmd, "%s plot %s", qkt_test_bin(), run);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0 && strstr(out, "train_none_dk8_s0.attn.safetensors: expected tensors") && strstr(out, "(L 2, H 2, T, T)") &&
+               strstr(out, "skipped"),
+           "qkt plot on a map of another shape (%d): %s", rc, out);
+
+    /* A directory that holds files but no study is not taken over (`--name ..` named the one above) */
+    snprintf(path, sizeof path, "%s/foreign", tmp);
+    EXPECT(mkdir(path, 0755) == 0, "mkdir %s", path);
+    snprintf(path, sizeof path, "%s/foreign/report.md", tmp);
+    FILE *ff = fopen(path, "w");
+    if (ff) fputs("mine\n", ff), fclose(ff);
+    snprintf(cmd, sizeof cmd, "%s ablate --name foreign --out %s %s", qkt_test_bin(), tmp, tiny);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    char *mine = qkt_test_read_file(path, NULL);
+    EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "holds files but no study") && mine && !strcmp(mine, "mine\n"),
+           "a directory of other files as the study's (%d): %s", rc, out);
+    free(mine);
+
     /* Bad flags: one line, exit 2. */
     const char *bad[] = {"--variants sqrt_dk,bogus", "--d-k 0", "--seeds -1", "--lr -3", "--lr-grid 1e-3,x", "--preset huge",
-                         "--steps", "--frobnicate 1", "--task nosuchtask"};
+                         "--steps", "--frobnicate 1", "--task nosuchtask", "--name ..", "--name ."};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(cmd, sizeof cmd, "%s ablate --out %s/bad %s", qkt_test_bin(), tmp, bad[i]);
         rc = qkt_test_run(cmd, out, sizeof out);
