@@ -1,5 +1,6 @@
 /* qkt ablate: the sqrt(d_k) study. Flags -> a config (the preset plus the flags), then
  * the library's one call (qkt_ablate_run_study: lock, resume check, run, report). */
+#include <ctype.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -169,14 +170,33 @@ static int bad_setting(const char *flag, const char *key, const qkt_err *err) {
     return 2;
 }
 
-/* The command as typed, minus --workers (a machine setting, not part of the study) and
- * --report-only (report.md's "Reproduce:" line must rerun the study). */
+/* " arg" onto the command at *k, in single quotes unless it is made of characters no shell
+ * reads specially (an out path with a space, a name with '$(...)'); ' itself as '\''. */
+static void append_arg(qkt_ablate_cfg *c, size_t *k, const char *arg) {
+    bool plain = *arg != 0;
+    for (const char *p = arg; plain && *p; p++) plain = isalnum((unsigned char)*p) || strchr("_./:=,+@%-", *p);
+    char q[3000];
+    size_t n = 0;
+    if (!plain) {
+        q[n++] = '\'';
+        for (const char *p = arg; *p && n + 6 < sizeof q; p++)
+            if (*p == '\'') memcpy(q + n, "'\\''", 4), n += 4;
+            else q[n++] = *p;
+        q[n++] = '\'';
+    }
+    q[n] = 0;
+    if (*k < sizeof c->command) *k += (size_t)snprintf(c->command + *k, sizeof c->command - *k, " %s", plain ? arg : q);
+}
+
+/* The command as typed (each argument as the shell needs it), minus --workers (a machine
+ * setting, not part of the study) and --report-only (report.md's "Reproduce:" line must
+ * rerun the study). */
 static void command_line(int argc, char **argv, qkt_ablate_cfg *c) {
     size_t k = (size_t)snprintf(c->command, sizeof c->command, "qkt ablate");
-    for (int i = 1; i < argc && k < sizeof c->command; i++) {
+    for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--workers")) { i++; continue; }
         if (!strncmp(argv[i], "--workers=", 10) || !strncmp(argv[i], "--report-only", 13)) continue;
-        k += (size_t)snprintf(c->command + k, sizeof c->command - k, " %s", argv[i]);
+        append_arg(c, &k, argv[i]);
     }
 }
 

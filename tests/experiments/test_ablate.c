@@ -272,6 +272,18 @@ int main(void) {
            "a directory of other files as the study's (%d): %s", rc, out);
     free(mine);
 
+    /* The "Reproduce:" line quotes what the shell would split or run: it reruns the study as typed */
+    snprintf(cmd, sizeof cmd,
+             "%s ablate --preset quick --variants sqrt_dk --seeds 1 --steps 4 --task2 none --lr-grid 0.003 --lr-variants sqrt_dk "
+             "--lr-steps 2 --start-d-k 0 --init-d-k 4 --growth-d-k 4 --d-k 4 --lr-d-k 4 --out %s --name 'a b$(x)'\\''q'",
+             qkt_test_bin(), tmp);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    snprintf(path, sizeof path, "%s/a b$(x)'q/report.md", tmp);
+    char *rmd = qkt_test_read_file(path, NULL);
+    EXPECT(rc == 0 && rmd && strstr(rmd, "--name 'a b$(x)'\\''q'`"), "the Reproduce line of a name with a space, $( and ' (%d): %s",
+           rc, out);
+    free(rmd);
+
     /* Bad flags: one line, exit 2. */
     const char *bad[] = {"--variants sqrt_dk,bogus", "--d-k 0", "--seeds -1", "--lr -3", "--lr-grid 1e-3,x", "--preset huge",
                          "--steps", "--frobnicate 1", "--task nosuchtask", "--name ..", "--name ."};
