@@ -123,7 +123,7 @@ static void sums_init(qkt_ablate_efficiency *e, double peak) {
 static void add_cell(const char *run_dir, const qkt_cell *cell, qkt_ablate_efficiency *e) {
     char path[1100];
     qkt_cell_paths(run_dir, cell->id, path, NULL, NULL, sizeof path);
-    if (!qkt_cell_done(path, NULL, 0)) return;
+    if (!qkt_cell_done_id(path, cell->id, NULL, 0)) return;
     double f, ev, s;
     char why[200];
     qkt_cell_cost_path(run_dir, cell->id, path, sizeof path);

@@ -103,7 +103,7 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
                  n, c->n_init_dk, QKT_STUDY_N_FIXED, c->n_variants, c->n_dk, c->seeds, c->task2[0] ? c->n_task2_dk : 0, n_start, c->n_lr_variants,
                  c->n_lr, c->lr_seeds, c->n_growth_dk, QKT_STUDY_N_GROWTH, c->workers);
     qkt_sweep s = {exe, run_dir, c->workers, n, ids, w, verbose, stop, qkt_dist_size() > 1, isa,
-                   exe ? NULL : qkt__ablate_cell_in_child, NULL};
+                   exe ? NULL : qkt__ablate_cell_in_child, NULL, true};
     qkt_sweep_result res;
     int rc = qkt_sweep_run(&s, &res, err);
     if (rc) {

@@ -16,6 +16,14 @@
 /* ---------------------------------------------------------------- gather */
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* A cell file's rows are its own: each starts with the id its name gives (name minus
+ * ".csv"); init_iid.csv alone holds the rows of several ids (the GPT-free part 1). */
+static int rows_of(const char *text, size_t body, const char *name, char *why, size_t why_n) {
+    char id[256];
+    snprintf(id, sizeof id, "%.*s", (int)(strlen(name) - 4), name);
+    return qkt_cell_rows_check(text, body, id, why, why_n);
+}
+
 int qkt__report_gather(const char *run_dir, qkt_err *err) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/cells", run_dir);
@@ -42,7 +50,8 @@ int qkt__report_gather(const char *run_dir, qkt_err *err) {
         char *text = qkt_read_file(path, &len, err), why[200];
         if (!text) {
             rc = -1;
-        } else if (qkt_cell_check(text, len, &body, why, sizeof why) != 0) {
+        } else if (qkt_cell_check(text, len, &body, why, sizeof why) != 0 || (strcmp(names[i], "init_iid.csv") &&
+                                                                              rows_of(text, body, names[i], why, sizeof why))) {
             rc = qkt_err_set(err, "%s %s: rerun the qkt ablate command of this run to recompute it", path, why);
         } else {
             text[body] = 0; /* metrics.csv holds the rows, not the seals */
@@ -92,7 +101,7 @@ int qkt_ablate_missing(const char *run_dir, const qkt_ablate_cfg *c, char *ids_o
     for (int i = 0; i < n; i++) {
         char csv[1200];
         qkt_cell_paths(run_dir, plan[i].id, csv, NULL, NULL, sizeof csv);
-        done[i] = qkt_cell_done(csv, NULL, 0);
+        done[i] = qkt_cell_done_id(csv, plan[i].id, NULL, 0);
         if (done[i]) continue;
         if (missing < 8) qkt_buf_printf(ids, "%s%s", missing ? ", " : "", plan[i].id);
         missing++;

@@ -54,7 +54,26 @@ int qkt_cell_check(const char *text, size_t n, size_t *body, char *why, size_t w
     return 0;
 }
 
-bool qkt_cell_done(const char *csv_path, char *why, size_t why_n) {
+int qkt_cell_rows_check(const char *body, size_t n, const char *id, char *why, size_t why_n) {
+    char tmp[8];
+    if (!why) why = tmp, why_n = sizeof tmp;
+    if (n == 0) return snprintf(why, why_n, "holds no rows"), -1;
+    size_t k = strlen(id);
+    for (size_t i = 0; i < n;) {
+        if (n - i <= k || memcmp(body + i, id, k) || body[i + k] != ',') {
+            size_t e = i;
+            while (e < n && body[e] != ',' && body[e] != '\n' && e - i < 80) e++;
+            return snprintf(why, why_n, "holds a row of '%.*s', not of %s (another cell's file?)", (int)(e - i), body + i, id), -1;
+        }
+        const char *nl = memchr(body + i, '\n', n - i);
+        i = nl ? (size_t)(nl - body) + 1 : n;
+    }
+    return 0;
+}
+
+bool qkt_cell_done(const char *csv_path, char *why, size_t why_n) { return qkt_cell_done_id(csv_path, NULL, why, why_n); }
+
+bool qkt_cell_done_id(const char *csv_path, const char *id, char *why, size_t why_n) {
     if (why && why_n) why[0] = 0;
     if (!qkt_file_exists(csv_path)) return false;
     size_t n;
@@ -64,7 +83,8 @@ bool qkt_cell_done(const char *csv_path, char *why, size_t why_n) {
         if (why) snprintf(why, why_n, "%s", err.msg);
         return false;
     }
-    bool ok = qkt_cell_check(text, n, NULL, why, why_n) == 0;
+    size_t body;
+    bool ok = qkt_cell_check(text, n, &body, why, why_n) == 0 && (!id || qkt_cell_rows_check(text, body, id, why, why_n) == 0);
     free(text);
     return ok;
 }
@@ -160,7 +180,7 @@ static void sweep_plan(sweep_state *st) {
         st->weight[i] = s->cell_weights ? s->cell_weights[i] : 1;
         st->total_w += st->weight[i];
         char why[200];
-        if (qkt_cell_done(path, why, sizeof why)) {
+        if (qkt_cell_done_id(path, s->rows_named ? s->cell_ids[i] : NULL, why, sizeof why)) {
             st->res->skipped++;
             st->done_w += st->weight[i];
         } else {
@@ -216,7 +236,7 @@ static void reap(sweep_state *st, int i, int ws) {
     st->finished++;
     st->done_w += st->weight[i];
     qkt_cell_paths(s->run_dir, s->cell_ids[i], path, NULL, NULL, sizeof path);
-    bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && qkt_cell_done(path, NULL, 0);
+    bool ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && qkt_cell_done_id(path, s->rows_named ? s->cell_ids[i] : NULL, NULL, 0);
     if (st->follower) { /* rank 0 counts and reports it */
         qkt__sweep_dist_reaped(st, i, ok, ws);
         return;

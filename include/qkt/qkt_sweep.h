@@ -38,6 +38,9 @@ typedef struct {
      * threads: it must run one thread (qkt_set_threads(1)), as OpenMP does not survive a fork. */
     int (*cell_fn)(const char *run_dir, const char *id, qkt_err *err, void *user);
     void *cell_user;
+    bool rows_named; /* every row of a cell's csv starts with the cell's id and a comma: a
+                        sealed file whose rows do not (another cell's, copied over it) is not
+                        finished, and is rerun (qkt_cell_done_id) */
 } qkt_sweep;
 
 typedef struct {
@@ -55,6 +58,12 @@ void qkt_cell_seal(qkt_buf *b);
 int qkt_cell_check(const char *text, size_t n, size_t *body, char *why, size_t why_n);
 /* Does the cell's csv exist and pass qkt_cell_check? why (may be NULL) says what is wrong. */
 bool qkt_cell_done(const char *csv_path, char *why, size_t why_n);
+/* qkt_cell_done, and (id not NULL) the file holds at least one row and every row starts
+ * with "id,". */
+bool qkt_cell_done_id(const char *csv_path, const char *id, char *why, size_t why_n);
+/* 0 when the body (n bytes of rows, each ending in '\n') has a row and every row starts
+ * with "id,"; -1 with why. */
+int qkt_cell_rows_check(const char *body, size_t n, const char *id, char *why, size_t why_n);
 void qkt_cell_paths(const char *run_dir, const char *id, char *csv, char *log, char *progress, size_t n);
 
 #ifdef __cplusplus

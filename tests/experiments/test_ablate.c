@@ -240,6 +240,35 @@ int main(void) {
     snprintf(path, sizeof path, "%s/t/cells/train_none_dk8_s1.csv", tmp);
     EXPECT(rc == 0 && qkt_file_exists(path), "rerun with FIFOs for a cell's log and progress (%d): %s", rc, out);
 
+    /* Another cell's sealed file under this cell's name, and a sealed file of no rows: qkt plot
+     * refuses naming the row, and the study's rerun recomputes both (they were taken as done) */
+    char keep[1024], other[1024], emptyc[1024];
+    snprintf(keep, sizeof keep, "%s/t/cells/train_none_dk8_s1.csv", tmp);
+    snprintf(other, sizeof other, "%s/t/cells/train_none_dk8_s0.csv", tmp);
+    snprintf(emptyc, sizeof emptyc, "%s/t/cells/train_sqrt_dk_dk8_s1.csv", tmp);
+    size_t kn = 0, en = 0;
+    char *kb = qkt_test_read_file(keep, &kn), *eb = qkt_test_read_file(emptyc, &en), *ob = qkt_test_read_file(other, NULL);
+    EXPECT(kb && eb && ob, "cannot read the cells' files");
+    if (kb && eb && ob) {
+        FILE *cf = fopen(keep, "wb");
+        if (cf) fputs(ob, cf), fclose(cf);
+        cf = fopen(emptyc, "wb");
+        if (cf) fputs("#end rows=0 crc32c=00000000\n", cf), fclose(cf);
+        snprintf(cmd, sizeof cmd, "%s plot %s", qkt_test_bin(), run);
+        rc = qkt_test_run(cmd, out, sizeof out);
+        EXPECT(rc != 0 && strstr(out, "holds a row of 'train_none_dk8_s0', not of train_none_dk8_s1"),
+               "qkt plot with another cell's file under a cell's name (%d): %s", rc, out);
+        snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s", qkt_test_bin(), tmp, tiny);
+        rc = qkt_test_run(cmd, out, sizeof out);
+        size_t k2 = 0, e2 = 0;
+        char *k2b = qkt_test_read_file(keep, &k2), *e2b = qkt_test_read_file(emptyc, &e2);
+        EXPECT(rc == 0 && strstr(out, "holds no rows: rerunning") && k2b && k2 == kn && !memcmp(k2b, kb, kn) && e2b && e2 == en &&
+                   !memcmp(e2b, eb, en),
+               "the rerun recomputes both cells as they were (%d): %s", rc, out);
+        free(k2b), free(e2b);
+    }
+    free(kb), free(eb), free(ob);
+
     /* A map without checksums (as an older qkt wrote) of a shape that is not the run's (L, H, T, T):
      * skipped with a line, not drawn from past its data (a [1, 1, 4096, 1] map crashed the plot) */
     const uint64_t hl = 160;
