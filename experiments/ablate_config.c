@@ -1,6 +1,7 @@
 /* `qkt ablate` configuration: the study's own settings (one table, `keys`), its limits on
  * the model and training fields (the field table, qkt_train_fields.h), the presets (data:
  * settings as text), setting one from text, validation. config.json: ablate_json.c. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,9 @@ int qkt_ablate_parse_variant(const char *field, const char *name, qkt_attn_scale
 static int set_list(qkt_ablate_cfg *c, const qkt__ab_key *k, const char *text, qkt_err *err) {
     char buf[1024];
     if (strlen(text) >= sizeof buf) return qkt_err_set(err, "%s: list too long", k->key);
+    size_t tl = strlen(text); /* strtok would drop an empty item ("16,,64") without a word */
+    if (tl && (text[0] == ',' || text[tl - 1] == ',' || strstr(text, ",,")))
+        return qkt_err_set(err, "%s '%s': an empty item in the comma-separated list", k->key, text);
     snprintf(buf, sizeof buf, "%s", text);
     char *base = (char *)c + k->off;
     int *n = (int *)((char *)c + k->n_off);
@@ -181,14 +185,14 @@ int qkt_ablate_set(qkt_ablate_cfg *c, const char *key, const char *text, qkt_err
         return 0;
     case QKT__K_INT: {
         long v = strtol(text, &end, 10);
-        if (!*text || *end || errno || v < k->lo || v > k->hi)
+        if (!*text || isspace((unsigned char)*text) || *end || errno || v < k->lo || v > k->hi)
             return qkt_err_set(err, "%s '%s': expected an integer in [%.0f, %.0f]", key, text, k->lo, k->hi);
         *(int *)p = (int)v;
         return 0;
     }
     case QKT__K_DBL: {
         double v = strtod(text, &end);
-        if (!*text || *end || !isfinite(v) || (k->lo_open ? !(v > k->lo) : !(v >= k->lo)) || v > k->hi)
+        if (!*text || isspace((unsigned char)*text) || *end || !isfinite(v) || (k->lo_open ? !(v > k->lo) : !(v >= k->lo)) || v > k->hi)
             return qkt_err_set(err, "%s '%s': expected a number %s", key, text, k->lo_open ? "> 0" : "in [0, 1]");
         *(double *)p = v;
         return 0;

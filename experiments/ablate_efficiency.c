@@ -99,6 +99,10 @@ static int read_cost(const char *path, double *f, double *e, double *s, char *wh
     return -1;
 }
 
+/* What measures the peak again: a study that starts with no sgemm_peak.txt measures it, cells
+ * left or not (a rerun alone keeps a damaged one). */
+#define REMEASURE "delete it and rerun the study's qkt ablate command to measure it again"
+
 /* sgemm_peak.txt's GFLOP/s into *peak (0 if the file is absent); -1 with err if it cannot be read. */
 static int read_peak(const char *run_dir, double *peak, qkt_err *err) {
     char path[1100], line[256], why[200];
@@ -106,10 +110,10 @@ static int read_peak(const char *run_dir, double *peak, qkt_err *err) {
     *peak = 0;
     int rc = read_record(path, line, sizeof line, why, sizeof why);
     if (rc == 1) return 0;
-    if (rc != 0) return qkt_err_set(err, "%s %s (rerun the study to measure it again)", path, why);
+    if (rc != 0) return qkt_err_set(err, "%s %s (" REMEASURE ")", path, why);
     if (sscanf(line, "gflops=%lf", peak) == 1 && isfinite(*peak) && *peak > 0) return 0;
     *peak = 0;
-    return qkt_err_set(err, "%s: expected 'gflops=G n=N isa=I' with G > 0 (rerun the study to measure it again)", path);
+    return qkt_err_set(err, "%s: expected 'gflops=G n=N isa=I' with G > 0 (" REMEASURE ")", path);
 }
 
 /* Sums with the peak and nothing counted yet. */

@@ -315,7 +315,8 @@ int main(void) {
 
     /* Bad flags: one line, exit 2. */
     const char *bad[] = {"--variants sqrt_dk,bogus", "--d-k 0", "--seeds -1", "--lr -3", "--lr-grid 1e-3,x", "--preset huge",
-                         "--steps", "--frobnicate 1", "--task nosuchtask", "--name ..", "--name ."};
+                         "--steps", "--frobnicate 1", "--task nosuchtask", "--name ..", "--name .", "--d-k 16,,64",
+                         "--variants sqrt_dk,", "--steps ' 5'"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(cmd, sizeof cmd, "%s ablate --out %s/bad %s", qkt_test_bin(), tmp, bad[i]);
         rc = qkt_test_run(cmd, out, sizeof out);
