@@ -363,6 +363,10 @@ static int parse(int argc, char **argv, bench_args *a) {
     /* One thing to time: the modes exclude each other, and --ops times fixed shapes. */
     if (a->want_peak + a->want_shapes + a->want_ops > 1)
         return fprintf(stderr, "qkt bench: --sgemm-peak, --gemm-shapes and --ops each time something else: give one of them\n"), 2;
+    if ((a->want_ops || a->want_peak || a->want_shapes) && qkt_flag_seen(flags, nf, "peak"))
+        return fprintf(stderr, "qkt bench: --peak sets a step's MFU denominator: %s prints no MFU\n",
+                       a->want_ops ? "--ops" : a->want_peak ? "--sgemm-peak" : "--gemm-shapes"),
+               2;
     if ((a->want_ops || a->want_peak) && (a->config || sizes_set(z) || a->replicas != bench_defaults.replicas))
         return fprintf(stderr, "qkt bench: %s times fixed shapes: --config, the model flags and --replicas do not apply\n",
                        a->want_ops ? "--ops" : "--sgemm-peak"),

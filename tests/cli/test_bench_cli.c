@@ -78,6 +78,9 @@ int main(void) {
 
     EXPECT(run("--help") == 0 && strstr(out, "--sgemm-peak") && strstr(out, "--gemm-shapes") && strstr(out, "--ops"), "--help:\n%s", out);
     expect_bad("--config huge", "--config 'huge': expected tiny, small, medium, cell32 or cell128");
+    expect_bad("--sgemm-peak --peak 5", "--peak sets a step's MFU denominator: --sgemm-peak prints no MFU"); /* was ignored */
+    expect_bad("--gemm-shapes --peak 5", "--gemm-shapes prints no MFU");
+    expect_bad("--ops --peak 5", "--ops prints no MFU");
     expect_bad("--config tiny --steps 0", "--steps '0'");
     expect_bad("--n-embd 30 --n-head 4", "--n-head 4: expected a divisor of the width 30");
     expect_bad("", "--config");
