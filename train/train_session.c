@@ -199,7 +199,19 @@ qkt_session_status qkt_session_open(qkt_session *s, const qkt_train_run *r, cons
     return st ? st : qkt__session_open_dir(s, dir, resume, err);
 }
 
+static int write_json(const qkt_session *s, qkt_err *err) {
+    char *json = qkt_train_run_json(&s->run);
+    int rc = qkt_write_atomic(s->p_json, json, strlen(json), err);
+    free(json);
+    return rc;
+}
+
 static int begin_here(qkt_session *s, qkt_err *err) {
+    /* A new run's train.json comes before its log: killed between the two, the directory
+     * holds a run to resume, never a log without train.json (which a new run refuses as
+     * another's). A resumed run's is rewritten after the log's checks pass. */
+    bool fresh = !qkt_file_exists(s->p_json);
+    if (fresh && write_json(s, err)) return -1;
     /* the rows to keep: from step 0 the validation row 0 is redone, so it goes too, as
      * does a row whose validation was cut short (s->pending) */
     int64_t keep = s->t.step ? s->t.step - (s->pending != NULL) : -1;
@@ -216,10 +228,7 @@ static int begin_here(qkt_session *s, qkt_err *err) {
     if (cut.last_kept < keep)
         qkt_buf_printf(&s->notes, "%s has rows up to step %lld only; the rows of steps %lld-%lld are missing\n", s->p_log,
                        (long long)cut.last_kept, (long long)cut.last_kept + 1, (long long)keep);
-    char *json = qkt_train_run_json(&s->run);
-    int rc = qkt_write_atomic(s->p_json, json, strlen(json), err);
-    free(json);
-    if (rc) return -1;
+    if (!fresh && write_json(s, err)) return -1;
     if (!(s->log = fopen(s->p_log, "a"))) return qkt_err_set(err, "%s: cannot open: %s", s->p_log, strerror(errno));
     return 0;
 }
