@@ -116,13 +116,15 @@ static void copy_edited(const char *src, const char *dst, const char *from, cons
 #define MQ QKT_TEST_TINY_DATA
 
 /* The fixtures, all inside the temp dir (the cwd of every run). */
-/* optim.v[0] = -1 (qkt_test_ckpt_edit) */
+/* optim.v[0] = -1 in the checkpoint's dtype (qkt_test_ckpt_edit) */
 static void negative_v(qkt_safetensors *st, qkt_st_meta *meta, uint8_t *data, void *user) {
     (void)meta, (void)user;
-    float minus1 = -1;
+    const qkt_st_tensor *t = qkt_safetensors_find(st, "optim.v");
     uint8_t *v = qkt_test_ckpt_tensor(st, data, "optim.v");
-    EXPECT(v != NULL, "optim.v in the checkpoint");
-    if (v) memcpy(v, &minus1, sizeof minus1);
+    EXPECT(t && v && (t->dtype == QKT_ST_F32 || t->dtype == QKT_ST_F64), "optim.v (F32 or F64) in the checkpoint");
+    float f = -1;
+    double d = -1;
+    if (t && v) t->dtype == QKT_ST_F64 ? memcpy(v, &d, sizeof d) : memcpy(v, &f, sizeof f);
 }
 
 static void make_fixtures(void) {
@@ -341,7 +343,11 @@ static const bad_case cases[] = {
     {"train " MQ " --seed=\t-1", 2, "--seed", NULL},
     {"sample --ckpt good.st --seed=\t-1", 2, "--seed", NULL},
     {"train " MQ " --lr=\t0.1", 2, "--lr", NULL},
+#ifdef QKT_DOUBLE /* the float64 build: its smallest normal is the flags' own bound (a subnormal is refused) */
+    {"step --ckpt good.st --batch batch.st --out g.st --eps 1e-310", 2, "--eps", "subnormal"},
+#else
     {"step --ckpt good.st --batch batch.st --out g.st --eps 1e-300", 2, "--eps", "1.17549e-38"},
+#endif
     {"data --show mqar --seed 1 --seed 2", 2, "--seed given twice", NULL},
     {"data --show mqar --seed=\t-1", 2, "--seed", NULL},
 };
