@@ -119,14 +119,11 @@ static pid_t fork_cell(const qkt_sweep *s, const char *id, const char *log) {
 }
 
 static pid_t spawn_cell(const qkt_sweep *s, const char *id) {
-    char log[1024];
-    qkt_cell_paths(s->run_dir, id, NULL, log, NULL, sizeof log);
-    /* The log is rewritten whole: what is there goes first, so a FIFO in its place (nobody
-     * reading it) cannot block the open for ever */
-    (void)unlink(log);
-    char prog[1024];
-    qkt_cell_paths(s->run_dir, id, NULL, NULL, prog, sizeof prog); /* rewritten whole as well */
-    (void)unlink(prog);
+    char log[1024], prog[1024];
+    qkt_cell_paths(s->run_dir, id, NULL, log, prog, sizeof log);
+    /* Both are rewritten whole: what is there goes first, so a FIFO in their place (nobody
+     * reading it) cannot block an open for ever */
+    (void)unlink(log), (void)unlink(prog);
     if (!s->exe) return fork_cell(s, id, log);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -158,15 +155,10 @@ static pid_t spawn_cell(const qkt_sweep *s, const char *id) {
 static bool read_progress(const qkt_sweep *s, const char *id, long *step, long *total, double *loss) {
     char path[1024];
     qkt_cell_paths(s->run_dir, id, NULL, NULL, path, sizeof path);
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO there must not block the open */
-    struct stat st;
-    FILE *f = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
-    if (!f) {
-        if (fd >= 0) close(fd);
-        return false;
-    }
-    bool ok = fscanf(f, "%ld %ld %lf", step, total, loss) == 3;
-    fclose(f);
+    qkt_err err;
+    char *text = qkt_read_file(path, NULL, &err); /* refuses a FIFO there without blocking on it */
+    bool ok = text && sscanf(text, "%ld %ld %lf", step, total, loss) == 3;
+    free(text);
     return ok;
 }
 
