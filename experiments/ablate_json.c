@@ -2,6 +2,8 @@
  * keys (ablate_config.c), interleaved by their position; read back with each key's type
  * checked, then validated. */
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +52,7 @@ static void put_key(cJSON *j, const qkt__ab_key *k, const qkt_ablate_cfg *c) {
     }
 }
 
-char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
+static cJSON *config_object(const qkt_ablate_cfg *c) {
     qkt_train_field fs[64];
     int nf = qkt_ablate_fields(fs, 64);
     cJSON *j = cJSON_CreateObject();
@@ -60,9 +62,39 @@ char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
         for (int i = 0; i < qkt__n_ab_keys; i++)
             if (qkt__ab_keys[i].order == order) put_key(j, &qkt__ab_keys[i], c);
     }
+    return j;
+}
+
+char *qkt_ablate_config_json(const qkt_ablate_cfg *c) {
+    cJSON *j = config_object(c);
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
     return text;
+}
+
+/* config.json's last key, QKT_ABLATE_CONFIG_CRC: the CRC-32C of the file as written with
+ * "00000000" in its place (as a checkpoint's header is sealed). In text (n bytes), the offset
+ * of that key's 8 digits, or -1 if the key's last occurrence has no 8-digit string value. */
+static ptrdiff_t crc_digits(const char *text, size_t n) {
+    static const char key[] = "\"" QKT_ABLATE_CONFIG_CRC "\"";
+    size_t kn = sizeof key - 1;
+    for (size_t i = n >= kn ? n - kn + 1 : 0; i-- > 0;) {
+        if (memcmp(text + i, key, kn)) continue;
+        size_t p = i + kn;
+        while (p < n && (text[p] == ' ' || text[p] == '\t' || text[p] == '\n' || text[p] == '\r')) p++;
+        if (p >= n || text[p++] != ':') return -1;
+        while (p < n && (text[p] == ' ' || text[p] == '\t' || text[p] == '\n' || text[p] == '\r')) p++;
+        if (p + 10 > n || text[p] != '"' || text[p + 9] != '"') return -1;
+        return (ptrdiff_t)p + 1;
+    }
+    return -1;
+}
+
+/* The CRC-32C of text with the 8 digits at d read as "00000000". */
+static uint32_t crc_sealed(const char *text, size_t n, size_t d) {
+    uint32_t crc = qkt_crc32c(0, text, d);
+    crc = qkt_crc32c(crc, "00000000", 8);
+    return qkt_crc32c(crc, text + d + 8, n - d - 8);
 }
 
 int qkt_ablate_check_dir(const char *run_dir, qkt_err *err) {
@@ -75,11 +107,18 @@ int qkt_ablate_check_dir(const char *run_dir, qkt_err *err) {
 
 int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err) {
     if (qkt_ablate_check_dir(run_dir, err) != 0) return -1;
-    char *text = qkt_ablate_config_json(c);
+    cJSON *j = config_object(c);
+    cJSON_AddStringToObject(j, QKT_ABLATE_CONFIG_CRC, "00000000");
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
     char path[1024];
     snprintf(path, sizeof path, "%s/config.json", run_dir);
     size_t n = strlen(text);
     text[n] = '\n'; /* cJSON's buffer has the NUL there; write it as a newline */
+    ptrdiff_t d = crc_digits(text, n + 1);
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08x", crc_sealed(text, n + 1, (size_t)d));
+    memcpy(text + d, hex, 8);
     int rc = qkt_write_atomic(path, text, n + 1, err);
     free(text);
     return rc;
@@ -183,6 +222,36 @@ int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err)
     return rc;
 }
 
+/* Is name one of config.json's keys: a field's, one of the study's own, or the CRC's? */
+static bool known_key(const char *name, const qkt_train_field *fs, int nf) {
+    if (!strcmp(name, QKT_ABLATE_CONFIG_CRC)) return true;
+    for (int i = 0; i < nf; i++)
+        if (!strcmp(name, fs[i].name)) return true;
+    for (int i = 0; i < qkt__n_ab_keys; i++)
+        if (!strcmp(name, qkt__ab_keys[i].key)) return true;
+    return false;
+}
+
+/* A config.json with QKT_ABLATE_CONFIG_CRC must match it: an edited or damaged file would
+ * change what the report says of cells trained with other settings. One without the key (a
+ * study made before it) is read as it is. */
+static int check_crc(const char *text, size_t n, const char *path, cJSON *j, qkt_err *err) {
+    cJSON *k = cJSON_GetObjectItemCaseSensitive(j, QKT_ABLATE_CONFIG_CRC);
+    if (!k) return 0;
+    ptrdiff_t d = crc_digits(text, n);
+    bool hex = cJSON_IsString(k) && d >= 0 && strlen(k->valuestring) == 8;
+    for (int i = 0; hex && i < 8; i++) hex = strchr("0123456789abcdef", k->valuestring[i]) != NULL; /* as written */
+    if (!hex)
+        return qkt_err_set(err, "%s: '" QKT_ABLATE_CONFIG_CRC "' is not 8 lowercase hex digits (damaged? rerun into a new directory)", path);
+    uint32_t got = crc_sealed(text, n, (size_t)d), want = (uint32_t)strtoul(k->valuestring, NULL, 16);
+    if (got != want)
+        return qkt_err_set(err,
+                           "%s: its CRC-32C is %08x, not the %08x it was written with: edited or damaged (a study's "
+                           "settings are its flags: rerun them into a new directory)",
+                           path, (unsigned)got, want);
+    return 0;
+}
+
 int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ablate_cfg *c, qkt_err *err) {
     cJSON *j = qkt_json_parse(text, n, path, err); /* also refuses a key twice, text after the '}' */
     if (!j) return -1;
@@ -190,12 +259,18 @@ int qkt_ablate_parse_config(const char *text, size_t n, const char *path, qkt_ab
         cJSON_Delete(j);
         return qkt_err_set(err, "%s: not a JSON object (damaged? rerun into a new directory)", path);
     }
+    if (check_crc(text, n, path, j, err) != 0) {
+        cJSON_Delete(j);
+        return -1;
+    }
     memset(c, 0, sizeof *c);
     qkt_train_run_default(&c->run); /* the fields config.json does not hold (and the optional ones) */
     qkt_train_field fs[64];
     int nf = qkt_ablate_fields(fs, 64), rc = 0;
     for (int i = 0; i < nf && !rc; i++) rc = get_field(path, j, &fs[i], &c->run, err);
     for (int i = 0; i < qkt__n_ab_keys && !rc; i++) rc = get_key(path, j, &qkt__ab_keys[i], c, err);
+    for (cJSON *k = j->child; k && !rc; k = k->next) /* a typo or a damaged name (of the CRC's key too) */
+        if (!known_key(k->string, fs, nf)) rc = qkt_err_set(err, "%s: unknown key '%.60s' (damaged? rerun into a new directory)", path, k->string);
     if (!rc && !cJSON_GetObjectItemCaseSensitive(j, "lr_eval_every"))
         c->lr_eval_every = c->run.eval_every; /* runs made before it evaluated the LR runs like the others */
     if (!rc && !cJSON_GetObjectItemCaseSensitive(j, "lr_seeds")) c->lr_seeds = 1; /* runs made before it: one seed per LR */

@@ -114,7 +114,11 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err);
  * refused (-1, one line) by the functions below before any work, never cut short. */
 #define QKT_ABLATE_MAX_DIR 800
 int qkt_ablate_check_dir(const char *run_dir, qkt_err *err);
-/* config.json <-> cfg; the JSON text (malloc'd) is what config.json holds. */
+/* config.json <-> cfg. qkt_ablate_config_json: the settings as JSON text (malloc'd).
+ * config.json holds that text with one key more, last: QKT_ABLATE_CONFIG_CRC, the CRC-32C
+ * (8 hex digits) of the file as written with "00000000" in their place. Loading refuses a
+ * file that does not match it; one without the key (written before it) is read as it is. */
+#define QKT_ABLATE_CONFIG_CRC "crc32c"
 char *qkt_ablate_config_json(const qkt_ablate_cfg *c);
 int qkt_ablate_save_config(const char *run_dir, const qkt_ablate_cfg *c, qkt_err *err);
 int qkt_ablate_load_config(const char *run_dir, qkt_ablate_cfg *c, qkt_err *err);

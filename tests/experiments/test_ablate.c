@@ -170,6 +170,45 @@ int main(void) {
     saved.lr_eval_dense = 20;
     EXPECT(qkt_ablate_save_config(from, &saved, &cerr) == 0, "%s", cerr.msg);
 
+    /* config.json carries its CRC-32C: every bit flipped is refused, an edited value named as
+     * such by qkt plot; a file without the key (a study made before it) loads as it is. */
+    char cpath[1200];
+    snprintf(cpath, sizeof cpath, "%s/config.json", from);
+    size_t cn = 0;
+    char *cj = qkt_test_read_file(cpath, &cn);
+    EXPECT(cj && strstr(cj, "\"" QKT_ABLATE_CONFIG_CRC "\":"), "config.json has no %s key", QKT_ABLATE_CONFIG_CRC);
+    int taken = 0, first = -1;
+    for (size_t i = 0; cj && i < cn; i++)
+        for (int bit = 0; bit < 8; bit += 5) {
+            cj[i] ^= (char)(1 << bit);
+            qkt_ablate_cfg back;
+            if (qkt_ablate_parse_config(cj, cn, "flipped", &back, &cerr) == 0 && taken++ == 0) first = (int)i;
+            cj[i] ^= (char)(1 << bit);
+        }
+    EXPECT(taken == 0, "%d flipped bits of config.json were loaded (the first at byte %d)", taken, first);
+    char *legacy = qkt_ablate_config_json(&saved);
+    qkt_ablate_cfg back;
+    EXPECT(qkt_ablate_parse_config(legacy, strlen(legacy), "legacy", &back, &cerr) == 0 && back.run.tc.steps == saved.run.tc.steps,
+           "a config.json without its CRC: %s", cerr.msg);
+    char typo[8192]; /* a key qkt does not read (a misspelt one added by hand) */
+    snprintf(typo, sizeof typo, "{\"sedes\": 3,%s", legacy + 1);
+    EXPECT(qkt_ablate_parse_config(typo, strlen(typo), "legacy", &back, &cerr) != 0 && strstr(cerr.msg, "unknown key 'sedes'"),
+           "a config.json with an unknown key: %s", cerr.msg);
+    free(legacy);
+    char *at = cj ? strstr(cj, "\"steps\":\t") : NULL;
+    EXPECT(at != NULL, "no steps in config.json");
+    if (at) {
+        at[9] = at[9] == '9' ? '8' : (char)(at[9] + 1); /* steps edited by hand */
+        FILE *f = fopen(cpath, "wb");
+        EXPECT(f && fwrite(cj, 1, cn, f) == cn && fclose(f) == 0, "cannot write %s", cpath);
+        snprintf(cmd, sizeof cmd, "%s plot %s", qkt_test_bin(), from);
+        rc = qkt_test_run(cmd, out, sizeof out);
+        EXPECT(rc == 2 && strstr(out, "config.json: its CRC-32C is") && strstr(out, "edited or damaged"),
+               "an edited config.json (%d): %s", rc, out);
+        EXPECT(qkt_ablate_save_config(from, &saved, &cerr) == 0, "%s", cerr.msg);
+    }
+    free(cj);
+
     /* qkt plot redraws from the CSV files. */
     snprintf(path, sizeof path, "%s/t/loss_dk8.png", tmp);
     remove(path);
