@@ -138,8 +138,16 @@ static void add_cell(const char *run_dir, const qkt_cell *cell, qkt_ablate_effic
     e->train_flops += f, e->eval_flops += ev, e->cpu_s += s, e->cells++;
 }
 
+/* Above 1 the cells ran faster than the peak, which no cell does: a cost record or the peak is
+ * wrong (an unsealed one, as older builds wrote them, edited), and the number is not printed. */
 static void sums_finish(qkt_ablate_efficiency *e) {
-    if (e->cpu_s > 0 && e->peak_gflops > 0) e->efficiency = (e->train_flops + e->eval_flops) / e->cpu_s / (e->peak_gflops * 1e9);
+    double r = e->cpu_s > 0 && e->peak_gflops > 0 ? (e->train_flops + e->eval_flops) / e->cpu_s / (e->peak_gflops * 1e9) : NAN;
+    e->efficiency = r <= 1 ? r : NAN;
+}
+
+/* Did sums_finish leave out a ratio above 1? */
+static bool above_peak(const qkt_ablate_efficiency *e) {
+    return !isfinite(e->efficiency) && e->cpu_s > 0 && e->peak_gflops > 0;
 }
 
 /* The sums over the planned cells of kind `kind` (all kinds if negative) and key width d_k
@@ -194,7 +202,9 @@ int qkt_ablate_efficiency_read_part(const char *run_dir, const qkt_ablate_cfg *c
 }
 
 void qkt_ablate_efficiency_text(const qkt_ablate_efficiency *e, char *buf, size_t n) {
-    int k = isfinite(e->efficiency) ? snprintf(buf, n, "efficiency %.3f", e->efficiency) : snprintf(buf, n, "efficiency unknown");
+    int k = isfinite(e->efficiency) ? snprintf(buf, n, "efficiency %.3f", e->efficiency)
+            : above_peak(e)         ? snprintf(buf, n, "efficiency unknown, above 1: a cost record or sgemm_peak.txt is wrong")
+                                    : snprintf(buf, n, "efficiency unknown");
     if (k < 0 || (size_t)k >= n) return;
     double f = e->train_flops + e->eval_flops;
     k += snprintf(buf + k, n - (size_t)k, " (%.4g FLOPs of %d cells, %.4g training and %.4g forward-only, in %.1f CPU-s: %.1f GFLOP per CPU-second; ",

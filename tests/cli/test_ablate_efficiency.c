@@ -257,6 +257,19 @@ int main(void) {
     free(peak);
     check("a finished study resumed", run, out);
 
+    char *md;
+    /* An unsealed peak (as older builds wrote it) edited far below the cells' rate: the ratio
+     * would be above 1, which no study reaches, so no number is printed, and why. */
+    f = fopen(qkt_test_path(run, "sgemm_peak.txt"), "w");
+    if (f) fputs("gflops=0.01 n=1024 isa=baseline\n", f), fclose(f);
+    rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s --report-only", study, tmp);
+    EXPECT(rc == 0 && strstr(out, "efficiency unknown, above 1: a cost record or sgemm_peak.txt is wrong (") &&
+               strstr(out, "single-core sgemm peak 0.0 GFLOP/s"),
+           "a peak below the cells' rate: exit %d: %s", rc, out);
+    md = qkt_test_read_file(qkt_test_path(run, "report.md"), NULL);
+    EXPECT(md && strstr(md, "efficiency unknown, above 1") && strstr(md, "| unknown | - |"), "report.md with a peak below the cells' rate");
+    free(md);
+
     /* A damaged peak file: the report is still written and says why there is no number. */
     f = fopen(qkt_test_path(run, "sgemm_peak.txt"), "w");
     if (f) fputs("gflops=x\n", f), fclose(f);
@@ -264,7 +277,7 @@ int main(void) {
     EXPECT(rc == 0, "--report-only with a damaged sgemm_peak.txt: exit %d: %s", rc, out);
     EXPECT(strstr(out, "efficiency unknown: ") && strstr(out, "sgemm_peak.txt: expected 'gflops=G n=N isa=I'"),
            "a damaged sgemm_peak.txt is not reported:\n%s", out);
-    char *md = qkt_test_read_file(qkt_test_path(run, "report.md"), NULL);
+    md = qkt_test_read_file(qkt_test_path(run, "report.md"), NULL);
     EXPECT(md && strstr(md, "Not computed: ") && strstr(md, "sgemm_peak.txt"), "report.md does not say why part 5 has no number");
     free(md);
 
