@@ -179,6 +179,69 @@ void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t 
     snprintf(path, n, "%s/cells/%s.attn.safetensors", run_dir, id);
 }
 
+int qkt__ablate_maps_read(const char *run_dir, const char *id, const qkt_gpt_config *m, double **vals, int *L, int *H, int *T,
+                          char *why, size_t why_n) {
+    char path[1200];
+    qkt_cell_maps_path(run_dir, id, path, sizeof path);
+    if (vals) *vals = NULL;
+    if (!qkt_file_exists(path)) return 1;
+    qkt_safetensors st;
+    qkt_err e;
+    if (qkt_safetensors_read(path, &st, &e) != 0) return snprintf(why, why_n, "%s", e.msg), -1;
+    const qkt_st_tensor *a = qkt_safetensors_find(&st, QKT_MAPS_INIT), *b = qkt_safetensors_find(&st, QKT_MAPS_FINAL);
+    const char *owner = qkt_safetensors_meta(&st, "cell");
+    bool ok = a && b && a->ndim == 4 && b->ndim == 4 && !memcmp(a->shape, b->shape, 4 * sizeof a->shape[0]);
+    /* the run's L and H, square T x T maps with T up to its block size: a file of older qkt
+     * carries no checksums, so its shape is all that stands between it and the drawing */
+    ok = ok && a->shape[0] == m->n_layer && a->shape[1] == m->n_head && a->shape[2] == a->shape[3] && a->shape[2] > 0 &&
+         a->shape[2] <= m->block_size;
+    int rc = 0;
+    if (owner && strcmp(owner, id)) /* copied over this cell's: drawn, it would show another variant */
+        rc = -1, snprintf(why, why_n, "%s: the maps of cell '%.100s', not of '%.100s'", path, owner, id);
+    else if (!ok)
+        rc = -1, snprintf(why, why_n, "%s: expected tensors %s and %s of one shape (L %d, H %d, T, T) with T <= %d", path,
+                          QKT_MAPS_INIT, QKT_MAPS_FINAL, m->n_layer, m->n_head, m->block_size);
+    if (!rc) {
+        *L = (int)a->shape[0], *H = (int)a->shape[1], *T = (int)a->shape[2];
+        int64_t per = a->numel;
+        qkt_real *f = qkt_malloc(2 * (size_t)per * sizeof *f);
+        rc = qkt_st_tensor_to_real(a, f, per, path, &e);
+        if (!rc) rc = qkt_st_tensor_to_real(b, f + per, per, path, &e);
+        if (rc) snprintf(why, why_n, "%s", e.msg);
+        else if (vals) {
+            *vals = qkt_malloc(2 * (size_t)per * sizeof **vals);
+            for (int64_t i = 0; i < 2 * per; i++) (*vals)[i] = f[i];
+        }
+        free(f);
+    }
+    qkt_safetensors_free(&st);
+    return rc;
+}
+
+int qkt_ablate_forget_bad_maps(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *plan, int n, char *first,
+                               size_t first_n, qkt_err *err) {
+    int k = 0;
+    if (first_n) first[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (!plan[i].maps) continue;
+        char csv[1024], why[600], old[1024];
+        qkt_cell_paths(run_dir, plan[i].id, csv, NULL, NULL, sizeof csv);
+        if (!qkt_cell_done_id(csv, plan[i].id, NULL, 0)) continue; /* runs anyway */
+        int L, H, T, rc = qkt__ablate_maps_read(run_dir, plan[i].id, &c->run.tc.model, NULL, &L, &H, &T, why, sizeof why);
+        if (rc == 0) continue;
+        if (rc == 1) {
+            snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, plan[i].id);
+            qkt_cell_maps_path(run_dir, plan[i].id, why, sizeof why);
+            snprintf(why + strlen(why), sizeof why - strlen(why), "%s",
+                     qkt_file_exists(old) ? " is absent (the old .maps format is beside it)" : " is absent");
+        }
+        if (remove(csv) != 0) return qkt_err_set(err, "%s: cannot remove to rerun the cell: %s", csv, strerror(errno));
+        if (rc == 1) remove(old); /* no qkt reads it: the rerun writes the maps anew */
+        if (k++ == 0 && first_n) snprintf(first, first_n, "%s", why);
+    }
+    return k;
+}
+
 int qkt_ablate_forget_old_maps(const char *run_dir, const qkt_cell *plan, int n, qkt_err *err) {
     int k = 0;
     for (int i = 0; i < n; i++) {

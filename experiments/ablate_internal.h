@@ -42,4 +42,11 @@ typedef struct {
 } qkt__ablate_part;
 int qkt__ablate_efficiency_parts(const char *run_dir, const qkt_ablate_cfg *c, qkt__ablate_part **out, qkt_err *err);
 
+/* A cell's attention maps (cells/<id>.attn.safetensors): 0 with *vals (malloc'd: init then
+ * final, each (L, H, T, T); vals may be NULL to check only) and L, H, T; 1 if the file is
+ * absent; -1 with why ("<path>: ...") if it cannot be read, fails its checksums, is another
+ * cell's (its metadata "cell"), or is not two maps of m's L and H, T x T with T <= block size. */
+int qkt__ablate_maps_read(const char *run_dir, const char *id, const qkt_gpt_config *m, double **vals, int *L, int *H, int *T,
+                          char *why, size_t why_n);
+
 #endif

@@ -74,10 +74,12 @@ static int run_cells(const char *run_dir, const qkt_ablate_cfg *c, const char *e
     qkt_cell *plan;
     int n = qkt_ablate_plan(c, &plan);
     const bool lead = qkt_dist_rank() == 0; /* an MPI job: rank 0 tidies the directory */
-    int stale = lead ? qkt_ablate_forget_old_maps(run_dir, plan, n, err) : 0;
+    char first[700];
+    int stale = lead ? qkt_ablate_forget_bad_maps(run_dir, c, plan, n, first, sizeof first, err) : 0;
     if (stale < 0) return free(plan), -1;
     if (stale && verbose)
-        qkt_logf(QKT_LOG_WARN, "qkt ablate: %d cells kept attention maps in the old .maps format: rerunning them", stale);
+        qkt_logf(QKT_LOG_WARN, "qkt ablate: %d finished cell%s no attention maps to draw: rerunning (the first: %s)", stale,
+                 stale == 1 ? " has" : "s have", first);
     /* Temp files of cells killed mid-write (the caller holds the run's lock). */
     qkt_buf gone = {0};
     for (int i = 0; i < n && lead; i++) {

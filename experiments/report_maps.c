@@ -5,49 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ablate_internal.h"
 #include "qkt_plot.h"
-#include "qkt_safetensors.h"
+#include "qkt_sweep.h"
 #include "report_internal.h"
 
-/* The maps of one cell: vals = init then final, each (L, H, T, T). 0, or -1 when the
- * file is absent (no message) or not a maps file (message, skipped). */
+/* The maps of one cell (qkt__ablate_maps_read): 0, or -1 when the file is absent (said
+ * only when the cell is finished) or cannot be drawn (said, skipped). */
 static int read_maps(const char *run_dir, const char *id, const qkt_gpt_config *m, double **vals, int *L, int *H, int *T) {
-    char path[1200], old[1200];
-    qkt_cell_maps_path(run_dir, id, path, sizeof path);
-    if (!qkt_file_exists(path)) {
-        snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, id);
-        if (qkt_file_exists(old))
-            qkt_logf(QKT_LOG_WARN, "qkt: %s: attention maps of an older qkt; rerun the run's qkt ablate command to recompute the cell", old);
-        return -1;
-    }
-    qkt_safetensors st;
-    qkt_err e;
-    if (qkt_safetensors_read(path, &st, &e) != 0) return qkt_logf(QKT_LOG_WARN, "qkt: %s, skipped", e.msg), -1;
-    const qkt_st_tensor *a = qkt_safetensors_find(&st, QKT_MAPS_INIT), *b = qkt_safetensors_find(&st, QKT_MAPS_FINAL);
-    bool ok = a && b && a->ndim == 4 && b->ndim == 4 && !memcmp(a->shape, b->shape, 4 * sizeof a->shape[0]);
-    /* the run's L and H, square T x T maps with T up to its block size: a file of older qkt
-     * carries no checksums, so its shape is all that stands between it and the drawing */
-    ok = ok && a->shape[0] == m->n_layer && a->shape[1] == m->n_head && a->shape[2] == a->shape[3] && a->shape[2] > 0 &&
-         a->shape[2] <= m->block_size;
-    if (!ok) {
-        qkt_logf(QKT_LOG_WARN, "qkt: %s: expected tensors %s and %s of one shape (L %d, H %d, T, T) with T <= %d, skipped", path,
-                 QKT_MAPS_INIT, QKT_MAPS_FINAL, m->n_layer, m->n_head, m->block_size);
-        qkt_safetensors_free(&st);
-        return -1;
-    }
-    *L = (int)a->shape[0], *H = (int)a->shape[1], *T = (int)a->shape[2];
-    int64_t per = a->numel;
-    qkt_real *f = qkt_malloc(2 * (size_t)per * sizeof *f);
-    int rc = qkt_st_tensor_to_real(a, f, per, path, &e);
-    if (!rc) rc = qkt_st_tensor_to_real(b, f + per, per, path, &e);
-    if (rc) qkt_logf(QKT_LOG_WARN, "qkt: %s, skipped", e.msg);
-    else {
-        *vals = qkt_malloc(2 * (size_t)per * sizeof **vals);
-        for (int64_t i = 0; i < 2 * per; i++) (*vals)[i] = f[i];
-    }
-    free(f);
-    qkt_safetensors_free(&st);
-    return rc;
+    char why[700], csv[1100], old[1200];
+    int rc = qkt__ablate_maps_read(run_dir, id, m, vals, L, H, T, why, sizeof why);
+    if (rc == -1) qkt_logf(QKT_LOG_WARN, "qkt: %s, skipped; rerun the run's qkt ablate command to recompute the cell", why);
+    if (rc != 1) return rc ? -1 : 0;
+    qkt_cell_paths(run_dir, id, csv, NULL, NULL, sizeof csv);
+    snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, id);
+    if (qkt_file_exists(old))
+        qkt_logf(QKT_LOG_WARN, "qkt: %s: attention maps of an older qkt; rerun the run's qkt ablate command to recompute the cell", old);
+    else if (qkt_cell_done_id(csv, id, NULL, 0))
+        qkt_logf(QKT_LOG_WARN, "qkt: cells/%s.attn.safetensors is missing; rerun the run's qkt ablate command to recompute the cell", id);
+    return -1;
 }
 
 /* One grid per variant: the top row at init, the bottom row after training. */
@@ -92,8 +68,14 @@ void qkt__report_part_maps(qkt__report *r) {
             if (!plan[i].maps || plan[i].variant != c->variants[v]) continue;
             double *vals = NULL;
             int L, H, T;
-            if (read_maps(r->dir, plan[i].id, &c->run.tc.model, &vals, &L, &H, &T) == 0)
-                draw_maps(r, qkt_attn_scale_name(c->variants[v]), plan[i].d_k, vals, L, H, T);
+            const char *name = qkt_attn_scale_name(c->variants[v]);
+            if (read_maps(r->dir, plan[i].id, &c->run.tc.model, &vals, &L, &H, &T) == 0) {
+                draw_maps(r, name, plan[i].d_k, vals, L, H, T);
+            } else { /* a heatmap drawn before from maps now gone or damaged is not left beside the report */
+                char png[1200];
+                snprintf(png, sizeof png, "%s/attn_%s.png", r->dir, name);
+                remove(png);
+            }
             free(vals);
             break;
         }

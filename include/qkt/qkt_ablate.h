@@ -160,6 +160,13 @@ void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t 
  * cell's cells/<id>.csv is removed so that resuming the run recomputes it (same config
  * and seed, so the same metrics). Returns the number of cells to rerun, -1 on error. */
 int qkt_ablate_forget_old_maps(const char *run_dir, const qkt_cell *plan, int n, qkt_err *err);
+/* The same for every finished cell of the plan that keeps maps (c's plan) whose
+ * cells/<id>.attn.safetensors is absent (the old format's case among them), fails its
+ * checksums, is another cell's (its metadata "cell") or does not hold the run's two maps: its
+ * csv is removed so that resuming recomputes it. The number of such cells (first: why the
+ * first, "" if none), -1 on error. */
+int qkt_ablate_forget_bad_maps(const char *run_dir, const qkt_ablate_cfg *c, const qkt_cell *plan, int n, char *first,
+                               size_t first_n, qkt_err *err);
 /* The trainer a cell trains (the study's model and training settings at the cell's width,
  * variant, steps, lr and seed), ready for its first step; its validation stream is the
  * study's seed's (qkt_data_seed_split), so every cell, whatever its seed, validates on the

@@ -227,7 +227,9 @@ int main(void) {
     EXPECT(rc == 0 && strstr(out, "train_none_dk8_s0.maps") && strstr(out, "rerun"), "qkt plot on old maps (%d): %s", rc, out);
     snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s", qkt_test_bin(), tmp, tiny);
     rc = qkt_test_run(cmd, out, sizeof out);
-    EXPECT(rc == 0 && strstr(out, "1 cells kept attention maps in the old .maps format"), "rerun of old maps (%d): %s", rc, out);
+    EXPECT(rc == 0 && strstr(out, "1 finished cell has no attention maps to draw: rerunning") &&
+               strstr(out, "train_none_dk8_s0.attn.safetensors is absent (the old .maps format is beside it)"),
+           "rerun of old maps (%d): %s", rc, out);
     check_maps(run, "train_none_dk8_s0", 2, 2, 32);
 
     /* A bit flipped in a map: qkt plot names the file and the tensor and draws the rest. */
@@ -241,9 +243,44 @@ int main(void) {
         EXPECT(rc == 0 && strstr(out, "train_none_dk8_s0.attn.safetensors: tensor 'attn.final' fails its checksum") &&
                    strstr(out, "skipped"),
                "qkt plot on a damaged map (%d): %s", rc, out);
-        flip_bit(maps_new, mb, mn, mn - 5); /* back */
+        /* ... and qkt ablate computes that cell again */
+        snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s", qkt_test_bin(), tmp, tiny);
+        rc = qkt_test_run(cmd, out, sizeof out);
+        EXPECT(rc == 0 && strstr(out, "1 finished cell has no attention maps to draw: rerunning") && strstr(out, "fails its checksum"),
+               "rerun of a damaged map (%d): %s", rc, out);
+        check_maps(run, "train_none_dk8_s0", 2, 2, 32);
     }
     free(mb);
+
+    /* Another cell's maps copied over this one's (each sealed), or the file deleted: qkt plot
+     * names it and leaves no heatmap of the variant beside the report (the one drawn before
+     * would show other maps); qkt ablate computes the cell again. */
+    char maps_other[1024], png[1100];
+    qkt_cell_maps_path(run, "train_sqrt_dk_dk8_s0", maps_other, sizeof maps_other);
+    snprintf(png, sizeof png, "%s/attn_none.png", run);
+    for (int pass = 0; pass < 2; pass++) {
+        size_t on = 0;
+        char *ob = qkt_test_read_file(pass ? maps_new : maps_other, &on);
+        if (pass) remove(maps_new);
+        else {
+            FILE *f = fopen(maps_new, "wb");
+            EXPECT(ob && f && fwrite(ob, 1, on, f) == on && fclose(f) == 0, "cannot copy %s", maps_other);
+        }
+        free(ob);
+        EXPECT(qkt_file_exists(png), "%s is missing before the test", png);
+        snprintf(cmd, sizeof cmd, "%s plot %s", qkt_test_bin(), run);
+        rc = qkt_test_run(cmd, out, sizeof out);
+        const char *said = pass ? "cells/train_none_dk8_s0.attn.safetensors is missing"
+                                : "the maps of cell 'train_sqrt_dk_dk8_s0', not of 'train_none_dk8_s0', skipped";
+        EXPECT(rc == 0 && strstr(out, said) && !qkt_file_exists(png), "qkt plot, pass %d (%d): %s", pass, rc, out);
+        snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s", qkt_test_bin(), tmp, tiny);
+        rc = qkt_test_run(cmd, out, sizeof out);
+        said = pass ? "train_none_dk8_s0.attn.safetensors is absent)" : "the maps of cell 'train_sqrt_dk_dk8_s0', not of 'train_none_dk8_s0')";
+        EXPECT(rc == 0 && strstr(out, "1 finished cell has no attention maps to draw: rerunning") && strstr(out, said) &&
+                   qkt_file_exists(png),
+               "qkt ablate, pass %d (%d): %s", pass, rc, out);
+        check_maps(run, "train_none_dk8_s0", 2, 2, 32);
+    }
 
     /* A missing cell (deleted, or a study stopped before it): qkt plot and --report-only
      * warn naming it, and report.md says so first and states the seeds it used (1 of 2),
