@@ -110,6 +110,15 @@ static int load_resumed(const qkt_flag *f, int nf, const char *resume, run_opts 
     return 0;
 }
 
+/* A --pause-at past the run's last step would never pause: refused, naming both. At the
+ * last step it is the end of the run (the session pauses only before it). A resumed MPI
+ * job's other ranks have not read train.json: rank 0 speaks for them. */
+static int check_pause_at(const run_opts *o) {
+    long long steps = o->r.tc.steps;
+    if (o->pause_at <= steps || (o->resuming && qkt_dist_rank() > 0)) return 0;
+    return fprintf(stderr, CMD ": --pause-at %lld: past the run's last step, --steps %lld\n", o->pause_at, steps), 2;
+}
+
 /* `s` quoted for a POSIX shell when it needs it: 'it'\''s'. Allocated. */
 static char *shell_quote(const char *s) {
     bool plain = *s != 0;
@@ -163,7 +172,7 @@ static int parse(int argc, char **argv, run_opts *o) {
         {"resume", QKT_FLAG_STRING, &resume, "continue the run in this directory (its train.json holds the config; with --steps N: to N steps)", 1, 0, false, false},
         {"threads", QKT_FLAG_INT, &threads, "threads (0 = all cores; default env QKT_THREADS or all)", 0, QKT_FLAGS_MAX_THREADS, false, false},
         {"log-every", QKT_FLAG_INT, &log_every, "steps between printed lines (log.csv gets every step)", 1, INT_MAX, true, false},
-        {"pause-at", QKT_FLAG_INT, &pause_at, "save and exit after this step, to be continued with --resume", 1, INT_MAX, true, false},
+        {"pause-at", QKT_FLAG_INT, &pause_at, "save and exit after this step, to be continued with --resume (at most --steps, where the run ends anyway)", 1, INT_MAX, true, false},
         {"detect-anomaly", QKT_FLAG_BOOL, &anomaly, "check every op's output; name the first op and layer giving NaN/Inf", 1, 0, false, false},
         {"flags-markdown", QKT_FLAG_BOOL, &markdown, "print these flags as a Markdown table (docs/train.md's) and exit", 1, 0, false, false},
     };
@@ -180,7 +189,8 @@ static int parse(int argc, char **argv, run_opts *o) {
     if (!qkt_flag_seen(f, nf, "threads") && threads_from_env(&threads)) return 2;
     mpi_defaults(f, nf, &threads, c);
     qkt_set_threads(threads);
-    return resume ? load_resumed(f, nf, resume, o) : finish_new(f, nf, out, o);
+    rc = resume ? load_resumed(f, nf, resume, o) : finish_new(f, nf, out, o);
+    return rc ? rc : check_pause_at(o);
 }
 
 /* Opens the run directory (a resumed run's checkpoint too) and starts its files.

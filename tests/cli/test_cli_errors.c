@@ -350,6 +350,9 @@ static const bad_case cases[] = {
 #endif
     {"data --show mqar --seed 1 --seed 2", 2, "--seed given twice", NULL},
     {"data --show mqar --seed=\t-1", 2, "--seed", NULL},
+    /* a --pause-at past the last step never pauses (r1 ran its 2 steps) */
+    {"train " MQ " --steps 5 --pause-at 10", 2, "--pause-at 10", "--steps 5"},
+    {"train --resume r1 --pause-at 3", 2, "--pause-at 3", "--steps 2"},
 };
 
 int main(void) {

@@ -170,9 +170,9 @@ static void test_resume(void) {
     rc = run(args);
     snprintf(args, sizeof args, "%s/nockpt/ckpt.safetensors", tmp);
     EXPECT(rc == 0 && remove(args) == 0, "(%d) %s", rc, out);
-    snprintf(args, sizeof args, "train --resume %s/nockpt", tmp);
+    snprintf(args, sizeof args, "train --resume %s/nockpt --pause-at 20", tmp); /* at the last step: the end of the run */
     rc = run(args);
-    EXPECT(rc == 0 && strstr(out, "no checkpoint yet"), "(%d) %s", rc, out);
+    EXPECT(rc == 0 && strstr(out, "no checkpoint yet") && strstr(out, "done"), "(%d) %s", rc, out);
     snprintf(b, sizeof b, "%s/nockpt", tmp);
     expect_same_run(a, b, 21, __LINE__);
     snprintf(b, sizeof b, "%s/paused", tmp);
