@@ -106,6 +106,13 @@ static bool in_range(const qkt_flag *f, double x) {
     return x >= f->min && x <= f->max;
 }
 
+/* Appends to want why a value below the smallest normal double is refused (`why`: it is
+ * a subnormal, or rounds to 0) and what to give instead: 0 only where the range admits it. */
+static void tiny_hint(const qkt_flag *f, const char *why, char *want, size_t n) {
+    size_t l = strlen(want);
+    snprintf(want + l, n - l, "; this %s: give %sa magnitude >= %g", why, in_range(f, 0) ? "0 or " : "", DBL_MIN);
+}
+
 /* `shown`: the name the user typed (an alias of f, or f's own). */
 static int set_value(const char *cmd, qkt_flag *f, const char *shown, const char *v) {
     char want[256]; /* the range and a note on a subnormal: fits */
@@ -135,14 +142,11 @@ static int set_value(const char *cmd, qkt_flag *f, const char *shown, const char
         describe(f, false, want, sizeof want);
         double x = strtod(v, &end);
         if (*v && !*end && x != 0 && fabs(x) < DBL_MIN) { /* ERANGE: rounded to a subnormal */
-            size_t l = strlen(want);
-            snprintf(want + l, sizeof want - l, "; this is a subnormal, too small to compute with: give 0 or a magnitude >= %g",
-                     DBL_MIN);
+            tiny_hint(f, "is a subnormal, too small to compute with", want, sizeof want);
             return bad(cmd, shown, v, want);
         }
         if (*v && !*end && errno == ERANGE && x == 0) { /* below even the subnormals */
-            size_t l = strlen(want);
-            snprintf(want + l, sizeof want - l, "; this rounds to 0, too small: give 0 or a magnitude >= %g", DBL_MIN);
+            tiny_hint(f, "rounds to 0, too small", want, sizeof want);
             return bad(cmd, shown, v, want);
         }
         if (!*v || *end || errno || !isfinite(x) || !in_range(f, x)) return bad(cmd, shown, v, want);

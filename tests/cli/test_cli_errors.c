@@ -353,6 +353,11 @@ static const bad_case cases[] = {
     /* a --pause-at past the last step never pauses (r1 ran its 2 steps) */
     {"train " MQ " --steps 5 --pause-at 10", 2, "--pause-at 10", "--steps 5"},
     {"train --resume r1 --pause-at 3", 2, "--pause-at 3", "--steps 2"},
+    /* a value too small to compute with: 0 is suggested only to a flag that takes it */
+    {"train " MQ " --lr 1e-320", 2, "subnormal", ": give a magnitude >= "},
+    {"train " MQ " --lr 1e-999", 2, "rounds to 0", ": give a magnitude >= "},
+    {"sample --ckpt good.st --temperature 1e-320", 2, "subnormal", "give 0 or a magnitude >= "},
+    {"sample --ckpt good.st --temperature 1e-999", 2, "rounds to 0", "give 0 or a magnitude >= "},
 };
 
 int main(void) {
