@@ -48,6 +48,45 @@ static int parse_text_spec(qkt_data *d, const char *rest, qkt_err *err) {
     return 0;
 }
 
+/* A file that reports size 0 (procfs, sysfs: whatever they hold) is read to its end, up
+ * to this: such a file need not end. */
+#define TEXT_UNSIZED_MAX ((size_t)1 << 30)
+
+/* fd's bytes: `size` of them (the file's st_size), or for size 0 all up to EOF, at most
+ * TEXT_UNSIZED_MAX. 0, or -1 with err naming path. */
+static int read_text(int fd, const char *path, size_t size, uint8_t **out, size_t *len, qkt_err *err) {
+    size_t cap = size ? size : 4096, got = 0;
+    uint8_t *m = malloc(cap), *grown;
+    while (m && !(got == cap && (size || cap >= TEXT_UNSIZED_MAX))) {
+        if (got == cap) {
+            if (!(grown = realloc(m, 2 * cap))) free(m);
+            m = grown, cap *= 2;
+            continue;
+        }
+        ssize_t r = read(fd, m + got, cap - got > (1u << 30) ? (1u << 30) : cap - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(m);
+            return qkt_err_set(err, "text file '%s': read failed: %s", path, strerror(e));
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    if (!m) return qkt_err_set(err, "text file '%s': cannot allocate %zu bytes to read it", path, cap);
+    uint8_t extra;
+    if (size && got < size) {
+        free(m);
+        return qkt_err_set(err, "text file '%s': shrank while being read (%zu of %zu bytes)", path, got, size);
+    }
+    if (!size && got == cap && read(fd, &extra, 1) > 0) {
+        free(m);
+        return qkt_err_set(err, "text file '%s': reports no size and holds more than %zu bytes", path, cap);
+    }
+    *out = m, *len = got;
+    return 0;
+}
+
 int qkt__text_open(qkt_data *d, const char *rest, qkt_err *err) {
     if (parse_text_spec(d, rest, err)) return -1;
     const char *path = d->path;
@@ -72,30 +111,15 @@ int qkt__text_open(qkt_data *d, const char *rest, qkt_err *err) {
         close(fd);
         return qkt_err_set(err, "text file '%s': not a regular file", path);
     }
-    if (st.st_size == 0) {
-        close(fd);
+    uint8_t *m = NULL;
+    size_t len = 0;
+    int rc = read_text(fd, path, (size_t)st.st_size, &m, &len, err);
+    close(fd);
+    if (rc) return -1;
+    if (len == 0) {
+        free(m);
         return qkt_err_set(err, "text file '%s': is empty", path);
     }
-    size_t len = (size_t)st.st_size;
-    uint8_t *m = malloc(len);
-    if (!m) {
-        close(fd);
-        return qkt_err_set(err, "text file '%s': cannot allocate %zu bytes to read it", path, len);
-    }
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = read(fd, m + got, len - got > (1u << 30) ? (1u << 30) : len - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = errno;
-            free(m);
-            close(fd);
-            if (r == 0) return qkt_err_set(err, "text file '%s': shrank while being read (%zu of %zu bytes)", path, got, len);
-            return qkt_err_set(err, "text file '%s': read failed: %s", path, strerror(e));
-        }
-        got += (size_t)r;
-    }
-    close(fd);
     d->map = m, d->len = len, d->has_file = 1;
     /* Split: val = the last floor(len * val_frac) bytes. Both must hold a window. */
     size_t n_val = (size_t)floor((double)len * d->val_frac);

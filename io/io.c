@@ -144,31 +144,58 @@ bool qkt_file_exists(const char *path) {
     return stat(path, &st) == 0;
 }
 
+/* A file that reports size 0 (procfs, sysfs: whatever they hold) is read to its end, up
+ * to this: such a file need not end. */
+#define UNSIZED_MAX ((size_t)1 << 30)
+
+/* fd's bytes into a buffer with room for a NUL: `size` of them (the file's st_size), or
+ * for size 0 all up to EOF, at most UNSIZED_MAX. NULL + err naming path. */
+static char *read_fd(int fd, const char *path, size_t size, size_t *n, qkt_err *err) {
+    size_t cap = size ? size : 4096, got = 0;
+    char *buf = qkt_malloc(cap + 1);
+    for (;;) {
+        if (got == cap && (size || cap >= UNSIZED_MAX)) break;
+        if (got == cap) buf = qkt_realloc(buf, (cap *= 2) + 1);
+        ssize_t r = read(fd, buf + got, cap - got > (1u << 30) ? (1u << 30) : cap - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            qkt_err_set(err, "%s: read failed: %s", path, strerror(errno));
+            return free(buf), NULL;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    char extra;
+    if (!size && got == cap && read(fd, &extra, 1) > 0) {
+        qkt_err_set(err, "%s: reports no size and holds more than %zu bytes", path, UNSIZED_MAX);
+        return free(buf), NULL;
+    }
+    if (size && got != size) {
+        qkt_err_set(err, "%s: read failed: it shrank while being read (%zu of %zu bytes)", path, got, size);
+        return free(buf), NULL;
+    }
+    buf[got] = 0;
+    *n = got;
+    return buf;
+}
+
 char *qkt_read_file(const char *path, size_t *n, qkt_err *err) {
     /* O_NONBLOCK: a FIFO must not block the open (it is refused below); no effect on regular files */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (!f) {
+    if (fd < 0) {
         qkt_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
         return NULL;
     }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
         qkt_err_set(err, "%s: not a regular file", path);
         return NULL;
     }
-    char *buf = qkt_malloc((size_t)st.st_size + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
-    fclose(f);
-    if (!buf || got != (size_t)st.st_size) {
-        free(buf);
-        qkt_err_set(err, "%s: read failed", path);
-        return NULL;
-    }
-    buf[got] = 0;
-    if (n) *n = got;
+    size_t got = 0;
+    char *buf = read_fd(fd, path, (size_t)st.st_size, &got, err);
+    close(fd);
+    if (buf && n) *n = got;
     return buf;
 }
 

@@ -264,6 +264,21 @@ static void test_errors(const char *dir) {
     expect_error("text:,val_frac=0.1", 8, "missing file path");
 }
 
+/* A file that reports size 0 whatever it holds (procfs) is read to its end: it was
+ * refused as empty. */
+static void test_proc_file(void) {
+    struct stat st;
+    if (stat("/proc/cpuinfo", &st) != 0 || st.st_size != 0) {
+        printf("skip: no /proc/cpuinfo reporting size 0 here (a file read to its end not tested)\n");
+        return;
+    }
+    qkt_data *d = open_text("text:/proc/cpuinfo", 8, 1);
+    size_t n = 0;
+    const uint8_t *p = d ? qkt_data_text(d, &n) : NULL;
+    EXPECT(p && n > 0 && p[n - 1] == '\n', "text:/proc/cpuinfo: %zu bytes", n);
+    qkt_data_free(d);
+}
+
 /* Offsets in files over 4 GiB: the 64-bit draw covers [0, n) uniformly. */
 static void test_below64(void) {
     qkt_rng r;
@@ -285,6 +300,7 @@ int main(void) {
     test_temp_file(dir);
     test_shakespeare();
     test_errors(dir);
+    test_proc_file();
     test_below64();
     return qkt_test_finish();
 }
