@@ -18,6 +18,12 @@ typedef struct {
 #include "commands.def"
 #undef QKT_COMMAND
 
+/* The CLI's messages on stderr (main.c): printf's text with its control characters
+ * escaped, a newline as the two characters \n and any other as \xHH, except a newline
+ * that ends the text: a message is one line whatever path or value it quotes. Returns
+ * the formatted length, as fprintf. */
+int qkt_cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* sigaction(sig, sa) unless sig is ignored already (nohup): main.c. */
 void qkt_cli_sigaction(int sig, const struct sigaction *sa);
 

@@ -165,8 +165,8 @@ static int parse_args(int argc, char **argv, ablate_args *a) {
 /* A library message naming a config.json key, with the flag's spelling instead. */
 static int bad_setting(const char *flag, const char *key, const qkt_err *err) {
     size_t k = strlen(key);
-    if (!strncmp(err->msg, key, k)) fprintf(stderr, "qkt ablate: --%s%s\n", flag, err->msg + k);
-    else fprintf(stderr, "qkt ablate: --%s: %s\n", flag, err->msg);
+    if (!strncmp(err->msg, key, k)) qkt_cli_err("qkt ablate: --%s%s\n", flag, err->msg + k);
+    else qkt_cli_err("qkt ablate: --%s: %s\n", flag, err->msg);
     return 2;
 }
 
@@ -203,12 +203,12 @@ static void command_line(int argc, char **argv, qkt_ablate_cfg *c) {
 /* The preset with the flags on top; 0, or 2 after a one-line message naming the flag. */
 static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     qkt_err err;
-    if (qkt_ablate_preset(a->preset, c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    if (qkt_ablate_preset(a->preset, c, &err) != 0) return qkt_cli_err("qkt ablate: %s\n", err.msg), 2;
     bool plain = a->name && strcmp(a->name, ".") && strcmp(a->name, "..") && !strchr(a->name, '/');
     for (const char *p = a->name; plain && *p; p++) plain = (unsigned char)*p >= 0x20 && *p != 0x7f; /* no newline, no escape */
     if (a->name && (!plain || strlen(a->name) >= sizeof c->name))
-        return fprintf(stderr, "qkt ablate: --name: expected a name without '/', control characters, '.' or '..', of at most %zu "
-                               "characters\n", sizeof c->name - 1), 2;
+        return qkt_cli_err("qkt ablate: --name: expected a name without '/', control characters, '.' or '..', of at most %zu "
+                           "characters\n", sizeof c->name - 1), 2;
     if (a->name) snprintf(c->name, sizeof c->name, "%s", a->name);
     for (int i = 0; i < a->n_fields; i++) /* the model and training flags given */
         if (qkt_flag_seen(a->flags, a->n_flags, a->fields[i].flag)) qkt_train_field_copy(&a->fields[i], &c->run, &a->run);
@@ -218,7 +218,7 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
         if (!v || !strcmp(own[i].key, "workers")) continue;
         if (!strcmp(own[i].key, "task2") && !strcmp(v, "none")) v = ""; /* no second task */
         if (!strcmp(own[i].key, "task2_d_k") && !c->task2[0])
-            return fprintf(stderr, "qkt ablate: --task2-d-k: no second task (--task2 none)\n"), 2;
+            return qkt_cli_err("qkt ablate: --task2-d-k: no second task (--task2 none)\n"), 2;
         if (qkt_ablate_set(c, own[i].key, v, &err)) return bad_setting(own[i].flag, own[i].key, &err);
         if (!strcmp(own[i].key, "task2") && !c->task2[0]) c->n_task2_dk = 0, memset(c->task2_dks, 0, sizeof c->task2_dks);
     }
@@ -227,14 +227,14 @@ static int build_config(const ablate_args *a, qkt_ablate_cfg *c) {
     /* default: the cores, shared by the MPI ranks on this host (one host: a rank each) */
     if (!workers) c->workers = (int)sysconf(_SC_NPROCESSORS_ONLN) / qkt_dist_local_size();
     if (c->workers < 1) c->workers = 1;
-    if (qkt_ablate_validate(c, &err) != 0) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    if (qkt_ablate_validate(c, &err) != 0) return qkt_cli_err("qkt ablate: %s\n", err.msg), 2;
     if (c->robust_isa[0] && qkt_isa_check(c->robust_isa, &err) != 0) /* a path this CPU runs, and not the study's own */
-        return fprintf(stderr, "qkt ablate: --robust-isa: %s\n", err.msg), 2;
+        return qkt_cli_err("qkt ablate: --robust-isa: %s\n", err.msg), 2;
     if (c->robust_isa[0] && !strcmp(c->robust_isa, qkt_isa_name()))
-        return fprintf(stderr, "qkt ablate: --robust-isa %s: the study's cells run on %s already (QKT_ISA or this CPU's widest path); "
-                               "name another path\n", c->robust_isa, c->robust_isa), 2;
+        return qkt_cli_err("qkt ablate: --robust-isa %s: the study's cells run on %s already (QKT_ISA or this CPU's widest path); "
+                           "name another path\n", c->robust_isa, c->robust_isa), 2;
     /* The tasks must open before any work (the cells would all fail otherwise): "task: ..." */
-    if (qkt_ablate_check_tasks(c, &err) != 0) return fprintf(stderr, "qkt ablate: --%s\n", err.msg), 2;
+    if (qkt_ablate_check_tasks(c, &err) != 0) return qkt_cli_err("qkt ablate: --%s\n", err.msg), 2;
     return 0;
 }
 
@@ -286,9 +286,9 @@ static int setup(int argc, char **argv, ablate_args *a, qkt_ablate_cfg *c, char 
     command_line(argc, argv, c);
     qkt_err err;
     if (snprintf(dir, n, "%s/%s", a->out, c->name) >= (int)n) /* longer than QKT_ABLATE_MAX_DIR too */
-        return fprintf(stderr, "qkt ablate: --out: run directory %.60s...: its path is too long (at most %d bytes)\n", dir,
-                       QKT_ABLATE_MAX_DIR), 2;
-    if (qkt_ablate_check_dir(dir, &err) != 0) return fprintf(stderr, "qkt ablate: --out: %s\n", err.msg), 2;
+        return qkt_cli_err("qkt ablate: --out: run directory %.60s...: its path is too long (at most %d bytes)\n", dir,
+                           QKT_ABLATE_MAX_DIR), 2;
+    if (qkt_ablate_check_dir(dir, &err) != 0) return qkt_cli_err("qkt ablate: --out: %s\n", err.msg), 2;
     return -1;
 }
 
@@ -310,7 +310,7 @@ static int ablate(int argc, char **argv) {
 
 int qkt_cmd_ablate(int argc, char **argv) {
     qkt_err err;
-    if (qkt_dist_init(&argc, &argv, &err)) return fprintf(stderr, "qkt ablate: %s\n", err.msg), 2;
+    if (qkt_dist_init(&argc, &argv, &err)) return qkt_cli_err("qkt ablate: %s\n", err.msg), 2;
     int rc = ablate(argc, argv);
     qkt_dist_finalize();
     return rc;
@@ -320,28 +320,28 @@ static int run_study(const ablate_args *a, qkt_ablate_cfg *c, const char *dir) {
     qkt_err err;
     const bool lead = qkt_dist_rank() == 0;
     char exe[1024];
-    int rc = self_exe(exe, sizeof exe) != 0 ? (fprintf(stderr, "qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1) : 0;
+    int rc = self_exe(exe, sizeof exe) != 0 ? (qkt_cli_err("qkt ablate: cannot find the qkt program (/proc/self/exe)\n"), 1) : 0;
     if ((rc = qkt_dist_agree(rc)) != 0) return rc;
     time_t t0 = time(NULL);
     qkt_ablate_study_opts o = {exe, lead, a->report_only, &g_stop};
     qkt_ablate_status st = qkt_ablate_run_study(c, dir, &o, &err);
-    if (st == QKT_ABLATE_ERR_DIR && lead) fprintf(stderr, "qkt ablate: --out %s: %s\n", a->out, err.msg);
-    else if (st && lead) fprintf(stderr, "qkt ablate: %s\n", err.msg);
+    if (st == QKT_ABLATE_ERR_DIR && lead) qkt_cli_err("qkt ablate: --out %s: %s\n", a->out, err.msg);
+    else if (st && lead) qkt_cli_err("qkt ablate: %s\n", err.msg);
     if (st == QKT_ABLATE_STOPPED) return 130;
     if (st) return st == QKT_ABLATE_ERR_RUN || st == QKT_ABLATE_ERR_REPORT ? 1 : 2;
     if (!lead) return 0; /* rank 0 writes metrics.csv, summary.csv, the plots and the report */
     char ids[1024];
     int seeds, missing = a->report_only ? qkt_ablate_missing(dir, c, ids, sizeof ids, &seeds) : 0;
     if (missing)
-        fprintf(stderr, "qkt ablate: warning: %d planned cell%s missing or unfinished (%s); report.md says so and uses the seeds "
-                        "present (as few as %d of %d); run without --report-only to compute them\n",
-                missing, missing == 1 ? " is" : "s are", ids, seeds, c->seeds);
+        qkt_cli_err("qkt ablate: warning: %d planned cell%s missing or unfinished (%s); report.md says so and uses the seeds "
+                    "present (as few as %d of %d); run without --report-only to compute them\n",
+                    missing, missing == 1 ? " is" : "s are", ids, seeds, c->seeds);
     qkt_ablate_efficiency e;
     char eff[1200];
     if (qkt_ablate_efficiency_read(dir, c, &e, &err) == 0) qkt_ablate_efficiency_text(&e, eff, sizeof eff);
     else snprintf(eff, sizeof eff, "efficiency unknown: %.1100s", err.msg);
-    fprintf(stderr, "qkt ablate: %s\n", eff);
-    fprintf(stderr, "qkt ablate: done in %.0f s: %s/report.md\n", difftime(time(NULL), t0), dir);
+    qkt_cli_err("qkt ablate: %s\n", eff);
+    qkt_cli_err("qkt ablate: done in %.0f s: %s/report.md\n", difftime(time(NULL), t0), dir);
     printf("%s/report.md\n", dir);
     return 0;
 }

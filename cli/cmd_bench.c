@@ -359,17 +359,17 @@ static int parse(int argc, char **argv, bench_args *a) {
     if (!rc) rc = qkt_flags_threads("bench", flags, nf, &a->threads);
     if (rc) return rc == 1 ? -1 : 2;
     if (a->peak > 0 && a->peak < BENCH_MIN_PEAK) /* a rate no CPU has: an mfu of 1e300 */
-        return fprintf(stderr, "qkt bench: --peak %g: expected 0 (measure it) or at least %g GFLOP/s\n", a->peak, BENCH_MIN_PEAK), 2;
+        return qkt_cli_err("qkt bench: --peak %g: expected 0 (measure it) or at least %g GFLOP/s\n", a->peak, BENCH_MIN_PEAK), 2;
     /* One thing to time: the modes exclude each other, and --ops times fixed shapes. */
     if (a->want_peak + a->want_shapes + a->want_ops > 1)
-        return fprintf(stderr, "qkt bench: --sgemm-peak, --gemm-shapes and --ops each time something else: give one of them\n"), 2;
+        return qkt_cli_err("qkt bench: --sgemm-peak, --gemm-shapes and --ops each time something else: give one of them\n"), 2;
     if ((a->want_ops || a->want_peak || a->want_shapes) && qkt_flag_seen(flags, nf, "peak"))
-        return fprintf(stderr, "qkt bench: --peak sets a step's MFU denominator: %s prints no MFU\n",
-                       a->want_ops ? "--ops" : a->want_peak ? "--sgemm-peak" : "--gemm-shapes"),
+        return qkt_cli_err("qkt bench: --peak sets a step's MFU denominator: %s prints no MFU\n",
+                           a->want_ops ? "--ops" : a->want_peak ? "--sgemm-peak" : "--gemm-shapes"),
                2;
     if ((a->want_ops || a->want_peak) && (a->config || sizes_set(z) || a->replicas != bench_defaults.replicas))
-        return fprintf(stderr, "qkt bench: %s times fixed shapes: --config, the model flags and --replicas do not apply\n",
-                       a->want_ops ? "--ops" : "--sgemm-peak"),
+        return qkt_cli_err("qkt bench: %s times fixed shapes: --config, the model flags and --replicas do not apply\n",
+                           a->want_ops ? "--ops" : "--sgemm-peak"),
                2;
     return 0;
 }
@@ -383,10 +383,10 @@ static int choose_config(const bench_args *a, bench_config *bc) {
         int found = -1;
         for (int i = 0; i < n_configs; i++)
             if (!strcmp(a->config, configs[i].name)) found = i;
-        if (found < 0) return fprintf(stderr, "qkt bench: --config '%s': expected %s\n", a->config, config_names()), 2;
+        if (found < 0) return qkt_cli_err("qkt bench: --config '%s': expected %s\n", a->config, config_names()), 2;
         *bc = configs[found];
     } else if (!custom) {
-        return fprintf(stderr, "qkt bench: --config: expected %s (or the model flags, or --sgemm-peak)\n", config_names()), 2;
+        return qkt_cli_err("qkt bench: --config: expected %s (or the model flags, or --sgemm-peak)\n", config_names()), 2;
     }
     if (custom) bc->name = "custom";
     if (z->V) bc->V = z->V;
@@ -396,10 +396,10 @@ static int choose_config(const bench_args *a, bench_config *bc) {
     if (z->L) bc->L = z->L;
     if (z->NH) bc->NH = z->NH;
     if (a->replicas > bc->B)
-        return fprintf(stderr, "qkt bench: --replicas %d: expected at most the batch size %d\n", a->replicas, bc->B), 2;
-    if (bc->C % bc->NH) return fprintf(stderr, "qkt bench: --n-head %d: expected a divisor of the width %d\n", bc->NH, bc->C), 2;
+        return qkt_cli_err("qkt bench: --replicas %d: expected at most the batch size %d\n", a->replicas, bc->B), 2;
+    if (bc->C % bc->NH) return qkt_cli_err("qkt bench: --n-head %d: expected a divisor of the width %d\n", bc->NH, bc->C), 2;
     if ((int64_t)bc->B * bc->T > QKT_TRAIN_MAX_BATCH_TOKENS) /* the trainer's bound on one step's (B, T) arrays */
-        return fprintf(stderr, "qkt bench: --batch %d x --seq %d: expected at most 2^28 tokens a step\n", bc->B, bc->T), 2;
+        return qkt_cli_err("qkt bench: --batch %d x --seq %d: expected at most 2^28 tokens a step\n", bc->B, bc->T), 2;
     return 0;
 }
 
@@ -428,7 +428,7 @@ int qkt_cmd_bench(int argc, char **argv) {
     qkt_train_config c = train_config(&bc, a.replicas);
     qkt_bench_stats st;
     if (qkt_bench_steps(&c, a.warmup, a.steps, &st, &err)) {
-        fprintf(stderr, "qkt bench: %s\n", err.msg);
+        qkt_cli_err("qkt bench: %s\n", err.msg);
         return 1;
     }
     double t = st.step_s, flops = st.flops; /* st.peak_rss_mb: before the sgemm peak's matrices (3 n^2 floats) exist */
@@ -436,10 +436,9 @@ int qkt_cmd_bench(int argc, char **argv) {
     printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f isa=%s\n", bc.name, threads,
            t * 1e3, (double)bc.B * bc.T / t, st.peak_rss_mb, flops / t / (peak * 1e9), qkt_isa_name());
     const char *wait = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
-    fprintf(stderr,
-            "qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, replicas %d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
-            "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n",
-            bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, a.replicas, flops * 1e-9, peak, st.cpu_s * 1e3, wait ? wait : "(unset)",
-            spin ? spin : "(unset)");
+    qkt_cli_err("qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, replicas %d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
+                "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n",
+                bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, a.replicas, flops * 1e-9, peak, st.cpu_s * 1e3,
+                wait ? wait : "(unset)", spin ? spin : "(unset)");
     return 0;
 }

@@ -34,9 +34,9 @@ static void data_usage(FILE *f) {
 
 static int bad(const char *msg, const char *flag, const char *val) {
     if (val)
-        fprintf(stderr, "qkt data: %s '%s': expected %s\n", flag, val, msg);
+        qkt_cli_err("qkt data: %s '%s': expected %s\n", flag, val, msg);
     else
-        fprintf(stderr, "qkt data: %s needs a value (%s)\n", flag, msg);
+        qkt_cli_err("qkt data: %s needs a value (%s)\n", flag, msg);
     return 2;
 }
 
@@ -98,7 +98,7 @@ static int parse_args(int argc, char **argv, data_args *a) {
         }
         for (int k = 0; k < 5; k++) {
             bool is = !strcmp(f, names[k]) || (k == 0 && !strcmp(f, "--dump"));
-            if (is && seen[k]) return fprintf(stderr, "qkt data: %s given twice\n", k ? f : "--show/--dump"), 2;
+            if (is && seen[k]) return qkt_cli_err("qkt data: %s given twice\n", k ? f : "--show/--dump"), 2;
             if (is) seen[k] = true;
         }
         int rc = 0;
@@ -120,12 +120,12 @@ static int parse_args(int argc, char **argv, data_args *a) {
             else if (!strcmp(v, "val")) a->split = QKT_SPLIT_VAL;
             else return bad("train or val", f, v);
         } else {
-            return fprintf(stderr, "qkt data: unknown flag '%s' (run 'qkt data --help')\n", f), 2;
+            return qkt_cli_err("qkt data: unknown flag '%s' (run 'qkt data --help')\n", f), 2;
         }
         if (rc) return rc;
         if (!joined) i++; /* every flag but --help takes a value */
     }
-    if (!a->spec) return fprintf(stderr, "qkt data: expected --show SPEC or --dump SPEC (run 'qkt data --help')\n"), 2;
+    if (!a->spec) return qkt_cli_err("qkt data: expected --show SPEC or --dump SPEC (run 'qkt data --help')\n"), 2;
     return 0;
 }
 
@@ -195,7 +195,7 @@ int qkt_cmd_data(int argc, char **argv) {
     qkt_data *d;
     qkt_data_opts o = {.seq_len = (int)a.T, .seed = a.seed};
     if (qkt_data_open(&d, a.spec, &o, &err)) {
-        fprintf(stderr, "qkt data: %s\n", err.msg);
+        qkt_cli_err("qkt data: %s\n", err.msg);
         return 2;
     }
     int Tm = qkt_data_seq_len(d);

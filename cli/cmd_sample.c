@@ -81,10 +81,10 @@ static int encode_prompt(const char *prompt, const qkt_data *d, bool text, int V
         const uint8_t *vocab = qkt_data_vocab(d, &n);
         const char *pr = prompt ? prompt : memchr(vocab, '\n', (size_t)n) ? "\n" : (const char *)vocab;
         size_t plen = prompt ? strlen(prompt) : 1;
-        if (qkt_data_encode(d, (const uint8_t *)pr, plen, ids, &err)) return fprintf(stderr, CMD ": --prompt: %s\n", err.msg), 2;
+        if (qkt_data_encode(d, (const uint8_t *)pr, plen, ids, &err)) return qkt_cli_err(CMD ": --prompt: %s\n", err.msg), 2;
         *n_prompt = (int)plen;
     } else if (prompt) {
-        if (parse_ids(prompt, V, ids, n_prompt, &err)) return fprintf(stderr, CMD ": %s\n", err.msg), 2;
+        if (parse_ids(prompt, V, ids, n_prompt, &err)) return qkt_cli_err(CMD ": %s\n", err.msg), 2;
     } else {
         ids[0] = 0;
     }
@@ -108,18 +108,18 @@ int qkt_cmd_sample(int argc, char **argv) {
                              nf, argc, argv, NULL, 0, NULL);
     if (!rc) rc = qkt_flags_threads("sample", f, nf, &a.threads);
     if (rc) return rc == 1 ? 0 : 2;
-    if (!ckpt) return fprintf(stderr, CMD ": --ckpt is required (run 'qkt sample --help')\n"), 2;
+    if (!ckpt) return qkt_cli_err(CMD ": --ckpt is required (run 'qkt sample --help')\n"), 2;
     qkt_set_threads(a.threads);
 
     qkt_err err;
     qkt_sampler smp;
     int32_t *ids = NULL;
     /* an unusable checkpoint is refused like a bad flag: exit 2 */
-    if (qkt_sampler_open(&smp, ckpt, &err)) return fprintf(stderr, CMD ": --ckpt: %s\n", err.msg), 2;
+    if (qkt_sampler_open(&smp, ckpt, &err)) return qkt_cli_err(CMD ": --ckpt: %s\n", err.msg), 2;
     /* (after every refusal: those are one line) */
     if (!smp.checksummed)
-        fprintf(stderr, CMD ": note: %s has no checksums (written by an older qkt or another tool): its tensors are not verified\n",
-                ckpt);
+        qkt_cli_err(CMD ": note: %s has no checksums (written by an older qkt or another tool): its tensors are not verified\n",
+                    ckpt);
     ids = qkt_malloc((strlen(prompt ? prompt : "\n") + 1 + (size_t)a.tokens) * sizeof *ids);
     int n_prompt;
     if ((rc = encode_prompt(prompt, smp.tokens, smp.text, smp.gpt.cfg.vocab_size, ids, &n_prompt))) goto done;
@@ -131,8 +131,8 @@ int qkt_cmd_sample(int argc, char **argv) {
     free(prompt_ids);
     if (made < a.tokens) { /* finite weights can still overflow to NaN logits: a diverged model */
         if (made) printf("\n");
-        fprintf(stderr, CMD ": %s: the model's outputs are not finite at token %d (a diverged model?): %d of %d tokens made\n",
-                ckpt, n_prompt + made + 1, made, a.tokens);
+        qkt_cli_err(CMD ": %s: the model's outputs are not finite at token %d (a diverged model?): %d of %d tokens made\n",
+                    ckpt, n_prompt + made + 1, made, a.tokens);
         rc = 1;
         goto done;
     }

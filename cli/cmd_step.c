@@ -55,12 +55,12 @@ static int parse(int argc, char **argv, step_args *a) {
     if (!rc) rc = qkt_flags_threads("step", flags, n_flags, &a->threads);
     if (rc) return rc == 1 ? -1 : 2;
     for (int i = 0; i < 3; i++) /* ckpt, batch, out */
-        if (!flags[i].seen) return fprintf(stderr, "qkt step: --%s is required (run 'qkt step --help')\n", flags[i].name), 2;
+        if (!flags[i].seen) return qkt_cli_err("qkt step: --%s is required (run 'qkt step --help')\n", flags[i].name), 2;
     if (qkt_flag_seen(flags, n_flags, "adamw-lr") != qkt_flag_seen(flags, n_flags, "params-out"))
-        return fprintf(stderr, "qkt step: --adamw-lr and --params-out go together (one AdamW step, then the updated model)\n"), 2;
+        return qkt_cli_err("qkt step: --adamw-lr and --params-out go together (one AdamW step, then the updated model)\n"), 2;
     if (a->oc.eps < real_min()) /* as a float32 it would be 0 or subnormal: denom 0, a step of inf */
-        return fprintf(stderr, "qkt step: --eps %g: expected a positive number >= %g (it is stored as the model's float)\n", a->oc.eps,
-                       real_min()), 2;
+        return qkt_cli_err("qkt step: --eps %g: expected a positive number >= %g (it is stored as the model's float)\n", a->oc.eps,
+                           real_min()), 2;
     return 0;
 }
 
@@ -71,23 +71,23 @@ int qkt_cmd_step(int argc, char **argv) {
     qkt_set_threads(a.threads);
     qkt_err err = {{0}};
     /* Outputs that cannot be written are refused before any work (exit 2). */
-    if (qkt_check_output(a.out, &err)) return fprintf(stderr, "qkt step: --out: %s\n", err.msg), 2;
-    if (a.params_out && qkt_check_output(a.params_out, &err)) return fprintf(stderr, "qkt step: --params-out: %s\n", err.msg), 2;
+    if (qkt_check_output(a.out, &err)) return qkt_cli_err("qkt step: --out: %s\n", err.msg), 2;
+    if (a.params_out && qkt_check_output(a.params_out, &err)) return qkt_cli_err("qkt step: --params-out: %s\n", err.msg), 2;
     /* An output that is an input would replace it (and with --params-out --out the grads
      * would be overwritten by the model): compared by device and inode. */
     const struct { const char *flag, *path; } io[] = {{"ckpt", a.ckpt}, {"batch", a.batch}, {"out", a.out}, {"params-out", a.params_out}};
     for (int i = 2; i < 4; i++)
         for (int j = 0; j < i; j++)
             if (io[i].path && io[j].path && (qkt_same_file(io[i].path, io[j].path) || !strcmp(io[i].path, io[j].path)))
-                return fprintf(stderr, "qkt step: --%s %s is the same file as --%s %s: pick another output\n", io[i].flag,
-                               io[i].path, io[j].flag, io[j].path), 2;
+                return qkt_cli_err("qkt step: --%s %s is the same file as --%s %s: pick another output\n", io[i].flag,
+                                   io[i].path, io[j].flag, io[j].path), 2;
     qkt_gpt g;
     /* Unusable input files are refused like bad flags (exit 2); a failed write is exit 1. */
-    if (qkt_gpt_open(a.ckpt, &g, &err)) return fprintf(stderr, "qkt step: --ckpt: %s\n", err.msg), 2;
+    if (qkt_gpt_open(a.ckpt, &g, &err)) return qkt_cli_err("qkt step: --ckpt: %s\n", err.msg), 2;
     int32_t *idx, *tgt;
     int B, T;
     if (qkt_gpt_batch_read(a.batch, &g.cfg, &idx, &tgt, &B, &T, &err)) {
-        fprintf(stderr, "qkt step: --batch: %s\n", err.msg);
+        qkt_cli_err("qkt step: --batch: %s\n", err.msg);
         qkt_gpt_free(&g);
         return 2;
     }
@@ -96,7 +96,7 @@ int qkt_cmd_step(int argc, char **argv) {
     int n_counted;
     qkt_real loss = qkt_gpt_loss_grads(&ctx, &g, idx, tgt, B, T, &n_counted);
     rc = qkt_gpt_grads_write(a.out, &g, loss, n_counted, &err);
-    if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
+    if (rc) qkt_cli_err("qkt step: %s\n", err.msg);
     else printf("loss %.9g over %d positions (B %d, T %d); %d gradients -> %s\n", (double)loss, n_counted, B, T,
                 g.params.n, a.out);
     if (!rc && a.params_out) {
@@ -108,7 +108,7 @@ int qkt_cmd_step(int argc, char **argv) {
             rc = qkt_gpt_save_tokens_of(a.params_out, &g, &from, &err);
             qkt_checkpoint_close(&from);
         }
-        if (rc) fprintf(stderr, "qkt step: %s\n", err.msg);
+        if (rc) qkt_cli_err("qkt step: %s\n", err.msg);
         else printf("grad norm %.9g; one AdamW step (lr %g, wd %g) -> %s\n", norm, a.adamw_lr, a.oc.weight_decay, a.params_out);
     }
     free(idx), free(tgt);

@@ -47,10 +47,10 @@ static qkt_session g_session;
 static void anomaly_note(void) {
     const qkt_session *s = &g_session;
     if (!s->busy) return;
-    fprintf(stderr, CMD ": stopped by --detect-anomaly in step %lld%s; ", (long long)s->busy_step,
-            s->busy_step ? "" : " (the validation before training)");
-    if (s->last_ckpt >= 0) fprintf(stderr, "last good checkpoint: %s (step %lld)\n", s->p_ckpt, (long long)s->last_ckpt);
-    else fprintf(stderr, "no checkpoint was saved before it\n");
+    qkt_cli_err(CMD ": stopped by --detect-anomaly in step %lld%s; ", (long long)s->busy_step,
+                s->busy_step ? "" : " (the validation before training)");
+    if (s->last_ckpt >= 0) qkt_cli_err("last good checkpoint: %s (step %lld)\n", s->p_ckpt, (long long)s->last_ckpt);
+    else qkt_cli_err("no checkpoint was saved before it\n");
 }
 
 static const char *fmt_dur(double s, char *buf, size_t n) {
@@ -74,7 +74,7 @@ typedef struct {
 static int threads_from_env(int *threads) {
     qkt_err err;
     if (qkt_threads_env(threads, &err) >= 0) return 0;
-    fprintf(stderr, CMD ": %s\n", err.msg);
+    qkt_cli_err(CMD ": %s\n", err.msg);
     return -1;
 }
 
@@ -88,11 +88,11 @@ static int load_resumed(const qkt_flag *f, int nf, const char *resume, run_opts 
         bool allowed = false;
         for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) allowed |= !strcmp(f[i].name, ok[k]);
         if (f[i].seen && !allowed)
-            return fprintf(stderr, CMD ": --%s cannot be combined with --resume (the run's settings are in %s/train.json)\n",
-                           f[i].name, resume), 2;
+            return qkt_cli_err(CMD ": --%s cannot be combined with --resume (the run's settings are in %s/train.json)\n",
+                               f[i].name, resume), 2;
     }
     qkt_err err;
-    if (qkt_check_path_len(resume, 64, &err)) return fprintf(stderr, CMD ": --resume %s\n", err.msg), 2;
+    if (qkt_check_path_len(resume, 64, &err)) return qkt_cli_err(CMD ": --resume %s\n", err.msg), 2;
     if (qkt_dist_rank() > 0) { /* an MPI job: the run comes from rank 0, which reads train.json */
         o->out = resume, o->resuming = true;
         return 0;
@@ -100,9 +100,9 @@ static int load_resumed(const qkt_flag *f, int nf, const char *resume, run_opts 
     char *path = qkt_path_join(resume, "train.json");
     int rc = 0;
     if (!qkt_file_exists(path))
-        rc = (fprintf(stderr, CMD ": --resume %s: no train.json there (not a qkt train run directory)\n", resume), 2);
+        rc = (qkt_cli_err(CMD ": --resume %s: no train.json there (not a qkt train run directory)\n", resume), 2);
     else if (qkt_train_run_load(path, &o->r, &err))
-        rc = (fprintf(stderr, CMD ": --resume: %s\n", err.msg), 2);
+        rc = (qkt_cli_err(CMD ": --resume: %s\n", err.msg), 2);
     free(path);
     if (rc) return rc;
     if (qkt_flag_seen(f, nf, "steps")) o->r.tc.steps = steps, o->steps_given = true;
@@ -116,7 +116,7 @@ static int load_resumed(const qkt_flag *f, int nf, const char *resume, run_opts 
 static int check_pause_at(const run_opts *o) {
     long long steps = o->r.tc.steps;
     if (o->pause_at <= steps || (o->resuming && qkt_dist_rank() > 0)) return 0;
-    return fprintf(stderr, CMD ": --pause-at %lld: past the run's last step, --steps %lld\n", o->pause_at, steps), 2;
+    return qkt_cli_err(CMD ": --pause-at %lld: past the run's last step, --steps %lld\n", o->pause_at, steps), 2;
 }
 
 /* `s` quoted for a POSIX shell when it needs it: 'it'\''s'. Allocated. */
@@ -136,7 +136,7 @@ static char *shell_quote(const char *s) {
  * resolves the auto fields and validates the run once). */
 static int finish_new(const qkt_flag *f, int nf, const char *out, run_opts *o) {
     if (!qkt_flag_seen(f, nf, "data"))
-        return fprintf(stderr, CMD ": --data is required (text:PATH or a task such as mqar; see qkt data --help)\n"), 2;
+        return qkt_cli_err(CMD ": --data is required (text:PATH or a task such as mqar; see qkt data --help)\n"), 2;
     o->out = out;
     return 0;
 }
@@ -200,30 +200,30 @@ static int open_run(const run_opts *o, qkt_session *s) {
     qkt_err err;
     switch (qkt_session_open(s, &o->r, o->out, o->resuming, &err)) {
     case QKT_SESSION_OK: break;
-    case QKT_SESSION_ERR_CONFIG: return fprintf(stderr, CMD ": %s\n", err.msg), 2;
-    case QKT_SESSION_ERR_DATA: return fprintf(stderr, CMD ": --data %s: %s\n", o->r.data, err.msg), 2;
+    case QKT_SESSION_ERR_CONFIG: return qkt_cli_err(CMD ": %s\n", err.msg), 2;
+    case QKT_SESSION_ERR_DATA: return qkt_cli_err(CMD ": --data %s: %s\n", o->r.data, err.msg), 2;
     case QKT_SESSION_ERR_EXISTS:
-        return fprintf(stderr, CMD ": --out %s already holds a run (train.json); continue it with --resume %s or pick another --out\n",
-                       o->out, o->out), 2;
-    case QKT_SESSION_ERR_DIR: return fprintf(stderr, CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
-    case QKT_SESSION_ERR_CKPT: return fprintf(stderr, CMD ": --resume %s: %s\n", o->out, err.msg), 2; /* a --steps below its step too */
-    case QKT_SESSION_ERR_LOCKED: return fprintf(stderr, CMD ": --%s %s\n", flag, err.msg), 2;
+        return qkt_cli_err(CMD ": --out %s already holds a run (train.json); continue it with --resume %s or pick another --out\n",
+                           o->out, o->out), 2;
+    case QKT_SESSION_ERR_DIR: return qkt_cli_err(CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
+    case QKT_SESSION_ERR_CKPT: return qkt_cli_err(CMD ": --resume %s: %s\n", o->out, err.msg), 2; /* a --steps below its step too */
+    case QKT_SESSION_ERR_LOCKED: return qkt_cli_err(CMD ": --%s %s\n", flag, err.msg), 2;
     }
     long long step = s->t.step, steps = s->run.tc.steps;
     if (s->last_ckpt >= 0) {
         if (o->pause_at && o->pause_at <= step)
-            return fprintf(stderr, CMD ": --pause-at %lld: the run is at step %lld already\n", o->pause_at, step), 2;
+            return qkt_cli_err(CMD ": --pause-at %lld: the run is at step %lld already\n", o->pause_at, step), 2;
         if (step >= steps && !s->pending) {
-            if (qkt_train_log_check(s->p_log, step, NULL, &err)) return fprintf(stderr, CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
-            return fprintf(stderr, CMD ": %s finished already (step %lld of %lld); nothing to do\n", o->out, step, steps), 0;
+            if (qkt_train_log_check(s->p_log, step, NULL, &err)) return qkt_cli_err(CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
+            return qkt_cli_err(CMD ": %s finished already (step %lld of %lld); nothing to do\n", o->out, step, steps), 0;
         }
     }
     /* everything that can refuse the run comes before the first line about it */
-    if (qkt_session_begin(s, &err)) return fprintf(stderr, CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
+    if (qkt_session_begin(s, &err)) return qkt_cli_err(CMD ": --%s %s: %s\n", flag, o->out, err.msg), 2;
     for (char *line = s->notes.s, *nl; line && (nl = strchr(line, '\n')); line = nl + 1)
-        fprintf(stderr, CMD ": note: %.*s\n", (int)(nl - line), line);
-    if (s->last_ckpt >= 0) fprintf(stderr, CMD ": resuming %s at step %lld of %lld\n", o->out, step, steps);
-    else if (o->resuming) fprintf(stderr, CMD ": %s has no checkpoint yet; starting from step 0\n", o->out);
+        qkt_cli_err(CMD ": note: %.*s\n", (int)(nl - line), line);
+    if (s->last_ckpt >= 0) qkt_cli_err(CMD ": resuming %s at step %lld of %lld\n", o->out, step, steps);
+    else if (o->resuming) qkt_cli_err(CMD ": %s has no checkpoint yet; starting from step 0\n", o->out);
     return -1;
 }
 
@@ -236,18 +236,18 @@ static void print_progress(const qkt_session *s, const qkt_session_progress *p, 
     long long step = p->step, steps = s->run.tc.steps;
     char d1[32], d2[32];
     if (!st) {
-        fprintf(stderr, "step 0: val loss %.4f acc %.3f (%s, %" PRId64 " params, %s)\n", ev->loss, ev->acc,
-                qkt_data_name(s->t.data), s->t.gpt.params.size, s->run.data);
+        qkt_cli_err("step 0: val loss %.4f acc %.3f (%s, %" PRId64 " params, %s)\n", ev->loss, ev->acc,
+                    qkt_data_name(s->t.data), s->t.gpt.params.size, s->run.data);
     } else if (o->tty && (qkt_now_s() - o->last_print > 0.1 || ev || step == steps)) {
         o->last_print = qkt_now_s();
         fprintf(stderr, "\r\033[Kstep %lld/%lld | loss %.4f | val %.4f | %.0f tok/s | ETA %s", step, steps, st->loss, s->val_loss,
                 p->tokens_per_s, fmt_dur(p->eta_s, d1, sizeof d1));
-        if (ev) fprintf(stderr, "\n");
+        if (ev) qkt_cli_err("\n");
     } else if (!o->tty && (step % o->log_every == 0 || ev || step == steps)) {
-        fprintf(stderr, "step %lld/%lld loss %.4f lr %.3g norm %.3g", step, steps, st->loss, st->lr, st->grad_norm);
-        if (ev) fprintf(stderr, " | val loss %.4f acc %.3f", ev->loss, ev->acc);
-        fprintf(stderr, " | %.0f tok/s | %s elapsed, ETA %s\n", p->tokens_per_s, fmt_dur(p->elapsed_s, d1, sizeof d1),
-                fmt_dur(p->eta_s, d2, sizeof d2));
+        qkt_cli_err("step %lld/%lld loss %.4f lr %.3g norm %.3g", step, steps, st->loss, st->lr, st->grad_norm);
+        if (ev) qkt_cli_err(" | val loss %.4f acc %.3f", ev->loss, ev->acc);
+        qkt_cli_err(" | %.0f tok/s | %s elapsed, ETA %s\n", p->tokens_per_s, fmt_dur(p->elapsed_s, d1, sizeof d1),
+                    fmt_dur(p->eta_s, d2, sizeof d2));
     }
 }
 
@@ -257,37 +257,37 @@ static int report_end(const run_opts *o, const qkt_session *s, qkt_session_end e
     char d1[32];
     char *q = shell_quote(o->out);
     if (end != QKT_SESSION_STOPPED && end != QKT_SESSION_PAUSED) free(q), q = NULL;
-    if (o->tty && end != QKT_SESSION_PAUSED && end != QKT_SESSION_DONE) fprintf(stderr, "\n");
+    if (o->tty && end != QKT_SESSION_PAUSED && end != QKT_SESSION_DONE) qkt_cli_err("\n");
     switch (end) {
     case QKT_SESSION_LOG_FAILED:
-        fprintf(stderr, CMD ": %s; stopped at step %lld. ", err->msg, step);
-        if (last >= 0) fprintf(stderr, "Last checkpoint: %s (step %lld); free space and continue with --resume %s\n", s->p_ckpt, last, o->out);
-        else fprintf(stderr, "No checkpoint was saved before it\n");
+        qkt_cli_err(CMD ": %s; stopped at step %lld. ", err->msg, step);
+        if (last >= 0) qkt_cli_err("Last checkpoint: %s (step %lld); free space and continue with --resume %s\n", s->p_ckpt, last, o->out);
+        else qkt_cli_err("No checkpoint was saved before it\n");
         return 1;
     case QKT_SESSION_NONFINITE: /* fabs: print nan, not -nan */
-        fprintf(stderr, CMD ": non-finite %s (loss %g, grad norm %g) at step %lld; stopped without saving it. ",
-                isfinite(s->last.loss) ? "gradient norm" : "loss", fabs(s->last.loss), fabs(s->last.grad_norm), step);
-        if (last >= 0) fprintf(stderr, "Last good checkpoint: %s (step %lld)\n", s->p_ckpt, last);
-        else fprintf(stderr, "No checkpoint was saved before it (--ckpt-every %d)\n", s->run.ckpt_every);
+        qkt_cli_err(CMD ": non-finite %s (loss %g, grad norm %g) at step %lld; stopped without saving it. ",
+                    isfinite(s->last.loss) ? "gradient norm" : "loss", fabs(s->last.loss), fabs(s->last.grad_norm), step);
+        if (last >= 0) qkt_cli_err("Last good checkpoint: %s (step %lld)\n", s->p_ckpt, last);
+        else qkt_cli_err("No checkpoint was saved before it (--ckpt-every %d)\n", s->run.ckpt_every);
         return 1;
     case QKT_SESSION_CKPT_FAILED:
-        fprintf(stderr, CMD ": %s; stopped at step %lld", err->msg, step);
-        if (last >= 0) fprintf(stderr, " (the previous checkpoint, step %lld, is intact: --resume %s)", last, o->out);
-        fprintf(stderr, "\n");
+        qkt_cli_err(CMD ": %s; stopped at step %lld", err->msg, step);
+        if (last >= 0) qkt_cli_err(" (the previous checkpoint, step %lld, is intact: --resume %s)", last, o->out);
+        qkt_cli_err("\n");
         return 1;
     case QKT_SESSION_STOPPED:
-        fprintf(stderr, CMD ": %s at step %lld: checkpoint saved to %s; continue with: qkt train --resume %s\n",
-                g_stop == SIGINT ? "interrupted" : g_stop == SIGHUP ? "hung up" : "terminated", step, s->p_ckpt, q);
+        qkt_cli_err(CMD ": %s at step %lld: checkpoint saved to %s; continue with: qkt train --resume %s\n",
+                    g_stop == SIGINT ? "interrupted" : g_stop == SIGHUP ? "hung up" : "terminated", step, s->p_ckpt, q);
         free(q);
         return 130;
     case QKT_SESSION_PAUSED:
-        fprintf(stderr, CMD ": paused after step %lld (--pause-at): checkpoint saved to %s; continue with: qkt train --resume %s\n",
-                step, s->p_ckpt, q);
+        qkt_cli_err(CMD ": paused after step %lld (--pause-at): checkpoint saved to %s; continue with: qkt train --resume %s\n",
+                    step, s->p_ckpt, q);
         free(q);
         return 0;
     case QKT_SESSION_DONE:
-        fprintf(stderr, CMD ": done: %lld steps in %s, val loss %.4f; %s\n", step, fmt_dur(s->elapsed_s, d1, sizeof d1), s->val_loss,
-                s->p_ckpt);
+        qkt_cli_err(CMD ": done: %lld steps in %s, val loss %.4f; %s\n", step, fmt_dur(s->elapsed_s, d1, sizeof d1), s->val_loss,
+                    s->p_ckpt);
         return 0;
     }
     return 1;
@@ -326,9 +326,9 @@ static void mpi_note(const qkt_session *s) {
     qkt_dist_get_stats(&st);
     if (qkt_dist_size() < 2 || qkt_dist_rank() || !st.sums) return;
     double mb = (double)s->t.gpt.params.size * sizeof(qkt_real) / 1e6;
-    fprintf(stderr, CMD ": MPI %d ranks x %d threads, %lld steps: gradient sum %.3f ms/step (%.3f MB of gradients), "
-                    "waiting for the slowest rank %.3f ms/step\n", qkt_dist_size(), qkt_get_threads(), (long long)st.sums,
-            1e3 * st.sum_s / (double)st.sums, mb, 1e3 * st.wait_s / (double)st.sums);
+    qkt_cli_err(CMD ": MPI %d ranks x %d threads, %lld steps: gradient sum %.3f ms/step (%.3f MB of gradients), "
+                "waiting for the slowest rank %.3f ms/step\n", qkt_dist_size(), qkt_get_threads(), (long long)st.sums,
+                1e3 * st.sum_s / (double)st.sums, mb, 1e3 * st.wait_s / (double)st.sums);
 }
 
 static int train_cmd(int argc, char **argv) {
@@ -336,7 +336,7 @@ static int train_cmd(int argc, char **argv) {
     int quiet = qkt_cli_mute();
     int mine = parse(argc, argv, &o), rc = qkt_dist_agree(mine);
     if (rc && !mine && qkt_dist_rank() == 0) /* the same flags everywhere: another rank's environment differs */
-        fprintf(stderr, CMD ": another MPI rank refused the run's settings (its environment, e.g. QKT_THREADS, differs)\n");
+        qkt_cli_err(CMD ": another MPI rank refused the run's settings (its environment, e.g. QKT_THREADS, differs)\n");
     if (rc) return qkt_cli_unmute(quiet), rc < 0 ? 0 : rc;
     o.tty = isatty(STDERR_FILENO);
     rc = open_run(&o, &g_session);
@@ -353,7 +353,7 @@ static int train_cmd(int argc, char **argv) {
  * over the ranks. */
 int qkt_cmd_train(int argc, char **argv) {
     qkt_err err;
-    if (qkt_dist_init(&argc, &argv, &err)) return fprintf(stderr, CMD ": %s\n", err.msg), 2;
+    if (qkt_dist_init(&argc, &argv, &err)) return qkt_cli_err(CMD ": %s\n", err.msg), 2;
     int rc = train_cmd(argc, argv);
     qkt_dist_finalize();
     return rc;

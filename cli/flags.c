@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli.h"
 #include "flags.h"
 
 /* " (default X)" for a flag's value before parsing, or "" (see qkt_flag.dst). */
@@ -87,7 +88,7 @@ bool qkt_flag_seen(const qkt_flag *flags, int n_flags, const char *name) {
 }
 
 static int bad(const char *cmd, const char *flag, const char *val, const char *want) {
-    fprintf(stderr, "qkt %s: --%s %s%s%s: expected %s\n", cmd, flag, val ? "'" : "", val ? val : "", val ? "'" : "", want);
+    qkt_cli_err("qkt %s: --%s %s%s%s: expected %s\n", cmd, flag, val ? "'" : "", val ? val : "", val ? "'" : "", want);
     return 2;
 }
 
@@ -155,7 +156,7 @@ static int set_value(const char *cmd, qkt_flag *f, const char *shown, const char
         qkt_err err;
         const qkt_flag_field *b = f->dst;
         if (qkt_train_field_set(b->run, b->field, v, &err))
-            return fprintf(stderr, "qkt %s: --%s: %s\n", cmd, shown, err.msg), 2;
+            return qkt_cli_err("qkt %s: --%s: %s\n", cmd, shown, err.msg), 2;
     } else {
         if (!*v) return bad(cmd, shown, v, "a non-empty value");
         *(const char **)f->dst = v;
@@ -279,22 +280,22 @@ int qkt_flags_parse_more(const char *cmd, const char *summary, qkt_flag *flags, 
                 positional[(*n_positional)++] = a;
                 continue;
             }
-            fprintf(stderr, "qkt %s: unexpected argument '%s' (run 'qkt %s --help')\n", cmd, a, cmd);
+            qkt_cli_err("qkt %s: unexpected argument '%s' (run 'qkt %s --help')\n", cmd, a, cmd);
             return 2;
         }
         const char *name = a + 2, *eq = strchr(name, '='), *shown;
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         qkt_flag *f = find_flag(flags, n_flags, more, name, len, &shown);
         if (!f) {
-            fprintf(stderr, "qkt %s: unknown flag '--%.*s' (run 'qkt %s --help')\n", cmd, (int)len, name, cmd);
+            qkt_cli_err("qkt %s: unknown flag '--%.*s' (run 'qkt %s --help')\n", cmd, (int)len, name, cmd);
             return 2;
         }
         if (f->seen) {
             const char *other = NULL; /* the flag's other spelling, if it has one */
             for (int k = 0; more && k < more->n_aliases && !other; k++)
                 if (!strcmp(more->aliases[k].name, f->name)) other = more->aliases[k].alias;
-            if (other) fprintf(stderr, "qkt %s: --%s given twice (as --%s or --%s)\n", cmd, f->name, f->name, other);
-            else fprintf(stderr, "qkt %s: --%s given twice\n", cmd, f->name);
+            if (other) qkt_cli_err("qkt %s: --%s given twice (as --%s or --%s)\n", cmd, f->name, f->name, other);
+            else qkt_cli_err("qkt %s: --%s given twice\n", cmd, f->name);
             return 2;
         }
         f->seen = true;
@@ -323,6 +324,6 @@ int qkt_flags_threads(const char *cmd, const qkt_flag *flags, int n_flags, int *
     if (qkt_flag_seen(flags, n_flags, "threads")) return 0;
     qkt_err err;
     if (qkt_threads_env(threads, &err) >= 0) return 0;
-    fprintf(stderr, "qkt %s: %s\n", cmd, err.msg);
+    qkt_cli_err("qkt %s: %s\n", cmd, err.msg);
     return 2;
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,17 +26,56 @@ static void usage(FILE *f) {
     for (int i = 0; i < n_commands; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 }
 
-/* The library's messages on stderr. On a terminal a status line (a sweep's progress) is
- * redrawn in place, and the next message first clears it. */
+/* pre, then s with its control characters escaped (a newline as the two characters \n,
+ * any other as \xHH: a tab, a carriage return, a terminal's escape sequence), then end, on
+ * stderr in one write while it fits the buffer. A path or value holding a newline
+ * cannot split a message over lines, nor one holding an escape sequence redraw it. */
+static void put_line(const char *pre, const char *s, const char *end) {
+    const char *part[3] = {pre, s, end};
+    char buf[2048];
+    size_t k = 0;
+    for (int i = 0; i < 3; i++)
+        for (const char *p = part[i]; *p; p++) {
+            unsigned char c = (unsigned char)*p;
+            if (k + 5 > sizeof buf) fwrite(buf, 1, k, stderr), k = 0;
+            if (i != 1 || (c >= 0x20 && c != 0x7f)) buf[k++] = (char)c;
+            else if (c == '\n') buf[k++] = '\\', buf[k++] = 'n';
+            else k += (size_t)snprintf(buf + k, 5, "\\x%02x", c);
+        }
+    fwrite(buf, 1, k, stderr);
+}
+
+int qkt_cli_err(const char *fmt, ...) {
+    char small[1024], *msg = small;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return n;
+    if (n >= (int)sizeof small && (msg = malloc((size_t)n + 1))) {
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    if (!msg) msg = small, n = (int)sizeof small - 1; /* out of memory: the message cut */
+    bool nl = n > 0 && msg[n - 1] == '\n';
+    if (nl) msg[n - 1] = 0;
+    put_line("", msg, nl ? "\n" : "");
+    if (msg != small) free(msg);
+    return n;
+}
+
+/* The library's messages on stderr, escaped as the CLI's own. On a terminal a status
+ * line (a sweep's progress) is redrawn in place, and the next message first clears it. */
 static bool status_shown;
 static void on_log(qkt_log_level level, const char *msg, void *user) {
     (void)user;
     if (level == QKT_LOG_STATUS) {
-        fprintf(stderr, "\r\033[K%s", msg);
+        put_line("\r\033[K", msg, "");
         status_shown = true;
         return;
     }
-    fprintf(stderr, "%s%s\n", status_shown ? "\r\033[K" : "", msg);
+    put_line(status_shown ? "\r\033[K" : "", msg, "\n");
     fflush(stderr);
     status_shown = false;
 }
@@ -46,7 +86,7 @@ static void on_log(qkt_log_level level, const char *msg, void *user) {
  * the last checkpoint). */
 static void on_fatal(qkt_fatal_kind kind, const char *msg, void *user) {
     (void)user;
-    fprintf(stderr, "%sqkt: %s\n", status_shown ? "\r\033[K" : "", msg);
+    put_line(status_shown ? "\r\033[Kqkt: " : "qkt: ", msg, "\n");
     fflush(stderr);
     if (kind == QKT_FATAL_ANOMALY) exit(3);
     if (kind == QKT_FATAL_NOMEM || kind == QKT_FATAL_ABORT) exit(1);
@@ -81,7 +121,7 @@ static int finish_stdout(int rc) {
     int e = errno;
     struct stat st;
     if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return rc;
-    fprintf(stderr, "qkt: cannot write to stdout%s%s: its output is incomplete\n", e ? ": " : "", e ? strerror(e) : "");
+    qkt_cli_err("qkt: cannot write to stdout%s%s: its output is incomplete\n", e ? ": " : "", e ? strerror(e) : "");
     return rc ? rc : 1;
 }
 
@@ -103,11 +143,11 @@ static int run(int argc, char **argv) {
 #endif
     qkt_err err;
     if (qkt_isa_select(&err)) { /* QKT_ISA names a kernel path this build or CPU lacks */
-        fprintf(stderr, "qkt: %s\n", err.msg);
+        qkt_cli_err("qkt: %s\n", err.msg);
         return 2;
     }
     if (argc < 2) { /* a usage error like any other: one line on stderr, exit 2 */
-        fprintf(stderr, "qkt: no command given (usage: qkt <command> [flags]; run 'qkt --help' for the list)\n");
+        qkt_cli_err("qkt: no command given (usage: qkt <command> [flags]; run 'qkt --help' for the list)\n");
         return 2;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -120,6 +160,6 @@ static int run(int argc, char **argv) {
     }
     for (int i = 0; i < n_commands; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "qkt: unknown command '%s' (run 'qkt --help' for the list)\n", argv[1]);
+    qkt_cli_err("qkt: unknown command '%s' (run 'qkt --help' for the list)\n", argv[1]);
     return 2;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli.h"
 #include "nanogpt_aliases.h"
 
 #define CMD "qkt train"
@@ -54,7 +55,7 @@ static qkt_flag *flag_get(qkt_flag *flags, int n, const char *name) {
 /* True/False (Python's spelling, or true/false/1/0) -> *b; 2 after one line. */
 static int want_bool(const char *name, const char *v, bool *b) {
     if (!qkt_flag_bool_parse(v, b)) return 0;
-    fprintf(stderr, CMD ": --%s '%s': expected True or False\n", name, v);
+    qkt_cli_err(CMD ": --%s '%s': expected True or False\n", name, v);
     return 2;
 }
 
@@ -62,8 +63,8 @@ static int want_bool(const char *name, const char *v, bool *b) {
 static int apply(const extras *x, const qkt_flag *ex, int n_ex, qkt_flag *flags, int n_flags, qkt_train_run *run) {
     for (int i = 0; i < n_ex; i++)
         if (ex[i].seen && qkt_flag_seen(flags, n_flags, "resume"))
-            return fprintf(stderr, CMD ": --%s cannot be combined with --resume (the run's settings are in its train.json)\n",
-                           ex[i].name), 2;
+            return qkt_cli_err(CMD ": --%s cannot be combined with --resume (the run's settings are in its train.json)\n",
+                               ex[i].name), 2;
     bool b;
     if (qkt_flag_seen(ex, n_ex, "bias")) {
         if (want_bool("bias", x->bias, &b)) return 2;
@@ -73,27 +74,27 @@ static int apply(const extras *x, const qkt_flag *ex, int n_ex, qkt_flag *flags,
         if (want_bool("decay_lr", x->decay_lr, &b)) return 2;
         qkt_flag *s = flag_get(flags, n_flags, "schedule");
         if (s->seen)
-            return fprintf(stderr, CMD ": --decay_lr and --schedule both given: give one (decay_lr False is --schedule constant)\n"), 2;
+            return qkt_cli_err(CMD ": --decay_lr and --schedule both given: give one (decay_lr False is --schedule constant)\n"), 2;
         run->tc.schedule = b ? QKT_SCHED_COSINE : QKT_SCHED_CONSTANT;
         s->seen = true;
     }
     if (qkt_flag_seen(ex, n_ex, "device") && strcasecmp(x->device, "cpu"))
-        return fprintf(stderr, CMD ": --device %s: qkt trains on the CPU (give cpu or leave it out)\n", x->device), 2;
+        return qkt_cli_err(CMD ": --device %s: qkt trains on the CPU (give cpu or leave it out)\n", x->device), 2;
     if (qkt_flag_seen(ex, n_ex, "compile") && want_bool("compile", x->compile, &b)) return 2;
     if (x->grad_accum > 1)
-        return fprintf(stderr, CMD ": --gradient_accumulation_steps %d: qkt has no gradient accumulation; give --batch_size "
-                               "%d x the micro-batch (the same mean gradient in one step)\n", x->grad_accum, x->grad_accum), 2;
+        return qkt_cli_err(CMD ": --gradient_accumulation_steps %d: qkt has no gradient accumulation; give --batch_size "
+                           "%d x the micro-batch (the same mean gradient in one step)\n", x->grad_accum, x->grad_accum), 2;
     if (qkt_flag_seen(ex, n_ex, "dataset"))
-        return fprintf(stderr, CMD ": --dataset %s: qkt reads the text itself, no prepare.py: give --data text:PATH (or a task, "
-                               "qkt data --help)\n", x->dataset), 2;
+        return qkt_cli_err(CMD ": --dataset %s: qkt reads the text itself, no prepare.py: give --data text:PATH (or a task, "
+                           "qkt data --help)\n", x->dataset), 2;
     if (qkt_flag_seen(ex, n_ex, "init_from") && strcmp(x->init_from, "scratch"))
-        return fprintf(stderr, CMD ": --init_from %s: %s\n", x->init_from,
-                       !strcmp(x->init_from, "resume") ? "continue a run with --resume OUT_DIR"
-                                                       : "qkt starts from scratch only (it loads no GPT-2 weights)"), 2;
+        return qkt_cli_err(CMD ": --init_from %s: %s\n", x->init_from,
+                           !strcmp(x->init_from, "resume") ? "continue a run with --resume OUT_DIR"
+                                                           : "qkt starts from scratch only (it loads no GPT-2 weights)"), 2;
     const char *real = sizeof(qkt_real) == 4 ? "float32" : "float64";
     if (qkt_flag_seen(ex, n_ex, "dtype") && strcmp(x->dtype, real))
-        return fprintf(stderr, CMD ": --dtype %s: this build computes in %s (a -DQKT_DOUBLE=ON build in float64)\n", x->dtype,
-                       real), 2;
+        return qkt_cli_err(CMD ": --dtype %s: this build computes in %s (a -DQKT_DOUBLE=ON build in float64)\n", x->dtype,
+                           real), 2;
     return 0;
 }
 

@@ -358,6 +358,11 @@ static const bad_case cases[] = {
     {"train " MQ " --lr 1e-999", 2, "rounds to 0", ": give a magnitude >= "},
     {"sample --ckpt good.st --temperature 1e-320", 2, "subnormal", "give 0 or a magnitude >= "},
     {"sample --ckpt good.st --temperature 1e-999", 2, "rounds to 0", "give 0 or a magnitude >= "},
+    /* a path or value holding control characters is quoted escaped: the error stays one line */
+    {"train --resume no\nsuch", 2, "--resume no\\nsuch: no train.json", NULL},
+    {"train " MQ " --out afile/a\nb", 2, "--out afile/a\\nb: ", "afile"},
+    {"train --resume no\tsuch\033[2J", 2, "--resume no\\x09such\\x1b[2J: ", NULL},
+    {"train " MQ " --lr 1\n2", 2, "--lr '1\\n2': expected", NULL},
 };
 
 int main(void) {
