@@ -403,6 +403,21 @@ static int choose_config(const bench_args *a, bench_config *bc) {
     return 0;
 }
 
+/* An mfu above 1 is no fraction of a peak: the peak given (or measured on one n x n
+ * product) is below the rate the step itself ran at. The line keeps its number; this says
+ * so beside it. */
+static void warn_mfu(const bench_args *a, double peak, double rate) {
+    if (rate <= peak) return;
+    if (a->peak > 0)
+        qkt_cli_err("qkt bench: warning: --peak %g GFLOP/s is below the rate the step ran at (%.1f GFLOP/s), "
+                    "so the mfu is not a fraction of a peak\n",
+                    peak, rate);
+    else
+        qkt_cli_err("qkt bench: warning: the sgemm peak measured at --peak-n %d, %.1f GFLOP/s, is below the rate "
+                    "the step ran at (%.1f GFLOP/s), so the mfu is not a fraction of a peak (give --peak)\n",
+                    a->peak_n, peak, rate);
+}
+
 int qkt_cmd_bench(int argc, char **argv) {
     bench_args a;
     int rc = parse(argc, argv, &a);
@@ -440,5 +455,6 @@ int qkt_cmd_bench(int argc, char **argv) {
                 "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n",
                 bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, a.replicas, flops * 1e-9, peak, st.cpu_s * 1e3,
                 wait ? wait : "(unset)", spin ? spin : "(unset)");
+    warn_mfu(&a, peak, flops / t * 1e-9);
     return 0;
 }

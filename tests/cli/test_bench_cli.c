@@ -93,5 +93,12 @@ int main(void) {
     expect_bad("--ops --replicas 2", "--ops times fixed shapes");
     expect_bad("--sgemm-peak --n-embd 64", "--sgemm-peak times fixed shapes");
     expect_bad("--config tiny --peak 1e-300", "--peak 1e-300: expected 0 (measure it) or at least 0.001 GFLOP/s");
+    /* a --peak below the step's own rate: the mfu above 1 is printed with a warning naming both rates */
+    expect_run("--config tiny --steps 2 --warmup 1 --threads 1 --peak 0.001", "qkt tiny ", 1);
+    const char *w = strstr(out, "qkt bench: warning: --peak 0.001 GFLOP/s is below the rate the step ran at (");
+    EXPECT(field("qkt tiny ", "mfu=") > 1 && w && strstr(w, " GFLOP/s), so the mfu is not a fraction of a peak\n"),
+           "--peak 0.001: no warning:\n%s", out);
+    expect_run("--config tiny --steps 2 --warmup 1 --threads 1 --peak 1000", "qkt tiny ", 1);
+    EXPECT(!strstr(out, "warning"), "--peak 1000: a warning:\n%s", out);
     return qkt_test_finish();
 }
