@@ -32,13 +32,13 @@ static int plot_ablate(const char *run) {
     if (qkt_dir_lock(&lk, run, &err) != 0) return qkt_cli_err("qkt plot: %s\n", err.msg), 2;
     char ids[1024];
     int seeds, missing = qkt_ablate_missing(run, &c, ids, sizeof ids, &seeds);
-    if (missing) /* the report says so too; a partial study is worth a look, not worth silence */
-        qkt_cli_err("qkt plot: warning: %d planned cell%s missing or unfinished (%s); report.md says so and uses the seeds "
-                    "present (as few as %d of %d); rerun the study's qkt ablate command to compute them\n",
-                    missing, missing == 1 ? " is" : "s are", ids, seeds, c.seeds);
     int rc = qkt_ablate_report(run, &err);
     qkt_dir_unlock(&lk);
     if (rc != 0) return qkt_cli_err("qkt plot: %s\n", err.msg), 1;
+    if (missing) /* the report says so too (once written); a partial study is worth a look, not worth silence */
+        qkt_cli_err("qkt plot: warning: %d planned cell%s missing or unfinished (%s); report.md says so and uses the seeds "
+                    "present (as few as %d of %d); rerun the study's qkt ablate command to compute them\n",
+                    missing, missing == 1 ? " is" : "s are", ids, seeds, c.seeds);
     printf("%s/report.md\n%s/report.html\n", run, run);
     return 0;
 }

@@ -112,11 +112,16 @@ void qkt__robust_load(qkt__report *r) {
                                    "them (finished cells are kept).\n\n",
                            x->title, missing, missing == 1 ? " is" : "s are", ids, x->label);
             qkt_buf_printf(&R->absent, "%s%s (incomplete: %d cell%s missing)", R->absent.n ? "; " : "", x->title, missing, missing == 1 ? "" : "s");
+            qkt_logf(QKT_LOG_WARN, "qkt: warning: robustness rerun %s (robust/%s/): %d planned cell%s missing or unfinished (%s); "
+                                   "report.md does not compare its verdicts; rerun the study's qkt ablate command to compute them",
+                     x->title, x->label, missing, missing == 1 ? " is" : "s are", ids);
             continue;
         }
         if (rerun_findings(R, k, dir, &x->cfg, &e) != 0) {
             qkt_buf_printf(&r->md, "**Rerun %s cannot be read**: %s\n\n", x->title, e.msg);
             qkt_buf_printf(&R->absent, "%s%s (unreadable)", R->absent.n ? "; " : "", x->title);
+            qkt_logf(QKT_LOG_WARN, "qkt: warning: robustness rerun %s cannot be read: %s; report.md does not compare its verdicts",
+                     x->title, e.msg);
             continue;
         }
         R->have[k] = true;

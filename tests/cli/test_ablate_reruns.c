@@ -104,6 +104,8 @@ int main(void) {
         if (i == 0) rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s %s --out %s --report-only", study, robust, tmp);
         else rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "plot %s/t", tmp);
         EXPECT(rc == 0, "%s: exit %d\n%s", redraw[i], rc, out);
+        EXPECT(strstr(out, "warning: robustness rerun seed 2 (robust/seed2/): 1 planned cell is missing or unfinished (train_none_dk8_s1"),
+               "%s: stderr does not name the missing rerun cell:\n%s", redraw[i], out);
         md = qkt_test_read_file(qkt_test_path(tmp, "t/report.md"), NULL);
         EXPECT(md && strstr(md, "**Incomplete rerun seed 2: 1 planned cell is missing or unfinished** (train_none_dk8_s1"),
                "%s: report.md does not name the missing rerun cell", redraw[i]);
