@@ -191,16 +191,17 @@ int qkt__ablate_maps_read(const char *run_dir, const char *id, const qkt_gpt_con
     const qkt_st_tensor *a = qkt_safetensors_find(&st, QKT_MAPS_INIT), *b = qkt_safetensors_find(&st, QKT_MAPS_FINAL);
     const char *owner = qkt_safetensors_meta(&st, "cell");
     bool ok = a && b && a->ndim == 4 && b->ndim == 4 && !memcmp(a->shape, b->shape, 4 * sizeof a->shape[0]);
-    /* the run's L and H, square T x T maps with T up to its block size: a file of older qkt
-     * carries no checksums, so its shape is all that stands between it and the drawing */
-    ok = ok && a->shape[0] == m->n_layer && a->shape[1] == m->n_head && a->shape[2] == a->shape[3] && a->shape[2] > 0 &&
-         a->shape[2] <= m->block_size;
+    /* the run's L and H, T x T with T its sequence length (the cells' data is made at the
+     * block size): a file of older qkt carries no checksums, so its shape is all that stands
+     * between it and the drawing; a sealed one of another study with this cell's id too */
+    ok = ok && a->shape[0] == m->n_layer && a->shape[1] == m->n_head && a->shape[2] == m->block_size &&
+         a->shape[3] == m->block_size;
     int rc = 0;
     if (owner && strcmp(owner, id)) /* copied over this cell's: drawn, it would show another variant */
         rc = -1, snprintf(why, why_n, "%s: the maps of cell '%.100s', not of '%.100s'", path, owner, id);
     else if (!ok)
-        rc = -1, snprintf(why, why_n, "%s: expected tensors %s and %s of one shape (L %d, H %d, T, T) with T <= %d", path,
-                          QKT_MAPS_INIT, QKT_MAPS_FINAL, m->n_layer, m->n_head, m->block_size);
+        rc = -1, snprintf(why, why_n, "%s: expected tensors %s and %s of the run's shape (L %d, H %d, T %d, T %d)", path,
+                          QKT_MAPS_INIT, QKT_MAPS_FINAL, m->n_layer, m->n_head, m->block_size, m->block_size);
     if (!rc) {
         *L = (int)a->shape[0], *H = (int)a->shape[1], *T = (int)a->shape[2];
         int64_t per = a->numel;
@@ -226,6 +227,12 @@ int qkt_ablate_forget_bad_maps(const char *run_dir, const qkt_ablate_cfg *c, con
         if (!plan[i].maps) continue;
         char csv[1024], why[600], old[1024];
         qkt_cell_paths(run_dir, plan[i].id, csv, NULL, NULL, sizeof csv);
+        qkt_cell_maps_path(run_dir, plan[i].id, why, sizeof why);
+        /* a directory or FIFO there would fail the rerun's write after its csv went */
+        if (qkt_check_replaceable(why, err) != 0) {
+            qkt_err tmp = *err;
+            return qkt_err_set(err, "%s: remove it, then rerun", tmp.msg);
+        }
         if (!qkt_cell_done_id(csv, plan[i].id, NULL, 0)) continue; /* runs anyway */
         int L, H, T, rc = qkt__ablate_maps_read(run_dir, plan[i].id, &c->run.tc.model, NULL, &L, &H, &T, why, sizeof why);
         if (rc == 0) continue;

@@ -3,9 +3,10 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "qkt_ablate.h"
 #include "qkt_io.h"
@@ -360,9 +361,35 @@ int main(void) {
     }
     snprintf(cmd, sizeof cmd, "%s plot %s", qkt_test_bin(), run);
     rc = qkt_test_run(cmd, out, sizeof out);
-    EXPECT(rc == 0 && strstr(out, "train_none_dk8_s0.attn.safetensors: expected tensors") && strstr(out, "(L 2, H 2, T, T)") &&
+    EXPECT(rc == 0 && strstr(out, "train_none_dk8_s0.attn.safetensors: expected tensors") && strstr(out, "(L 2, H 2, T 32, T 32)") &&
                strstr(out, "skipped"),
            "qkt plot on a map of another shape (%d): %s", rc, out);
+    /* ... and maps of the run's L and H at another T (another study's, with this cell's id) */
+    hn = snprintf(hdr, sizeof hdr, "{\"attn.init\":{\"dtype\":\"F32\",\"shape\":[2,2,16,16],\"data_offsets\":[0,4096]},"
+                                  "\"attn.final\":{\"dtype\":\"F32\",\"shape\":[2,2,16,16],\"data_offsets\":[4096,8192]}}");
+    memset(hdr + hn, ' ', (size_t)(hl - hn));
+    mf = fopen(maps_new, "wb");
+    EXPECT(mf && hn < (int)hl, "cannot write %s", maps_new);
+    if (mf) {
+        static const float zeros[2048];
+        fwrite(&hl, 8, 1, mf), fwrite(hdr, 1, hl, mf), fwrite(zeros, sizeof zeros, 1, mf), fclose(mf);
+    }
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0 && strstr(out, "(L 2, H 2, T 32, T 32)") && strstr(out, "skipped"), "qkt plot on maps of T 16 (%d): %s", rc, out);
+    /* A directory where the maps go: qkt ablate keeps the finished cell and says what to remove
+     * (the rerun's write would fail after its csv went); removed, the cell is computed again */
+    char csv0[1100];
+    snprintf(csv0, sizeof csv0, "%s/cells/train_none_dk8_s0.csv", run);
+    EXPECT(remove(maps_new) == 0 && mkdir(maps_new, 0755) == 0, "cannot make a directory at %s", maps_new);
+    snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s", qkt_test_bin(), tmp, tiny);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc != 0 && strstr(out, "exists and is not a regular file: remove it, then rerun") &&
+               qkt_file_exists(csv0),
+           "a directory at a cell's maps (%d): %s", rc, out);
+    EXPECT(rmdir(maps_new) == 0, "cannot remove %s", maps_new);
+    rc = qkt_test_run(cmd, out, sizeof out);
+    EXPECT(rc == 0 && strstr(out, "1 finished cell has no attention maps to draw: rerunning"), "the rerun after the directory (%d): %s", rc, out);
+    check_maps(run, "train_none_dk8_s0", 2, 2, 32);
 
     /* A directory that holds files but no study is not taken over (`--name ..` named the one above) */
     snprintf(path, sizeof path, "%s/foreign", tmp);
