@@ -69,7 +69,9 @@ static qkt_ablate_status locked(const qkt_ablate_cfg *c, const char *run_dir, co
     bool resuming = false;
     if (lead && qkt_ablate_check_resume(run_dir, c, &resuming, err) != 0) {
         st = QKT_ABLATE_ERR_OTHER;
-        if (o->report_only) { /* the run is there: its own configuration rebuilds its report */
+        qkt_ablate_cfg own;
+        qkt_err e2;
+        if (o->report_only && qkt_ablate_load_config(run_dir, &own, &e2) == 0) { /* the run is there, and another: its own configuration rebuilds its report */
             char m[QKT_ERR_LEN];
             snprintf(m, sizeof m, "%s", err->msg);
             qkt_err_set(err, "%.700s (qkt plot %.300s rebuilds its report from its own config.json)", m, run_dir);

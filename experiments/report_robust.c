@@ -105,6 +105,14 @@ void qkt__robust_load(qkt__report *r) {
             qkt_buf_printf(&R->absent, "%s%s (`robust/%s/` holds no run yet)", R->absent.n ? "; " : "", x->title, x->label);
             continue;
         }
+        bool made;
+        if (qkt_ablate_check_resume(dir, &x->cfg, &made, &e) != 0) { /* edited, damaged, or another rerun's */
+            qkt_buf_printf(&r->md, "**Rerun %s cannot be read**: %s\n\n", x->title, e.msg);
+            qkt_buf_printf(&R->absent, "%s%s (unreadable)", R->absent.n ? "; " : "", x->title);
+            qkt_logf(QKT_LOG_WARN, "qkt: warning: robustness rerun %s cannot be read: %s; report.md does not compare its verdicts",
+                     x->title, e.msg);
+            continue;
+        }
         int seeds, missing = qkt_ablate_missing(dir, &x->cfg, ids, sizeof ids, &seeds);
         if (missing) { /* said at the top, as the study's own missing cells are */
             qkt_buf_printf(&r->md, "**Incomplete rerun %s: %d planned cell%s missing or unfinished** (%s, in `robust/%s/`). Its verdicts are "

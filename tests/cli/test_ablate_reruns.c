@@ -113,6 +113,30 @@ int main(void) {
         free(md);
     }
 
+    /* a rerun's config.json edited: said on stderr and in report.md, that rerun not compared */
+    {
+        const char *cj = qkt_test_path(tmp, "t/robust/seed2/config.json");
+        size_t n = 0;
+        char *text = qkt_test_read_file(cj, &n), *at = text ? strstr(text, "\"steps\":\t") : NULL;
+        EXPECT(at != NULL, "no steps in %s", cj);
+        if (at) {
+            char was = at[9];
+            at[9] = was == '9' ? '8' : (char)(was + 1);
+            FILE *f = fopen(cj, "wb");
+            EXPECT(f && fwrite(text, 1, n, f) == n && fclose(f) == 0, "cannot write %s", cj);
+            rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "plot %s/t", tmp);
+            md = qkt_test_read_file(qkt_test_path(tmp, "t/report.md"), NULL);
+            EXPECT(rc == 0 && strstr(out, "warning: robustness rerun seed 2 cannot be read: ") && strstr(out, "edited or damaged") &&
+                       md && strstr(md, "**Rerun seed 2 cannot be read**"),
+                   "an edited rerun config.json (%d): %s", rc, out);
+            free(md);
+            at[9] = was;
+            f = fopen(cj, "wb");
+            EXPECT(f && fwrite(text, 1, n, f) == n && fclose(f) == 0, "cannot write %s back", cj);
+        }
+        free(text);
+    }
+
     /* kernel paths: an unknown one, the study's own */
     rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --robust-isa sse9 --out %s", study, tmp);
     EXPECT(rc == 2 && qkt_test_one_line(out) && strstr(out, "--robust-isa") && strstr(out, "sse9"), "--robust-isa sse9: exit %d: %s", rc, out);

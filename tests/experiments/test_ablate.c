@@ -206,6 +206,11 @@ int main(void) {
         rc = qkt_test_run(cmd, out, sizeof out);
         EXPECT(rc == 2 && strstr(out, "config.json: its CRC-32C is") && strstr(out, "edited or damaged"),
                "an edited config.json (%d): %s", rc, out);
+        /* --report-only: refused alike, without pointing at qkt plot, which refuses it too */
+        snprintf(cmd, sizeof cmd, "%s ablate --name t --out %s %s --report-only", qkt_test_bin(), tmp, tiny);
+        rc = qkt_test_run(cmd, out, sizeof out);
+        EXPECT(rc == 2 && strstr(out, "config.json: its CRC-32C is") && !strstr(out, "rebuilds its report"),
+               "--report-only on an edited config.json (%d): %s", rc, out);
         EXPECT(qkt_ablate_save_config(from, &saved, &cerr) == 0, "%s", cerr.msg);
     }
     free(cj);
