@@ -93,6 +93,24 @@ static int forked_isa(const qkt_ablate_cfg *c, qkt_err *err) {
                             "program the cells run as) for a rerun on another path", c->robust_isa);
 }
 
+/* Each robustness rerun's directory, below run_dir, within QKT_ABLATE_MAX_DIR: checked before
+ * the study's cells run, not after them. */
+static int rerun_dirs_fit(const qkt_ablate_cfg *c, const char *run_dir, qkt_err *err) {
+    qkt_ablate_rerun *x = qkt_malloc(sizeof *x);
+    int rc = 0;
+    for (int k = 0; k < qkt_ablate_reruns(c) && !rc; k++) {
+        char dir[QKT_ABLATE_MAX_DIR + 200];
+        qkt_ablate_rerun_get(c, k, x);
+        qkt_ablate_rerun_dir(run_dir, x, dir, sizeof dir);
+        if (qkt_ablate_check_dir(dir, err) != 0) {
+            qkt_err tmp = *err;
+            rc = qkt_err_set(err, "robustness rerun %s: %s", x->title, tmp.msg);
+        }
+    }
+    free(x);
+    return rc;
+}
+
 qkt_ablate_status qkt_ablate_run_study(const qkt_ablate_cfg *c, const char *run_dir, const qkt_ablate_study_opts *opts,
                                        qkt_err *err) {
     static const qkt_ablate_study_opts quiet = {0};
@@ -100,6 +118,7 @@ qkt_ablate_status qkt_ablate_run_study(const qkt_ablate_cfg *c, const char *run_
     const bool lead = qkt_dist_rank() == 0;
     qkt_ablate_status st = QKT_ABLATE_OK;
     if (qkt_ablate_validate(c, err) || qkt_ablate_check_tasks(c, err) || qkt_ablate_check_dir(run_dir, err) ||
+        rerun_dirs_fit(c, run_dir, err) ||
         (c->robust_isa[0] && !o->exe && !o->report_only && forked_isa(c, err)))
         st = (qkt__err_call(err, "qkt_ablate_run_study"), QKT_ABLATE_ERR_CONFIG);
     if ((st = agree(st, err)) != QKT_ABLATE_OK) return st;

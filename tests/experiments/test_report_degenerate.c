@@ -175,6 +175,14 @@ static void test_long_dir(void) {
     EXPECT(qkt_ablate_load_config(dir, &c, &err) == -1 && strstr(err.msg, "its path is 1199 bytes"), "load: %s", err.msg);
     qkt_ablate_preset("quick", &c, &err);
     EXPECT(qkt_ablate_save_config(dir, &c, &err) == -1 && strstr(err.msg, "its path is 1199 bytes"), "save: %s", err.msg);
+    /* a study whose directory fits but whose rerun's (DIR/robust/seed2) does not: refused
+     * before any cell runs (and before the directory is made), not after the study's cells */
+    char *fits = dir + (1199 - (QKT_ABLATE_MAX_DIR - 5)); /* relative: 795 bytes of 'd' */
+    c.n_robust_seeds = 1, c.robust_seeds[0] = 2;
+    qkt_ablate_status st = qkt_ablate_run_study(&c, fits, NULL, &err);
+    EXPECT(st == QKT_ABLATE_ERR_CONFIG && strstr(err.msg, "robustness rerun seed 2: ") && strstr(err.msg, "its path is 808 bytes") &&
+               !qkt_file_exists(fits),
+           "a rerun directory too long: status %d, %s", (int)st, err.msg);
 }
 
 int main(void) {
