@@ -52,8 +52,9 @@ static int parse_text_spec(qkt_data *d, const char *rest, qkt_err *err) {
  * to this: such a file need not end. */
 #define TEXT_UNSIZED_MAX ((size_t)1 << 30)
 
-/* fd's bytes: `size` of them (the file's st_size), or for size 0 all up to EOF, at most
- * TEXT_UNSIZED_MAX. 0, or -1 with err naming path. */
+/* fd's bytes: `size` of them (the file's st_size) or fewer if it ends first (sysfs reports
+ * 4096 for shorter files), or for size 0 all up to EOF, at most TEXT_UNSIZED_MAX. 0, or -1
+ * with err naming path. */
 static int read_text(int fd, const char *path, size_t size, uint8_t **out, size_t *len, qkt_err *err) {
     size_t cap = size ? size : 4096, got = 0;
     uint8_t *m = malloc(cap), *grown;
@@ -75,10 +76,6 @@ static int read_text(int fd, const char *path, size_t size, uint8_t **out, size_
     }
     if (!m) return qkt_err_set(err, "text file '%s': cannot allocate %zu bytes to read it", path, cap);
     uint8_t extra;
-    if (size && got < size) {
-        free(m);
-        return qkt_err_set(err, "text file '%s': shrank while being read (%zu of %zu bytes)", path, got, size);
-    }
     if (!size && got == cap && read(fd, &extra, 1) > 0) {
         free(m);
         return qkt_err_set(err, "text file '%s': reports no size and holds more than %zu bytes", path, cap);

@@ -148,8 +148,9 @@ bool qkt_file_exists(const char *path) {
  * to this: such a file need not end. */
 #define UNSIZED_MAX ((size_t)1 << 30)
 
-/* fd's bytes into a buffer with room for a NUL: `size` of them (the file's st_size), or
- * for size 0 all up to EOF, at most UNSIZED_MAX. NULL + err naming path. */
+/* fd's bytes into a buffer with room for a NUL: `size` of them (the file's st_size) or
+ * fewer if it ends first (sysfs reports 4096 for shorter files), or for size 0 all up to
+ * EOF, at most UNSIZED_MAX. NULL + err naming path. */
 static char *read_fd(int fd, const char *path, size_t size, size_t *n, qkt_err *err) {
     size_t cap = size ? size : 4096, got = 0;
     char *buf = qkt_malloc(cap + 1);
@@ -168,10 +169,6 @@ static char *read_fd(int fd, const char *path, size_t size, size_t *n, qkt_err *
     char extra;
     if (!size && got == cap && read(fd, &extra, 1) > 0) {
         qkt_err_set(err, "%s: reports no size and holds more than %zu bytes", path, UNSIZED_MAX);
-        return free(buf), NULL;
-    }
-    if (size && got != size) {
-        qkt_err_set(err, "%s: read failed: it shrank while being read (%zu of %zu bytes)", path, got, size);
         return free(buf), NULL;
     }
     buf[got] = 0;

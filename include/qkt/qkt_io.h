@@ -36,8 +36,9 @@ int qkt_check_replaceable(const char *path, qkt_err *err);
  * naming the path and the problem. */
 int qkt_check_output(const char *path, qkt_err *err);
 /* Reads a whole regular file (NUL-terminated copy; *n gets the size); a FIFO or device
- * is refused without blocking. One that reports size 0 (procfs, sysfs) is read to its
- * end, up to 1 GiB. NULL + err on failure. */
+ * is refused without blocking. One that reports size 0 (procfs) is read to its end,
+ * up to 1 GiB; one that ends before its reported size (sysfs: 4096) is what it holds.
+ * NULL + err on failure. */
 char *qkt_read_file(const char *path, size_t *n, qkt_err *err);
 /* Growable string buffer for building files in memory before an atomic write. */
 typedef struct {

@@ -279,6 +279,23 @@ static void test_proc_file(void) {
     qkt_data_free(d);
 }
 
+/* A sysfs file, which reports 4096 bytes and holds fewer, is its bytes. */
+static void test_sys_file(void) {
+    const char *path = "/sys/devices/system/cpu/hotplug/states"; /* one line per hotplug state: ~1.5 KB */
+    struct stat st;
+    if (stat(path, &st) != 0 || st.st_size != 4096) {
+        printf("skip: no %s reporting 4096 bytes here (a file ending before its size not tested)\n", path);
+        return;
+    }
+    char spec[128];
+    snprintf(spec, sizeof spec, "text:%s", path);
+    qkt_data *d = open_text(spec, 8, 1);
+    size_t n = 0;
+    const uint8_t *p = d ? qkt_data_text(d, &n) : NULL;
+    EXPECT(p && n > 0 && n < 4096 && p[n - 1] == '\n', "%s: %zu bytes", spec, n);
+    qkt_data_free(d);
+}
+
 /* Offsets in files over 4 GiB: the 64-bit draw covers [0, n) uniformly. */
 static void test_below64(void) {
     qkt_rng r;
@@ -301,6 +318,7 @@ int main(void) {
     test_shakespeare();
     test_errors(dir);
     test_proc_file();
+    test_sys_file();
     test_below64();
     return qkt_test_finish();
 }
