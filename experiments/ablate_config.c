@@ -2,6 +2,7 @@
  * the model and training fields (the field table, qkt_train_fields.h), the presets (data:
  * settings as text), setting one from text, validation. config.json: ablate_json.c. */
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,9 @@
 #include "qkt_study.h"
 
 #define AB(f) offsetof(qkt_ablate_cfg, f)
+/* A rate below the smallest normal double: refused as the flags of qkt train refuse one */
+#define SUBNORMAL "is a subnormal, too small to compute with: give a magnitude >= 2.22507e-308"
+#define SUBNORMAL0 "is a subnormal, too small to compute with: give 0 or a magnitude >= 2.22507e-308"
 #define SZ(f) sizeof(((qkt_ablate_cfg *)0)->f)
 
 /* The study's own keys of config.json (the model and training ones are the field table's
@@ -149,6 +153,7 @@ static int set_list(qkt_ablate_cfg *c, const qkt__ab_key *k, const char *text, q
             double v = strtod(tok, &end);
             if (*end || !(v > 0) || !isfinite(v))
                 return qkt_err_set(err, "%s '%s': expected a comma-separated list of positive numbers", k->key, text);
+            if (v < DBL_MIN) return qkt_err_set(err, "%s '%s': %s " SUBNORMAL, k->key, text, tok);
             ((double *)base)[m] = v;
         }
         m++;
@@ -194,6 +199,7 @@ int qkt_ablate_set(qkt_ablate_cfg *c, const char *key, const char *text, qkt_err
         double v = strtod(text, &end);
         if (!*text || isspace((unsigned char)*text) || *end || !isfinite(v) || (k->lo_open ? !(v > k->lo) : !(v >= k->lo)) || v > k->hi)
             return qkt_err_set(err, "%s '%s': expected a number %s", key, text, k->lo_open ? "> 0" : "in [0, 1]");
+        if (v != 0 && v < DBL_MIN) return qkt_err_set(err, "%s '%s': %s", key, text, k->lo_open ? SUBNORMAL : SUBNORMAL0);
         *(double *)p = v;
         return 0;
     }
@@ -318,6 +324,7 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
             double v = *(const double *)p;
             if (!isfinite(v) || (k->lo_open ? !(v > k->lo) : !(v >= k->lo)) || v > k->hi)
                 return qkt_err_set(err, "%s %g: expected a number %s", k->key, v, k->lo_open ? "> 0" : "in [0, 1]");
+            if (v != 0 && v < DBL_MIN) return qkt_err_set(err, "%s %g: %s", k->key, v, k->lo_open ? SUBNORMAL : SUBNORMAL0);
         }
         if (k->type == QKT__K_VARS && check_variants(k->key, (const qkt_attn_scale *)p, n, err)) return -1;
         if (k->type == QKT__K_INTS && (c->task2[0] || strcmp(k->key, "task2_d_k")) && (n || strcmp(k->key, "robust_seeds")) &&
@@ -328,6 +335,8 @@ int qkt_ablate_validate(const qkt_ablate_cfg *c, qkt_err *err) {
             for (int j = 0; j < n; j++)
                 if (!(((const double *)p)[j] > 0) || !isfinite(((const double *)p)[j]))
                     return qkt_err_set(err, "%s: %g is not a positive number", k->key, ((const double *)p)[j]);
+                else if (((const double *)p)[j] < DBL_MIN)
+                    return qkt_err_set(err, "%s: %g " SUBNORMAL, k->key, ((const double *)p)[j]);
             int r = qkt_ablate_list_repeat(NULL, (const double *)p, NULL, n);
             if (r >= 0) return qkt_err_set(err, "%s: %.17g is listed twice", k->key, ((const double *)p)[r]);
         }

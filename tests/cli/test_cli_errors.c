@@ -363,6 +363,10 @@ static const bad_case cases[] = {
     {"train " MQ " --out afile/a\nb", 2, "--out afile/a\\nb: ", "afile"},
     {"train --resume no\tsuch\033[2J", 2, "--resume no\\x09such\\x1b[2J: ", NULL},
     {"train " MQ " --lr 1\n2", 2, "--lr '1\\n2': expected", NULL},
+    /* the study's rates refuse a subnormal as train's flags do (it was stored and named a cell) */
+    {"ablate --out runs --name sub --lr-grid 1e-320,1e-3", 2, "--lr-grid '1e-320,1e-3': 1e-320 is a subnormal", ": give a magnitude >= "},
+    {"ablate --out runs --name sub --growth-lr 1e-320", 2, "--growth-lr '1e-320': is a subnormal", ": give a magnitude >= "},
+    {"ablate --out runs --name sub --min-lr-frac 1e-320", 2, "--min-lr-frac '1e-320': is a subnormal", "give 0 or a magnitude >= "},
 };
 
 int main(void) {
