@@ -451,9 +451,11 @@ int qkt_cmd_bench(int argc, char **argv) {
     printf("qkt %s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mb=%.1f mfu=%.3f isa=%s\n", bc.name, threads,
            t * 1e3, (double)bc.B * bc.T / t, st.peak_rss_mb, flops / t / (peak * 1e9), qkt_isa_name());
     const char *wait = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
-    qkt_cli_err("qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, replicas %d, %.3f GFLOP per step, sgemm peak %.1f GFLOP/s, "
+    char pk[32]; /* a --peak below 1 as given, not as 0.0 */
+    snprintf(pk, sizeof pk, peak >= 1 ? "%.1f" : "%.3g", peak);
+    qkt_cli_err("qkt bench: V=%d T=%d B=%d C=%d L=%d NH=%d, replicas %d, %.3f GFLOP per step, sgemm peak %s GFLOP/s, "
                 "cpu_ms_per_step=%.2f, OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s\n",
-                bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, a.replicas, flops * 1e-9, peak, st.cpu_s * 1e3,
+                bc.V, bc.T, bc.B, bc.C, bc.L, bc.NH, a.replicas, flops * 1e-9, pk, st.cpu_s * 1e3,
                 wait ? wait : "(unset)", spin ? spin : "(unset)");
     warn_mfu(&a, peak, flops / t * 1e-9);
     return 0;

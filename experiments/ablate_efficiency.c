@@ -210,7 +210,8 @@ void qkt_ablate_efficiency_text(const qkt_ablate_efficiency *e, char *buf, size_
     k += snprintf(buf + k, n - (size_t)k, " (%.4g FLOPs of %d cells, %.4g training and %.4g forward-only, in %.1f CPU-s: %.1f GFLOP per CPU-second; ",
                   f, e->cells, e->train_flops, e->eval_flops, e->cpu_s, e->cpu_s > 0 ? f / e->cpu_s * 1e-9 : 0.0);
     if (k < 0 || (size_t)k >= n) return;
-    if (e->peak_gflops > 0) k += snprintf(buf + k, n - (size_t)k, "single-core sgemm peak %.1f GFLOP/s", e->peak_gflops);
+    if (e->peak_gflops > 0) /* %.1f, but a peak below 1 (an edited record) shown as it is, not as 0.0 */
+        k += snprintf(buf + k, n - (size_t)k, e->peak_gflops >= 1 ? "single-core sgemm peak %.1f GFLOP/s" : "single-core sgemm peak %.3g GFLOP/s", e->peak_gflops);
     else k += snprintf(buf + k, n - (size_t)k, "no sgemm_peak.txt: the study's start did not measure the peak");
     if (k < 0 || (size_t)k >= n) return;
     if (e->unrecorded)

@@ -98,6 +98,7 @@ int main(void) {
     const char *w = strstr(out, "qkt bench: warning: --peak 0.001 GFLOP/s is below the rate the step ran at (");
     EXPECT(field("qkt tiny ", "mfu=") > 1 && w && strstr(w, " GFLOP/s), so the mfu is not a fraction of a peak\n"),
            "--peak 0.001: no warning:\n%s", out);
+    EXPECT(strstr(out, ", sgemm peak 0.001 GFLOP/s, "), "--peak 0.001 is not shown as given:\n%s", out);
     expect_run("--config tiny --steps 2 --warmup 1 --threads 1 --peak 1000", "qkt tiny ", 1);
     EXPECT(!strstr(out, "warning"), "--peak 1000: a warning:\n%s", out);
     return qkt_test_finish();
