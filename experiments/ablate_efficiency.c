@@ -67,7 +67,7 @@ int qkt__ablate_peak_for_cells(const char *run_dir, const qkt_ablate_cfg *c, qkt
  * line. The record is written sealed (qkt_cell_seal: one row); a file of the line alone, as an
  * older qkt wrote it, is taken as it is. 1 if the file is absent, -1 with why if it cannot be
  * read, fails its seal or is not one line. */
-static int read_record(const char *path, char *line, size_t line_n, char *why, size_t why_n) {
+static int read_record(const char *path, char *line, size_t line_n, bool *sealed_out, char *why, size_t why_n) {
     if (!qkt_file_exists(path)) return 1;
     size_t n, body;
     qkt_err err;
@@ -83,14 +83,15 @@ static int read_record(const char *path, char *line, size_t line_n, char *why, s
         rc = -1, snprintf(why, why_n, "has a line too long or with a NUL byte");
     else memcpy(line, text, (size_t)(nl - text)), line[nl - text] = 0;
     free(text);
+    *sealed_out = sealed;
     return rc;
 }
 
 /* One cost record into *f, *e, *s: 0, 1 if absent, -1 with why if damaged (read_record's
  * reasons, or not "train_flops=F eval_flops=E cpu_s=S" with F, E >= 0 and S > 0 finite). */
-static int read_cost(const char *path, double *f, double *e, double *s, char *why, size_t why_n) {
+static int read_cost(const char *path, double *f, double *e, double *s, bool *sealed, char *why, size_t why_n) {
     char line[256];
-    int rc = read_record(path, line, sizeof line, why, why_n), used = -1;
+    int rc = read_record(path, line, sizeof line, sealed, why, why_n), used = -1;
     if (rc != 0) return rc;
     if (sscanf(line, "train_flops=%lf eval_flops=%lf cpu_s=%lf%n", f, e, s, &used) == 3 && line[used] == 0 && isfinite(*f) &&
         isfinite(*e) && isfinite(*s) && *f >= 0 && *e >= 0 && *s > 0)
@@ -104,11 +105,12 @@ static int read_cost(const char *path, double *f, double *e, double *s, char *wh
 #define REMEASURE "delete it and rerun the study's qkt ablate command to measure it again"
 
 /* sgemm_peak.txt's GFLOP/s into *peak (0 if the file is absent); -1 with err if it cannot be read. */
-static int read_peak(const char *run_dir, double *peak, qkt_err *err) {
+static int read_peak(const char *run_dir, double *peak, bool *sealed, qkt_err *err) {
     char path[1100], line[256], why[200];
     peak_path(run_dir, path, sizeof path);
     *peak = 0;
-    int rc = read_record(path, line, sizeof line, why, sizeof why);
+    *sealed = true;
+    int rc = read_record(path, line, sizeof line, sealed, why, sizeof why);
     if (rc == 1) return 0;
     if (rc != 0) return qkt_err_set(err, "%s %s (" REMEASURE ")", path, why);
     if (sscanf(line, "gflops=%lf", peak) == 1 && isfinite(*peak) && *peak > 0) return 0;
@@ -117,10 +119,11 @@ static int read_peak(const char *run_dir, double *peak, qkt_err *err) {
 }
 
 /* Sums with the peak and nothing counted yet. */
-static void sums_init(qkt_ablate_efficiency *e, double peak) {
+static void sums_init(qkt_ablate_efficiency *e, double peak, bool peak_sealed) {
     memset(e, 0, sizeof *e);
     e->efficiency = NAN;
     e->peak_gflops = peak;
+    e->unsealed = peak > 0 && !peak_sealed;
 }
 
 /* A planned cell into e's sums if it finished: its record counted, or its lack of one. */
@@ -131,18 +134,21 @@ static void add_cell(const char *run_dir, const qkt_cell *cell, qkt_ablate_effic
     double f, ev, s;
     char why[200];
     qkt_cell_cost_path(run_dir, cell->id, path, sizeof path);
-    int rc = read_cost(path, &f, &ev, &s, why, sizeof why);
+    bool sealed = true;
+    int rc = read_cost(path, &f, &ev, &s, &sealed, why, sizeof why);
     if (rc == 1) e->unrecorded++;
     if (rc == -1 && e->damaged++ == 0) snprintf(e->damaged_first, sizeof e->damaged_first, "cells/%s.cost %s", cell->id, why);
     if (rc != 0) return;
-    e->train_flops += f, e->eval_flops += ev, e->cpu_s += s, e->cells++;
+    e->train_flops += f, e->eval_flops += ev, e->cpu_s += s, e->cells++, e->unsealed += !sealed;
 }
 
-/* Above 1 the cells ran faster than the peak, which no cell does: a cost record or the peak is
- * wrong (an unsealed one, as older builds wrote them, edited), and the number is not printed. */
+/* Above 1 the cells ran faster than the peak. Sealed records and peak are measurements (an
+ * instrumented build's sgemm slows more than its cells: 1.07 under ASan), so their ratio is
+ * printed as it is; with an unsealed one among them (as older builds wrote them, and anyone
+ * can edit) it is not: an edited one printed 20830. */
 static void sums_finish(qkt_ablate_efficiency *e) {
     double r = e->cpu_s > 0 && e->peak_gflops > 0 ? (e->train_flops + e->eval_flops) / e->cpu_s / (e->peak_gflops * 1e9) : NAN;
-    e->efficiency = r <= 1 ? r : NAN;
+    e->efficiency = r <= 1 || !e->unsealed ? r : NAN;
 }
 
 /* Did sums_finish leave out a ratio above 1? */
@@ -155,9 +161,10 @@ static bool above_peak(const qkt_ablate_efficiency *e) {
 static int efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, int kind, int d_k, qkt_ablate_efficiency *e,
                            qkt_err *err) {
     double peak;
-    sums_init(e, 0);
-    if (read_peak(run_dir, &peak, err) != 0) return -1;
-    sums_init(e, peak);
+    bool sealed;
+    sums_init(e, 0, true);
+    if (read_peak(run_dir, &peak, &sealed, err) != 0) return -1;
+    sums_init(e, peak, sealed);
     qkt_cell *plan;
     int n = qkt_ablate_plan(c, &plan);
     for (int i = 0; i < n; i++)
@@ -169,8 +176,9 @@ static int efficiency_read(const char *run_dir, const qkt_ablate_cfg *c, int kin
 
 int qkt__ablate_efficiency_parts(const char *run_dir, const qkt_ablate_cfg *c, qkt__ablate_part **out, qkt_err *err) {
     double peak;
+    bool sealed;
     *out = NULL;
-    if (read_peak(run_dir, &peak, err) != 0) return -1;
+    if (read_peak(run_dir, &peak, &sealed, err) != 0) return -1;
     qkt_cell *plan;
     int n = qkt_ablate_plan(c, &plan), np = 0;
     qkt__ablate_part *p = calloc(n > 0 ? (size_t)n : 1, sizeof *p);
@@ -181,7 +189,7 @@ int qkt__ablate_efficiency_parts(const char *run_dir, const qkt_ablate_cfg *c, q
     for (int i = 0; i < n; i++) {
         int j = 0;
         while (j < np && !(p[j].kind == plan[i].kind && p[j].d_k == plan[i].d_k)) j++;
-        if (j == np) p[np].kind = plan[i].kind, p[np].d_k = plan[i].d_k, sums_init(&p[np++].e, peak);
+        if (j == np) p[np].kind = plan[i].kind, p[np].d_k = plan[i].d_k, sums_init(&p[np++].e, peak, sealed);
         add_cell(run_dir, &plan[i], &p[j].e);
     }
     free(plan);
@@ -203,7 +211,8 @@ int qkt_ablate_efficiency_read_part(const char *run_dir, const qkt_ablate_cfg *c
 
 void qkt_ablate_efficiency_text(const qkt_ablate_efficiency *e, char *buf, size_t n) {
     int k = isfinite(e->efficiency) ? snprintf(buf, n, "efficiency %.3f", e->efficiency)
-            : above_peak(e)         ? snprintf(buf, n, "efficiency unknown, above 1: a cost record or sgemm_peak.txt is wrong")
+            : above_peak(e)         ? snprintf(buf, n, "efficiency unknown, above 1 with unsealed records (as older builds wrote them): "
+                                                       "a cost record or sgemm_peak.txt is wrong")
                                     : snprintf(buf, n, "efficiency unknown");
     if (k < 0 || (size_t)k >= n) return;
     double f = e->train_flops + e->eval_flops;

@@ -289,8 +289,9 @@ typedef struct qkt_ablate_efficiency {
     int cells, unrecorded;                 /* finished planned cells with a record / without one */
     int damaged;                           /* ... with a damaged one (not counted) */
     char damaged_first[320];               /* "cells/<id>.cost <why>" of the first damaged record */
-    double efficiency;                     /* (train_flops + eval_flops) / cpu_s / (peak_gflops 1e9), NaN if unknown
-                                            * or above 1 (faster than the peak: a record or the peak is wrong) */
+    int unsealed;                          /* counted records, and the peak, without a seal (older builds') */
+    double efficiency;                     /* (train_flops + eval_flops) / cpu_s / (peak_gflops 1e9), NaN if unknown,
+                                            * or if above 1 with unsealed records (one is wrong: faster than the peak) */
 } qkt_ablate_efficiency;
 void qkt_cell_cost_path(const char *run_dir, const char *id, char *path, size_t n);
 /* One thread's sgemm rate per CPU second (qkt_bench_gemm_rate_cpu, QKT_ABLATE_PEAK_N and _TIMINGS),
