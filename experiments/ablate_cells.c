@@ -179,6 +179,10 @@ void qkt_cell_maps_path(const char *run_dir, const char *id, char *path, size_t 
     snprintf(path, n, "%s/cells/%s.attn.safetensors", run_dir, id);
 }
 
+void qkt__ablate_old_maps_path(const char *run_dir, const char *id, char *path, size_t n) {
+    snprintf(path, n, "%s/cells/%s.maps", run_dir, id);
+}
+
 int qkt__ablate_maps_read(const char *run_dir, const char *id, const qkt_gpt_config *m, double **vals, int *L, int *H, int *T,
                           char *why, size_t why_n) {
     char path[1200];
@@ -225,23 +229,20 @@ int qkt_ablate_forget_bad_maps(const char *run_dir, const qkt_ablate_cfg *c, con
     if (first_n) first[0] = 0;
     for (int i = 0; i < n; i++) {
         if (!plan[i].maps) continue;
-        char csv[1024], why[600], old[1024];
+        char csv[1024], maps[1024], why[1100], old[1024];
         qkt_cell_paths(run_dir, plan[i].id, csv, NULL, NULL, sizeof csv);
-        qkt_cell_maps_path(run_dir, plan[i].id, why, sizeof why);
+        qkt_cell_maps_path(run_dir, plan[i].id, maps, sizeof maps);
         /* a directory or FIFO there would fail the rerun's write after its csv went */
-        if (qkt_check_replaceable(why, err) != 0) {
+        if (qkt_check_replaceable(maps, err) != 0) {
             qkt_err tmp = *err;
             return qkt_err_set(err, "%s: remove it, then rerun", tmp.msg);
         }
         if (!qkt_cell_done_id(csv, plan[i].id, NULL, 0)) continue; /* runs anyway */
         int L, H, T, rc = qkt__ablate_maps_read(run_dir, plan[i].id, &c->run.tc.model, NULL, &L, &H, &T, why, sizeof why);
         if (rc == 0) continue;
-        if (rc == 1) {
-            snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, plan[i].id);
-            qkt_cell_maps_path(run_dir, plan[i].id, why, sizeof why);
-            snprintf(why + strlen(why), sizeof why - strlen(why), "%s",
-                     qkt_file_exists(old) ? " is absent (the old .maps format is beside it)" : " is absent");
-        }
+        qkt__ablate_old_maps_path(run_dir, plan[i].id, old, sizeof old);
+        if (rc == 1)
+            snprintf(why, sizeof why, "%s is absent%s", maps, qkt_file_exists(old) ? " (the old .maps format is beside it)" : "");
         if (remove(csv) != 0) return qkt_err_set(err, "%s: cannot remove to rerun the cell: %s", csv, strerror(errno));
         if (rc == 1) remove(old); /* no qkt reads it: the rerun writes the maps anew */
         if (k++ == 0 && first_n) snprintf(first, first_n, "%s", why);
@@ -256,7 +257,7 @@ int qkt_ablate_forget_old_maps(const char *run_dir, const qkt_cell *plan, int n,
         char csv[1024], maps[1024], old[1024];
         qkt_cell_paths(run_dir, plan[i].id, csv, NULL, NULL, sizeof csv);
         qkt_cell_maps_path(run_dir, plan[i].id, maps, sizeof maps);
-        snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, plan[i].id);
+        qkt__ablate_old_maps_path(run_dir, plan[i].id, old, sizeof old);
         if (!qkt_file_exists(csv) || qkt_file_exists(maps) || !qkt_file_exists(old)) continue;
         if (remove(csv) != 0) return qkt_err_set(err, "%s: cannot remove to rerun the cell: %s", csv, strerror(errno));
         k++;

@@ -42,6 +42,8 @@ typedef struct {
 } qkt__ablate_part;
 int qkt__ablate_efficiency_parts(const char *run_dir, const qkt_ablate_cfg *c, qkt__ablate_part **out, qkt_err *err);
 
+/* cells/<id>.maps: where qkt before the safetensors maps kept them (read no more). */
+void qkt__ablate_old_maps_path(const char *run_dir, const char *id, char *path, size_t n);
 /* A cell's attention maps (cells/<id>.attn.safetensors): 0 with *vals (malloc'd: init then
  * final, each (L, H, T, T); vals may be NULL to check only) and L, H, T; 1 if the file is
  * absent; -1 with why ("<path>: ...") if it cannot be read, fails its checksums, is another

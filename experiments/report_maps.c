@@ -18,7 +18,7 @@ static int read_maps(const char *run_dir, const char *id, const qkt_gpt_config *
     if (rc == -1) qkt_logf(QKT_LOG_WARN, "qkt: %s, skipped; rerun the run's qkt ablate command to recompute the cell", why);
     if (rc != 1) return rc ? -1 : 0;
     qkt_cell_paths(run_dir, id, csv, NULL, NULL, sizeof csv);
-    snprintf(old, sizeof old, "%s/cells/%s.maps", run_dir, id);
+    qkt__ablate_old_maps_path(run_dir, id, old, sizeof old);
     if (qkt_file_exists(old))
         qkt_logf(QKT_LOG_WARN, "qkt: %s: attention maps of an older qkt; rerun the run's qkt ablate command to recompute the cell", old);
     else if (qkt_cell_done_id(csv, id, NULL, 0))

@@ -87,6 +87,14 @@ static int rerun_findings(qkt__robust *R, int k, const char *dir, const qkt_abla
     return rc;
 }
 
+/* A rerun whose config.json or findings cannot be read: said in report.md and on stderr, and
+ * named among those not compared. */
+static void unreadable(qkt__report *r, qkt__robust *R, const char *title, const char *why) {
+    qkt_buf_printf(&r->md, "**Rerun %s cannot be read**: %s\n\n", title, why);
+    qkt_buf_printf(&R->absent, "%s%s (unreadable)", R->absent.n ? "; " : "", title);
+    qkt_logf(QKT_LOG_WARN, "qkt: warning: robustness rerun %s cannot be read: %s; report.md does not compare its verdicts", title, why);
+}
+
 void qkt__robust_load(qkt__report *r) {
     const int n = qkt_ablate_reruns(r->c);
     if (r->verdicts || n <= 0) return;
@@ -107,10 +115,7 @@ void qkt__robust_load(qkt__report *r) {
         }
         bool made;
         if (qkt_ablate_check_resume(dir, &x->cfg, &made, &e) != 0) { /* edited, damaged, or another rerun's */
-            qkt_buf_printf(&r->md, "**Rerun %s cannot be read**: %s\n\n", x->title, e.msg);
-            qkt_buf_printf(&R->absent, "%s%s (unreadable)", R->absent.n ? "; " : "", x->title);
-            qkt_logf(QKT_LOG_WARN, "qkt: warning: robustness rerun %s cannot be read: %s; report.md does not compare its verdicts",
-                     x->title, e.msg);
+            unreadable(r, R, x->title, e.msg);
             continue;
         }
         int seeds, missing = qkt_ablate_missing(dir, &x->cfg, ids, sizeof ids, &seeds);
@@ -126,10 +131,7 @@ void qkt__robust_load(qkt__report *r) {
             continue;
         }
         if (rerun_findings(R, k, dir, &x->cfg, &e) != 0) {
-            qkt_buf_printf(&r->md, "**Rerun %s cannot be read**: %s\n\n", x->title, e.msg);
-            qkt_buf_printf(&R->absent, "%s%s (unreadable)", R->absent.n ? "; " : "", x->title);
-            qkt_logf(QKT_LOG_WARN, "qkt: warning: robustness rerun %s cannot be read: %s; report.md does not compare its verdicts",
-                     x->title, e.msg);
+            unreadable(r, R, x->title, e.msg);
             continue;
         }
         R->have[k] = true;
