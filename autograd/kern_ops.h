@@ -444,10 +444,31 @@ static void mul_colsum(int64_t rows, int64_t cols, const qkt_real *G, const qkt_
 /* The rows' log-sum-exps in parallel, then their sum in row order: a reduction over the
  * threads would add partial sums in an order that depends on the thread count (other
  * last bits in float64, and sometimes in float32). */
+/* The largest of x[0 .. V), by the rule of the loop `m = x[j] > m ? x[j] : m` from m = x[0]:
+ * a NaN x[0] is the result, a later NaN never is. That loop is one chain of compares
+ * (gcc keeps a float max reduction scalar); here 16 lanes run it side by side, each from
+ * x[0], and then the lanes. The largest of a set is one value, so the result is the
+ * loop's, up to the sign of a zero, which the row's lse and exps do not see
+ * (x - (+0) = x - (-0) but for x = -0, and e^{+0} = e^{-0} = 1). */
+static inline qkt_real row_max(const qkt_real *x, int V) {
+    qkt_real mx = x[0], lane[16];
+    if (mx != mx || V < 32) {
+        for (int j = 1; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+        return mx;
+    }
+#pragma omp simd
+    for (int l = 0; l < 16; l++) lane[l] = mx;
+    int j0 = 0;
+    for (; j0 + 16 <= V; j0 += 16)
+#pragma omp simd
+        for (int l = 0; l < 16; l++) lane[l] = x[j0 + l] > lane[l] ? x[j0 + l] : lane[l];
+    for (int j = j0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+    for (int l = 0; l < 16; l++) mx = lane[l] > mx ? lane[l] : mx;
+    return mx;
+}
 static inline void ce_lse_row(const qkt_real *X, qkt_real *lse, int64_t r, int V) {
     const qkt_real *xr = X + r * V;
-    qkt_real mx = xr[0];
-    for (int j = 1; j < V; j++) mx = xr[j] > mx ? xr[j] : mx;
+    qkt_real mx = row_max(xr, V);
     double sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int j = 0; j < V; j++) sum += qkt__exp(xr[j] - mx);

@@ -6,9 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 /* At most 2^58 elements: the bytes of a float64 tensor then still fit an int64. */
 #define QKT_MAX_ELEMS ((int64_t)1 << 58)
@@ -85,38 +82,6 @@ static void repoint(qkt_params *p) {
     }
 }
 
-/* A zeroed block of the parameter store (its values or its grads), marked for transparent
- * huge pages where the kernel has them (Linux's THP in "madvise" mode; else nothing): the
- * 2 MiB-aligned inside of a block of 2 MiB or more, a hint only. A fresh model's first
- * touch of its store then faults 2 MiB at a time, not 4 KiB: in a virtual machine, where
- * each fault is dear, the study's GPT-at-init cell at d_k 512 (25M parameters) made 56763
- * page faults and took 1.40 CPU-s, and 8220-8729 and 1.16-1.23 with the hint
- * (docs/performance.md, "What was changed", 13). Only the store: with the step arena's
- * blocks marked too, the study's training cells ran 1.4-1.6 times slower in two runs,
- * cause not settled. The values are the same either way. */
-static qkt_real *store_block(size_t bytes) {
-    /* 64-byte aligned, so that a vector pass over the store (AdamW's) reads and writes
-     * whole cache lines: calloc's memory is 16 bytes past a line, and 512-bit AdamW at 2^20
-     * parameters ran 1.9 times faster aligned (docs/performance.md, "What was changed", 19).
-     * calloc, not memset: pages the run never uses (grads while sampling) stay untouched.
-     * The byte before the block holds its offset from calloc's pointer (store_free). */
-    unsigned char *raw = qkt_calloc(1, bytes + 64);
-    unsigned char *blk = (unsigned char *)(((uintptr_t)raw + 64) & ~(uintptr_t)63); /* 1..64 bytes in */
-    blk[-1] = (unsigned char)(blk - raw);
-    qkt_real *p = (qkt_real *)blk;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    enum { BIG_PAGE = 2 << 20 };
-    uintptr_t a = ((uintptr_t)p + BIG_PAGE - 1) & ~(uintptr_t)(BIG_PAGE - 1);
-    uintptr_t b = ((uintptr_t)p + bytes) & ~(uintptr_t)(BIG_PAGE - 1);
-    if (b > a) (void)madvise((void *)a, b - a, MADV_HUGEPAGE); /* refused: 4 KiB pages, as without it */
-#endif
-    return p;
-}
-
-static void store_free(qkt_real *p) {
-    if (p) free((unsigned char *)p - ((unsigned char *)p)[-1]);
-}
-
 qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int *shape, int flags) {
     QKT_CHECK(name, "qkt_params_add: the name is NULL");
     QKT_CHECK(!qkt_params_find(p, name), "parameter %s added twice", name);
@@ -143,13 +108,13 @@ qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int 
         /* Added after finalize: one new allocation of the grown size, the old values
          * copied, every tensor repointed; the new tensor starts at zero. */
         size_t bytes = (size_t)p->size * sizeof(qkt_real);
-        qkt_real *data = store_block(bytes), *grad = store_block(bytes);
+        qkt_real *data = qkt_calloc64(bytes), *grad = qkt_calloc64(bytes);
         if (old) {
             memcpy(data, p->data, (size_t)old * sizeof(qkt_real));
             memcpy(grad, p->grad, (size_t)old * sizeof(qkt_real));
         }
-        store_free(p->data);
-        store_free(p->grad);
+        qkt_free64(p->data);
+        qkt_free64(p->grad);
         p->data = data, p->grad = grad;
         repoint(p);
         p->generation++;
@@ -160,8 +125,8 @@ qkt_tensor *qkt_params_add(qkt_params *p, const char *name, int ndim, const int 
 void qkt_params_finalize(qkt_params *p) {
     QKT_CHECK(!p->finalized, "qkt_params_finalize called twice");
     size_t bytes = (size_t)(p->size ? p->size : 1) * sizeof(qkt_real);
-    p->data = store_block(bytes);
-    p->grad = store_block(bytes);
+    p->data = qkt_calloc64(bytes);
+    p->grad = qkt_calloc64(bytes);
     repoint(p);
     p->finalized = true;
 }
@@ -186,7 +151,7 @@ void qkt_params_free(qkt_params *p) {
     }
     free(p->t);
     free(p->flags);
-    store_free(p->data);
-    store_free(p->grad);
+    qkt_free64(p->data);
+    qkt_free64(p->grad);
     memset(p, 0, sizeof *p);
 }

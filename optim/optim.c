@@ -68,12 +68,9 @@ static void check_config(const qkt_optim_config *c) {
 
 /* Zeroed, 64-byte aligned as the parameter store is (rt_tensor.c): the update's vectors
  * then read and write whole cache lines. */
-static qkt_real *alloc_state(int64_t n) {
-    size_t bytes = (size_t)(n ? n : 1) * sizeof(qkt_real);
-    qkt_real *a = qkt_aligned_alloc(64, bytes);
-    memset(a, 0, bytes);
-    return a;
-}
+/* Zeroed through calloc (qkt_calloc64): a run that takes no step (the study's cells at
+ * init read only the gradients) never touches its moments' pages. */
+static qkt_real *alloc_state(int64_t n) { return qkt_calloc64((size_t)(n ? n : 1) * sizeof(qkt_real)); }
 
 /* Runs of consecutive tensors with the same decay flag (store order = add order);
  * buffers (QKT_PARAM_BUFFER) are in no run: the optimizer never touches them. */
@@ -123,7 +120,7 @@ void qkt_optim_sync(qkt_optim *o) {
         if (*st[k]) {
             qkt_real *grown = alloc_state(p->size); /* not realloc: it keeps no alignment */
             memcpy(grown, *st[k], (size_t)o->size * sizeof(qkt_real));
-            free(*st[k]);
+            qkt_free64(*st[k]);
             *st[k] = grown;
         }
     o->size = p->size;
@@ -137,8 +134,8 @@ void qkt_optim_reset(qkt_optim *o) {
 }
 
 void qkt_optim_free(qkt_optim *o) {
-    free(o->m);
-    free(o->v);
+    qkt_free64(o->m);
+    qkt_free64(o->v);
     free(o->runs);
     memset(o, 0, sizeof *o);
 }

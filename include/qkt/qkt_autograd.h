@@ -96,6 +96,14 @@ void *qkt__calloc(size_t n, size_t size, const char *file, int line);
 void *qkt__realloc(void *p, size_t n, const char *file, int line);
 char *qkt__strdup(const char *s, const char *file, int line);
 void *qkt__aligned_alloc(size_t align, size_t n, const char *file, int line);
+/* n zeroed bytes, 64-byte aligned, for arrays the size of a model (the parameter store's
+ * values and grads, the optimizer's moments): taken from calloc, so pages nothing writes
+ * stay untouched (no first-touch fault, no zeroing pass), and marked for transparent huge
+ * pages where the kernel has them (a hint; the 2 MiB-aligned inside of a block of 2 MiB or
+ * more). Released with qkt_free64, not free(). */
+#define qkt_calloc64(n) qkt__calloc64((n), __FILE__, __LINE__)
+void *qkt__calloc64(size_t n, const char *file, int line);
+void qkt_free64(void *p);
 
 /* User error: one line, filled by the failing call, returned as status -1. Room for two
  * paths of PATH_MAX (4096) and the words around them; a longer message ends in "...". */
