@@ -4,7 +4,8 @@
  * form bit for bit, the register-blocked tile product against a
  * naive loop (ragged sizes, transposed A, accumulate), column sums, qkt_gemm's
  * thread split giving the same result as one thread, and the row sums side by side
- * (the attention's, LayerNorm's) giving each row's bits. */
+ * (the attention's, LayerNorm's) giving each row's bits, and the cross-entropy's row max. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,6 +326,45 @@ static void test_layernorm_rows(const qkt__kern *kp) {
     qkt_set_threads(0);
 }
 
+/* The cross-entropy's row max (kern_ops.h's row_max, 16 lanes from 32 logits up) through
+ * the rows' log-sum-exp: lse = m + log sum e^{x - m} is the same for any m near the max,
+ * but a max that missed the largest logit (150 among logits in [-3, 3]) leaves e^{x - m}
+ * at its clamp, e^88, and lse near 88. Every width 1..100 and position of the largest;
+ * a NaN first logit (the rule keeps it) gives NaN; zeros of either sign give log V. */
+static void test_ce_row_max(const qkt__kern *kp) {
+    enum { VMAX = 100 };
+    qkt_real x[VMAX], lse[1];
+    int32_t tgt[1] = {0};
+    int bad = 0, nan_bad = 0, zero_bad = 0;
+    for (int V = 1; V <= VMAX; V++)
+        for (int p = 0; p < V; p++) {
+            for (int j = 0; j < V; j++) x[j] = (qkt_real)(((j * 37 + V * 11) % 61) / 10.0 - 3.0);
+            x[p] = 150;
+            kp->cross_entropy_forward(x, tgt, lse, 1, V);
+            double sum = 0; /* e^{x - 150}, in double: the true lse */
+            for (int j = 0; j < V; j++) sum += exp((double)x[j] - 150);
+            if (!(fabs(lse[0] - (150 + log(sum))) < 1e-4)) {
+                if (bad++ < 3) printf("V %d, largest at %d: lse %.6g, want %.6g\n", V, p, (double)lse[0], 150 + log(sum));
+            }
+            if (V >= 2) { /* a NaN first: the rule's max is NaN, and so is lse */
+                x[0] = NAN;
+                kp->cross_entropy_forward(x, tgt, lse, 1, V);
+                nan_bad += lse[0] == lse[0];
+            }
+        }
+    for (int V = 1; V <= VMAX; V++) {
+        qkt_real z[1];
+        for (int j = 0; j < V; j++) x[j] = 0;
+        kp->cross_entropy_forward(x, tgt, z, 1, V);
+        for (int j = 0; j < V; j++) x[j] = (j * 7 + V) % 3 ? (qkt_real)-0.0 : 0; /* mixed signs */
+        kp->cross_entropy_forward(x, tgt, lse, 1, V);
+        zero_bad += memcmp(z, lse, sizeof z) != 0;
+    }
+    EXPECT(bad == 0, "%d rows' lse missed their largest logit", bad);
+    EXPECT(nan_bad == 0, "%d rows with a NaN first logit have a number for lse", nan_bad);
+    EXPECT(zero_bad == 0, "%d rows of signed zeros have other lse bits than rows of +0", zero_bad);
+}
+
 int main(void) {
     qkt_test_isa_or_skip();
     const qkt__kern *kp = qkt__kern_get(); /* the path QKT_ISA forces, else the widest the CPU runs */
@@ -337,5 +377,6 @@ int main(void) {
     test_gemm_split();
     test_lane_sums();
     test_layernorm_rows(kp);
+    test_ce_row_max(kp);
     return qkt_test_finish();
 }
