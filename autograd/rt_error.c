@@ -133,6 +133,7 @@ void *qkt__aligned_alloc(size_t align, size_t n, const char *file, int line) {
  * cells ran 1.4-1.6 times slower in two runs, cause not settled. The values are the same
  * either way. */
 void *qkt__calloc64(size_t n, const char *file, int line) {
+    if (n > SIZE_MAX - 64) nomem(n, file, line); /* n + 64 would wrap to a few bytes */
     unsigned char *raw = qkt__calloc(1, n + 64, file, line);
     unsigned char *blk = (unsigned char *)(((uintptr_t)raw + 64) & ~(uintptr_t)63); /* 1..64 bytes in */
     blk[-1] = (unsigned char)(blk - raw);

@@ -85,6 +85,14 @@ static void test_fatal_hook(void) {
     }
     EXPECT(hook_kind == QKT_FATAL_NOMEM && strstr(hook_msg, "out of memory") && strstr(hook_msg, "test_autograd.c"),
            "calloc overflow: %d %s", (int)hook_kind, hook_msg);
+    hook_kind = QKT_FATAL_USAGE;
+    if (!setjmp(hook_jmp)) {
+        volatile size_t near_max = SIZE_MAX - 10;
+        void *p = qkt_calloc64(near_max); /* + 64 for the alignment wraps */
+        EXPECT(0, "qkt_calloc64 of %zu bytes returned %p", (size_t)near_max, p);
+    }
+    EXPECT(hook_kind == QKT_FATAL_NOMEM && strstr(hook_msg, "out of memory") && strstr(hook_msg, "test_autograd.c"),
+           "calloc64 overflow: %d %s", (int)hook_kind, hook_msg);
     qkt_ctx ctx;
     qkt_ctx_init(&ctx, 0, 1);
     ctx.detect_anomaly = true;
