@@ -497,6 +497,98 @@ static void cross_entropy_backward(const qkt_real *X, const int32_t *targets, co
     QKT_PAR_FOR(qkt_parallel_worth(rows * V > QKT_PAR_MIN), r, rows, ce_grad_row(X, targets, lse, g, dX, r, V));
 }
 
+/* ---------------------------------------------------------------- normal draws */
+/* Box-Muller's values y_i = mean + std sqrt(-2 log u1_i) cos(2 pi u2_i) rounded to float, as
+ * qkt_rng_normal and libm give them (qkt_rng_fill_normal, rt_rng.c), from a log and a cos of
+ * our own in double that vectorise: log(x) = e ln2 + 2 atanh(f), f = (m - 1)/(m + 1) for
+ * x = 2^e m, m in [1/sqrt2, sqrt2) (odd series to f^21: relative error ~2^-51); cos by
+ * reduction to |r| <= pi/4 (pi/2 in two parts) and Taylor's sin or cos to r^17 (absolute
+ * error ~2^-52). Against libm's (1 ulp), z = s c, s = sqrt(-2 log u1), then differs by at most
+ * s 2^-47, so y by |std| s 2^-47 plus a few roundings. A float is kept only when y lies farther
+ * than 8 times that bound (delta) from both points where its float rounding changes (the
+ * midpoints to the floats beside it): then libm's y rounds to the same float.
+ * Else redo[i] = 1 and the caller computes it with libm (about one draw in 10^5). Float32
+ * only: the float64 build takes every draw from libm. */
+#ifndef QKT_DOUBLE
+static void normal_block(const double *u1, const double *u2, int n, double mean, double std, qkt_real *out,
+                         unsigned char *redo) {
+    const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10; /* fdlibm's split */
+    const double PIO2_1 = 1.57079632673412561417e+00, PIO2_1T = 6.07710050650619224932e-11;
+    const double TWO_PI = 6.283185307179586; /* as qkt_rng_normal's argument */
+    double astd = fabs(std);
+#pragma omp simd
+    for (int i = 0; i < n; i++) {
+        /* log(u1), u1 in [2^-53, 1] */
+        union {
+            double d;
+            uint64_t u;
+        } v = {.d = u1[i]};
+        int64_t e = (int64_t)((v.u >> 52) & 0x7ff) - 1023;
+        v.u = (v.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull; /* m in [1, 2) */
+        double m = v.d;
+        bool hi = m > 1.4142135623730951;
+        m = hi ? m * 0.5 : m;
+        double ed = (double)(e + (hi ? 1 : 0));
+        double f = (m - 1.0) / (m + 1.0), f2 = f * f;
+        double p = 1.0 / 21;
+        p = p * f2 + 1.0 / 19;
+        p = p * f2 + 1.0 / 17;
+        p = p * f2 + 1.0 / 15;
+        p = p * f2 + 1.0 / 13;
+        p = p * f2 + 1.0 / 11;
+        p = p * f2 + 1.0 / 9;
+        p = p * f2 + 1.0 / 7;
+        p = p * f2 + 1.0 / 5;
+        p = p * f2 + 1.0 / 3;
+        double lg = ed * LN2_HI + (ed * LN2_LO + 2.0 * (f + f * f2 * p));
+        double s = sqrt(-2.0 * lg);
+        /* cos(theta), theta in [0, 2 pi) */
+        double th = TWO_PI * u2[i];
+        double k = (th * 0.63661977236758134308 + 6755399441055744.0) - 6755399441055744.0; /* round to nearest */
+        double r = (th - k * PIO2_1) - k * PIO2_1T, r2 = r * r;
+        double c = 1.0 / 20922789888000; /* cos r: 1 - r^2/2! + ... + r^16/16! */
+        c = c * r2 - 1.0 / 87178291200;
+        c = c * r2 + 1.0 / 479001600;
+        c = c * r2 - 1.0 / 3628800;
+        c = c * r2 + 1.0 / 40320;
+        c = c * r2 - 1.0 / 720;
+        c = c * r2 + 1.0 / 24;
+        c = c * r2 - 0.5;
+        c = c * r2 + 1.0;
+        double sn = 1.0 / 355687428096000; /* sin r: r - r^3/3! + ... + r^17/17! */
+        sn = sn * r2 - 1.0 / 1307674368000;
+        sn = sn * r2 + 1.0 / 6227020800;
+        sn = sn * r2 - 1.0 / 39916800;
+        sn = sn * r2 + 1.0 / 362880;
+        sn = sn * r2 - 1.0 / 5040;
+        sn = sn * r2 + 1.0 / 120;
+        sn = sn * r2 - 1.0 / 6;
+        sn = sn * r2 * r + r;
+        int q = (int)k & 3; /* cos(q pi/2 + r): cos r, -sin r, -cos r, sin r */
+        double cs = q == 0 ? c : q == 1 ? -sn : q == 2 ? -c : sn;
+        double z = s * cs, t = std * z, y = mean + t;
+        float fy = (float)y;
+        union {
+            float f;
+            uint32_t u;
+        } w = {.f = fy};
+        uint32_t ex = (w.u >> 23) & 0xff, mant = w.u & 0x7fffffu;
+        w.u &= 0x7f800000u; /* 2^e of fy: the floats beside fy are 2^(e-23) away, but 2^(e-24) below a power of two */
+        double half = (double)w.f * (mant ? 0x1.0p-24 : 0x1.0p-25); /* from fy to the nearer midpoint */
+        double delta = astd * s * 0x1.0p-44 + (fabs(t) + fabs(y)) * 0x1.0p-50;
+        bool ok = ex > 1 && ex < 0xfe && fabs(y - (double)fy) + delta < half;
+        out[i] = fy;
+        redo[i] = !ok;
+    }
+}
+#else
+static void normal_block(const double *u1, const double *u2, int n, double mean, double std, qkt_real *out,
+                         unsigned char *redo) {
+    (void)u1, (void)u2, (void)mean, (void)std, (void)out;
+    for (int i = 0; i < n; i++) redo[i] = 1; /* doubles keep libm's every bit: no fast path */
+}
+#endif
+
 /* ---------------------------------------------------------------- for the tests */
 static void exp_tanh(const qkt_real *x, qkt_real *e, qkt_real *t, int64_t n) {
 #pragma omp simd

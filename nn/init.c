@@ -10,9 +10,9 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
-static void fill_normal(qkt_real *x, int64_t n, double std, qkt_rng *r) {
-    for (int64_t i = 0; i < n; i++) x[i] = (qkt_real)(std * qkt_rng_normal(r));
-}
+/* (qkt_real)(std z_i): qkt_rng_fill_normal's mean + std z_i with mean 0, the same float but
+ * for z_i = -0 (a first uniform of exactly 0, 2^-53 a draw), which gives +0 there. */
+static void fill_normal(qkt_real *x, int64_t n, double std, qkt_rng *r) { qkt_rng_fill_normal(r, x, n, 0.0, std); }
 
 static void fill_const(qkt_real *x, int64_t n, double v) {
     for (int64_t i = 0; i < n; i++) x[i] = (qkt_real)v;

@@ -205,6 +205,10 @@ uint64_t qkt_rng_u64(qkt_rng *r);
 uint32_t qkt_rng_below(qkt_rng *r, uint32_t n); /* uniform in [0, n), unbiased */
 double qkt_rng_uniform(qkt_rng *r);              /* uniform in [0, 1), 53 bits */
 double qkt_rng_normal(qkt_rng *r);               /* N(0, 1), Box-Muller, no cached value */
+/* x[i] = (qkt_real)(mean + std * qkt_rng_normal(r)) for i = 0 .. n-1 in order, the same bits
+ * and the same draws, several times faster (float32: a vectorised Box-Muller, libm's where
+ * its float could differ; float64: libm's). mean and std finite, std >= 0. */
+void qkt_rng_fill_normal(qkt_rng *r, qkt_real *x, int64_t n, double mean, double std);
 /* Independent stream: derives a new generator from r and a stream id (r is advanced). */
 void qkt_rng_split(qkt_rng *r, uint64_t stream, qkt_rng *out);
 /* The named streams a run derives from its one seed (qkt_rng_seed_stream): model init
