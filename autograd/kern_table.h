@@ -88,7 +88,8 @@ typedef struct qkt__kern {
                                  const qkt_real *y, const qkt_real *dy, qkt_real *dq, qkt_real *dk, qkt_real *dv,
                                  bool store, int b, int h, qkt_real *w);
     /* Box-Muller's floats mean + std sqrt(-2 log u1) cos(2 pi u2) where they are libm's for
-     * certain, redo[i] = 1 where not (qkt_rng_fill_normal) */
+     * certain, redo[i] = 1 where not (qkt_rng_fill_normal); NULL on the paths that take
+     * every draw from libm */
     void (*normal_block)(const double *u1, const double *u2, int n, double mean, double std, qkt_real *out,
                          unsigned char *redo);
     /* For the tests (tests/autograd/test_kernels.c), the inline helpers of kern_simd.h as this
@@ -131,7 +132,7 @@ extern const qkt__kern qkt__kern_single;
         .layernorm_forward = layernorm_forward,                                                                     \
         .layernorm_backward = layernorm_backward, .colsum = colsum, .mul_colsum = mul_colsum, .cross_entropy_forward = cross_entropy_forward, \
         .cross_entropy_backward = cross_entropy_backward, .attn_forward_tiles = attn_forward_tiles,                 \
-        .attn_backward_head = attn_backward_head, .exp_tanh = exp_tanh, .normal_block = normal_block, .tile_product = qkt__mk_gemm,               \
+        .attn_backward_head = attn_backward_head, .exp_tanh = exp_tanh, .normal_block = QKT__KERN_NORMAL, .tile_product = qkt__mk_gemm,               \
         .gemm = QKT__KERN_GEMM, .gemm_scratch = QKT__KERN_GEMM_SCRATCH,                                             \
     }
 

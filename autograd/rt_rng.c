@@ -69,7 +69,7 @@ static qkt_real normal_value(double mean, double std, double u1, double u2) {
 
 /* Blocks of 256 draws: the uniforms in qkt_rng_normal's order (u1 then u2 per draw), the
  * kernel path's vectorised Box-Muller (kern_ops.h, normal_block), and libm where the kernel
- * cannot vouch for the float (normal_value). */
+ * cannot vouch for the float (normal_value) or has no such loop. */
 void qkt_rng_fill_normal(qkt_rng *r, qkt_real *x, int64_t n, double mean, double std) {
     QKT_CHECK(isfinite(mean) && isfinite(std) && std >= 0, "qkt_rng_fill_normal: mean %g, std %g (finite, std >= 0)",
               mean, std);
@@ -78,6 +78,13 @@ void qkt_rng_fill_normal(qkt_rng *r, qkt_real *x, int64_t n, double mean, double
     double u1[BLOCK], u2[BLOCK];
     unsigned char redo[BLOCK];
     const qkt__kern *kn = qkt__kern_get();
+    if (!kn->normal_block) { /* this path has no vectorised draws: libm's, one at a time */
+        for (int64_t i = 0; i < n; i++) {
+            double a = 1.0 - next_uniform(r), b = next_uniform(r);
+            x[i] = normal_value(mean, std, a, b);
+        }
+        return;
+    }
     for (int64_t i0 = 0; i0 < n; i0 += BLOCK) {
         int m = n - i0 < BLOCK ? (int)(n - i0) : BLOCK;
         for (int i = 0; i < m; i++) {

@@ -17,6 +17,8 @@
  *   qkt attention threads=N B=.. T=.. C=.. heads=H d_k=D forward_ms=X forward_backward_ms=Y isa=P
  *                                                        (the fused attention, causal)
  *   qkt adamw threads=N params=P ms=X ns_per_param=Y isa=P  (one qkt_optim_step)
+ *   qkt normal values=N fill_ms=X one_at_a_time_ms=Y ns_per_value=Z isa=P  (N(0, 0.02) draws:
+ *                                                        qkt_rng_fill_normal, and qkt_rng_normal's loop)
  * each the best of --steps timed repetitions after --warmup untimed ones. */
 #include <math.h>
 #include <stdio.h>
@@ -125,6 +127,25 @@ static void ops_once(void *user) {
     qkt_ctx_reset(r->ctx);
 }
 static void adamw_once(void *user) { qkt_optim_step(user, 1e-3); }
+
+/* --ops, N(0, 0.02) draws into a buffer (a GPT weight's init): qkt_rng_fill_normal, and the
+ * same floats one qkt_rng_normal at a time */
+typedef struct {
+    qkt_real *x;
+    int64_t n;
+} normal_job;
+static void normal_fill_once(void *user) {
+    normal_job *j = user;
+    qkt_rng r;
+    qkt_rng_seed(&r, 5);
+    qkt_rng_fill_normal(&r, j->x, j->n, 0, 0.02);
+}
+static void normal_loop_once(void *user) {
+    normal_job *j = user;
+    qkt_rng r;
+    qkt_rng_seed(&r, 5);
+    for (int64_t i = 0; i < j->n; i++) j->x[i] = (qkt_real)(0 + 0.02 * qkt_rng_normal(&r));
+}
 
 
 /* Values in [0.5, 1.5): no op meets a zero or a non-finite value. */
@@ -286,6 +307,13 @@ static void bench_ops(int threads, int warmup, int steps) {
     bench_residual(threads, warmup, steps);
     bench_layernorm(threads, warmup, steps);
     bench_attention(threads, warmup, steps);
+    {
+        normal_job j = {qkt_malloc(((size_t)1 << 20) * sizeof(qkt_real)), (int64_t)1 << 20};
+        double f = best_time(normal_fill_once, &j, warmup, steps), l = best_time(normal_loop_once, &j, warmup, steps);
+        printf("qkt normal values=%lld fill_ms=%.3f one_at_a_time_ms=%.3f ns_per_value=%.2f isa=%s\n", (long long)j.n,
+               f * 1e3, l * 1e3, f * 1e9 / (double)j.n, qkt_isa_name());
+        free(j.x);
+    }
     /* AdamW over 2^20 parameters (the store's one loop per decay run) and over 10.5M (medium's size: memory bound) */
     const int64_t sizes[] = {(int64_t)1 << 20, 10485760};
     for (int i = 0; i < 2; i++) {
@@ -348,7 +376,7 @@ static int parse(int argc, char **argv, bench_args *a) {
         {"sgemm-peak", QKT_FLAG_BOOL, &a->want_peak, "measure the sgemm GFLOP/s on n x n matrices and print it", 1, 0, false, false},
         {"peak-n", QKT_FLAG_INT, &a->peak_n, "matrix size for the sgemm peak", BENCH_MIN_PEAK_N, BENCH_MAX_PEAK_N, true, false},
         {"gemm-shapes", QKT_FLAG_BOOL, &a->want_shapes, "time the config's step products (each linear layer's forward, dx, dw) instead of the step", 1, 0, false, false},
-        {"ops", QKT_FLAG_BOOL, &a->want_ops, "time the elementwise ops, the residual add (fused or not), LayerNorm and the fused attention (forward and backward), and AdamW instead of a step (best of --steps)", 1, 0, false, false},
+        {"ops", QKT_FLAG_BOOL, &a->want_ops, "time the elementwise ops, the residual add (fused or not), LayerNorm and the fused attention (forward and backward), AdamW and the normal draws of an init instead of a step (best of --steps)", 1, 0, false, false},
         {"peak", QKT_FLAG_DOUBLE, &a->peak, "sgemm peak GFLOP/s for mfu (0 = measure it first)", 0, BENCH_MAX_PEAK, false, false},
     };
     int nf = (int)(sizeof flags / sizeof flags[0]);
