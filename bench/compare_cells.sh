@@ -11,17 +11,10 @@
 #   e.g. qkt ablate --preset quick --out /tmp/q; bench/compare_cells.sh build-a/qkt build/qkt /tmp/q/quick init_dk_dk512
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-rounds=3
-while getopts r: opt; do
-    case $opt in
-    r) rounds=$OPTARG ;;
-    *) echo "usage: $0 [-r ROUNDS] A_BIN B_BIN RUN CELL..." >&2; exit 2 ;;
-    esac
-done
-shift $((OPTIND - 1))
 me=compare_cells.sh
 . "$here/lib.sh"
-need_int -r "$rounds" 1
+rounds_opt "[-r ROUNDS] A_BIN B_BIN RUN CELL..." "$@"
+shift "$nopt"
 [ $# -ge 4 ] || { echo "usage: $0 [-r ROUNDS] A_BIN B_BIN RUN CELL..." >&2; exit 2; }
 A=$1 B=$2 run=$3
 shift 3

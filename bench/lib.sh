@@ -11,6 +11,23 @@ need_int() {
     [ "$2" -ge "$3" ] || { echo "$me: $1 '$2': expected an integer >= $3" >&2; exit 2; }
 }
 
+# rounds_opt USAGE ARG...: the options of a script whose one option is -r ROUNDS (default 3, at
+# least 1); sets rounds, and nopt to the number of arguments they took (the caller shifts them).
+rounds_opt() {
+    usage=$1
+    shift
+    rounds=3
+    OPTIND=1
+    while getopts r: opt; do
+        case $opt in
+        r) rounds=$OPTARG ;;
+        *) echo "usage: $0 $usage" >&2; exit 2 ;;
+        esac
+    done
+    nopt=$((OPTIND - 1))
+    need_int -r "$rounds" 1
+}
+
 # need_bin PATH: an executable file.
 need_bin() {
     [ -f "$1" ] && [ -x "$1" ] || { echo "$me: $1 is not an executable file (build it: make build)" >&2; exit 2; }

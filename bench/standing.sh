@@ -12,14 +12,10 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-rounds=3
-while getopts r: opt; do
-    case $opt in
-    r) rounds=$OPTARG ;;
-    *) echo "usage: $0 [-r ROUNDS] OUT_DIR" >&2; exit 2 ;;
-    esac
-done
-shift $((OPTIND - 1))
+me=standing.sh
+. "$here/lib.sh"
+rounds_opt "[-r ROUNDS] OUT_DIR" "$@"
+shift "$nopt"
 [ $# -eq 1 ] || { echo "usage: $0 [-r ROUNDS] OUT_DIR" >&2; exit 2; }
 out=$1
 QKT_BIN=${QKT_BIN:-$root/build/qkt}

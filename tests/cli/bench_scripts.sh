@@ -42,6 +42,15 @@ expect 2 "batch_sweep.sh: config 'big': expected tiny, small, medium, cell32 or 
 expect 1 "batch_sweep.sh: /bin/false bench --sgemm-peak failed: no output" env QKT_BIN=/bin/false sh "$b/batch_sweep.sh" cell32
 expect 2 "cores.sh: -r 'two': expected an integer >= 1" sh "$b/cores.sh" -r two tiny
 expect 2 "cores.sh: config 'tiny8': expected tiny, small, medium, cell32 or cell128" sh "$b/cores.sh" tiny8
+expect 2 "distributed.sh: -r '0': expected an integer >= 1" sh "$b/distributed.sh" -r 0 /nonexistent/out
+expect 2 "standing.sh: -r 'x': expected an integer >= 1" sh "$b/standing.sh" -r x /nonexistent/out
+expect 2 "usage: $b/standing.sh [-r ROUNDS] OUT_DIR" sh "$b/standing.sh" -r 2
+expect 2 "compare_cells.sh: -r '-2': expected an integer >= 1" sh "$b/compare_cells.sh" -r -2 "$qkt" "$qkt" /nonexistent c
+expect 2 "usage: $b/compare_cells.sh [-r ROUNDS] A_BIN B_BIN RUN CELL..." sh "$b/compare_cells.sh" -r 2 "$qkt" "$qkt" /x
+expect 2 "compare_cells.sh: /nonexistent/qkt is not an executable file (build it: make build)" \
+    sh "$b/compare_cells.sh" "$qkt" /nonexistent/qkt /nonexistent/run c
+expect 2 "compare_cells.sh: /nonexistent/run has no config.json (a qkt ablate run directory, such as OUT/quick)" \
+    sh "$b/compare_cells.sh" "$qkt" "$qkt" /nonexistent/run c
 # the checks can fail: a planted wrong message is caught
 fails0=$fails
 expect 2 "compare.sh: planted" sh "$b/compare.sh" -t -1 2>/dev/null
