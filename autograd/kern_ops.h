@@ -60,8 +60,16 @@ static void binary_backward_a(qkt_op op, bool fresh, const qkt_real *dY, const q
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 #define GELU_C 0.044715
 
-/* t = tanh(k (x + c x^3)); y = 0.5 x (1 + t) */
-static inline qkt_real gelu_t(qkt_real v) { return qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v)); }
+/* t = tanh(k (x + c x^3)); y = 0.5 x (1 + t). Where the path has FMA, the fused forms are
+ * written out (fmaf), so that the bits do not depend on the compiler's contraction, which
+ * -O0 does not do. */
+static inline qkt_real gelu_t(qkt_real v) {
+#if defined(__FMA__) && !defined(QKT_DOUBLE)
+    return qkt__tanh((qkt_real)GELU_K * fmaf((qkt_real)GELU_C * v * v, v, v));
+#else
+    return qkt__tanh((qkt_real)GELU_K * (v + (qkt_real)GELU_C * v * v * v));
+#endif
+}
 static inline qkt_real gelu_of(qkt_real v, qkt_real t) { return (qkt_real)0.5 * v * (1 + t); }
 /* dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2). Where the path has FMA, the
  * last add is an explicit fma of the right-hand product's last factor: which product
@@ -69,7 +77,8 @@ static inline qkt_real gelu_of(qkt_real v, qkt_real t) { return (qkt_real)0.5 * 
  * is the form the float32 kernels' published bits have. */
 static inline qkt_real gelu_grad_of(qkt_real v, qkt_real t) {
 #if defined(__FMA__) && !defined(QKT_DOUBLE)
-    return fmaf((qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K, 1 + 3 * (qkt_real)GELU_C * v * v, (qkt_real)0.5 * (1 + t));
+    return fmaf((qkt_real)0.5 * v * fmaf(-t, t, 1) * (qkt_real)GELU_K, fmaf(3 * (qkt_real)GELU_C * v, v, 1),
+                (qkt_real)0.5 * (1 + t));
 #else
     return (qkt_real)0.5 * (1 + t) + (qkt_real)0.5 * v * (1 - t * t) * (qkt_real)GELU_K * (1 + 3 * (qkt_real)GELU_C * v * v);
 #endif
@@ -504,9 +513,10 @@ static void cross_entropy_backward(const qkt_real *X, const int32_t *targets, co
  * x = 2^e m, m in [1/sqrt2, sqrt2) (odd series to f^21: relative error ~2^-51); cos by
  * reduction to |r| <= pi/4 (pi/2 in two parts) and Taylor's sin or cos to r^17 (absolute
  * error ~2^-52). Against libm's (1 ulp), z = s c, s = sqrt(-2 log u1), then differs by at most
- * s 2^-47, so y by |std| s 2^-47 plus a few roundings. A float is kept only when y lies farther
- * than 8 times that bound (delta) from both points where its float rounding changes (the
- * midpoints to the floats beside it): then libm's y rounds to the same float.
+ * s 2^-47, so y by |std| s 2^-47 plus the roundings of std z and mean + t on either side (at
+ * most (|t| + |y|) 2^-52). A float is kept only when y lies farther than 8 times both bounds
+ * (delta) from the points where its float rounding changes (the midpoints to the floats
+ * beside it): then libm's y rounds to the same float.
  * Else redo[i] = 1 and the caller computes it with libm (about one draw in 10^5). Float32 on
  * the AVX2 and AVX-512 paths only (qkt bench --ops, "qkt normal": 3.8 ns a draw on AVX-512, 22
  * on AVX2, 26 one at a time; the portable path's two-double vectors were slower than libm),
@@ -578,7 +588,7 @@ static void normal_block(const double *u1, const double *u2, int n, double mean,
         uint32_t ex = (w.u >> 23) & 0xff, mant = w.u & 0x7fffffu;
         w.u &= 0x7f800000u; /* 2^e of fy: the floats beside fy are 2^(e-23) away, but 2^(e-24) below a power of two */
         double half = (double)w.f * (mant ? 0x1.0p-24 : 0x1.0p-25); /* from fy to the nearer midpoint */
-        double delta = astd * s * 0x1.0p-44 + (fabs(t) + fabs(y)) * 0x1.0p-50;
+        double delta = astd * s * 0x1.0p-44 + (fabs(t) + fabs(y)) * 0x1.0p-49;
         bool ok = ex > 1 && ex < 0xfe && fabs(y - (double)fy) + delta < half;
         out[i] = fy;
         redo[i] = !ok;
