@@ -450,9 +450,6 @@ static void mul_colsum(int64_t rows, int64_t cols, const qkt_real *G, const qkt_
 }
 
 /* ---------------------------------------------------------------- cross-entropy */
-/* The rows' log-sum-exps in parallel, then their sum in row order: a reduction over the
- * threads would add partial sums in an order that depends on the thread count (other
- * last bits in float64, and sometimes in float32). */
 /* The largest of x[0 .. V), by the rule of the loop `m = x[j] > m ? x[j] : m` from m = x[0]:
  * a NaN x[0] is the result, a later NaN never is. That loop is one chain of compares
  * (gcc keeps a float max reduction scalar); here 16 lanes run it side by side, each from
@@ -475,6 +472,9 @@ static inline qkt_real row_max(const qkt_real *x, int V) {
     for (int l = 0; l < 16; l++) mx = lane[l] > mx ? lane[l] : mx;
     return mx;
 }
+/* The rows' log-sum-exps in parallel, then their sum in row order: a reduction over the
+ * threads would add partial sums in an order that depends on the thread count (other
+ * last bits in float64, and sometimes in float32). */
 static inline void ce_lse_row(const qkt_real *X, qkt_real *lse, int64_t r, int V) {
     const qkt_real *xr = X + r * V;
     qkt_real mx = row_max(xr, V);

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
@@ -78,20 +79,16 @@ void qkt_rng_fill_normal(qkt_rng *r, qkt_real *x, int64_t n, double mean, double
     double u1[BLOCK], u2[BLOCK];
     unsigned char redo[BLOCK];
     const qkt__kern *kn = qkt__kern_get();
-    if (!kn->normal_block) { /* this path has no vectorised draws: libm's, one at a time */
-        for (int64_t i = 0; i < n; i++) {
-            double a = 1.0 - next_uniform(r), b = next_uniform(r);
-            x[i] = normal_value(mean, std, a, b);
-        }
-        return;
-    }
     for (int64_t i0 = 0; i0 < n; i0 += BLOCK) {
         int m = n - i0 < BLOCK ? (int)(n - i0) : BLOCK;
         for (int i = 0; i < m; i++) {
             u1[i] = 1.0 - next_uniform(r);
             u2[i] = next_uniform(r);
         }
-        kn->normal_block(u1, u2, m, mean, std, x + i0, redo);
+        if (kn->normal_block)
+            kn->normal_block(u1, u2, m, mean, std, x + i0, redo);
+        else
+            memset(redo, 1, (size_t)m); /* a path without vectorised draws: every one from libm */
         for (int i = 0; i < m; i++)
             if (redo[i]) x[i0 + i] = normal_value(mean, std, u1[i], u2[i]);
     }

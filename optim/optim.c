@@ -66,10 +66,9 @@ static void check_config(const qkt_optim_config *c) {
     }
 }
 
-/* Zeroed, 64-byte aligned as the parameter store is (rt_tensor.c): the update's vectors
- * then read and write whole cache lines. */
-/* Zeroed through calloc (qkt_calloc64): a run that takes no step (the study's cells at
- * init read only the gradients) never touches its moments' pages. */
+/* Zeroed and 64-byte aligned by the parameter store's allocator (qkt_calloc64): the
+ * update's vectors read and write whole cache lines, and a run that takes no step (the
+ * study's cells at init read only the gradients) never touches its moments' pages. */
 static qkt_real *alloc_state(int64_t n) { return qkt_calloc64((size_t)(n ? n : 1) * sizeof(qkt_real)); }
 
 /* Runs of consecutive tensors with the same decay flag (store order = add order);
