@@ -14,10 +14,16 @@
 
 #define MUST(c) ((c) ? (void)0 : __builtin_trap())
 
+/* The file every input is written to, one per process, removed at its exit. */
+static char path[64];
+static void remove_log(void) { unlink(path); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    static char path[64];
-    if (!path[0]) snprintf(path, sizeof path, "/tmp/qkt-fuzz-log-%d.csv", (int)getpid());
+    if (!path[0]) {
+        snprintf(path, sizeof path, "/tmp/qkt-fuzz-log-%d.csv", (int)getpid());
+        atexit(remove_log);
+    }
     int64_t step = data[0] % 32;
     const char *hdr = QKT_TRAIN_LOG_HEADER;
     size_t hl = strlen(hdr), bl = size - 1;

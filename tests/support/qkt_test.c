@@ -2,11 +2,14 @@
 #include "qkt_test.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 int qkt_test_passed = 0, qkt_test_failed = 0;
 
@@ -18,10 +21,60 @@ void qkt_test_fatal_hook(qkt_fatal_kind kind, const char *msg, void *user) {
     longjmp(qkt_test_fatal_jb, 1);
 }
 
+/* The directories qkt_test_tmpdir made in this process (made_by): qkt_test_finish removes
+ * them when every check passed, and names them on stderr when one failed. */
+static char **made;
+static int n_made;
+static pid_t made_by;
+
+/* Removes name (in directory dfd) and, for a directory, everything below it, never
+ * following a symbolic link; a directory a test left unreadable or read-only is made
+ * 0700 first (the test's own). Relative to open directories, so no path length limit.
+ * 0, or -1 with errno. */
+static int remove_at(int dfd, const char *name) {
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode)) return unlinkat(dfd, name, 0) && errno != ENOENT ? -1 : 0;
+    if ((st.st_mode & 0700) != 0700 && fchmodat(dfd, name, 0700, 0)) return -1;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    int rc = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && remove_at(fd, e->d_name)) rc = -1;
+    closedir(d);
+    return rc || unlinkat(dfd, name, AT_REMOVEDIR) ? -1 : 0;
+}
+
+int qkt_test_tmpdirs_done(bool passed) {
+    if (made_by != getpid()) return 0; /* a forked child's finish leaves its parent's directories alone */
+    const char *keep = getenv("QKT_TEST_KEEP");
+    bool kept = !passed || (keep && *keep && strcmp(keep, "0"));
+    int left = 0;
+    for (int i = 0; i < n_made; i++) {
+        if (kept) {
+            fprintf(stderr, "kept %s\n", made[i]);
+        } else if (remove_at(AT_FDCWD, made[i])) {
+            fprintf(stderr, "could not remove %s: %s\n", made[i], strerror(errno));
+            left++;
+        }
+        free(made[i]);
+    }
+    free(made);
+    made = NULL, n_made = 0;
+    return left;
+}
+
 int qkt_test_finish(void) {
     printf("%d passed, %d failed\n", qkt_test_passed, qkt_test_failed);
     fflush(stdout);
-    return qkt_test_failed || !qkt_test_passed ? 1 : 0;
+    int rc = qkt_test_failed || !qkt_test_passed ? 1 : 0;
+    qkt_test_tmpdirs_done(rc == 0);
+    fflush(stderr);
+    return rc;
 }
 
 const char *qkt_test_bin(void) {
@@ -39,6 +92,16 @@ const char *qkt_test_tmpdir(const char *tag) {
         perror("mkdtemp");
         exit(1);
     }
+    if (made_by != getpid()) { /* a forked child starts its own list */
+        made = NULL, n_made = 0;
+        made_by = getpid();
+    }
+    char **m = realloc(made, (size_t)(n_made + 1) * sizeof *made);
+    if (!m || !(m[n_made] = strdup(p))) {
+        perror("qkt_test_tmpdir");
+        exit(1);
+    }
+    made = m, n_made++;
     return p;
 }
 

@@ -36,8 +36,14 @@ void qkt_test_isa_or_skip(void);
 
 /* Path of the built qkt program (from CTest's environment), or "./qkt". */
 const char *qkt_test_bin(void);
-/* Make a fresh temporary directory; returns its path (static storage per call). */
+/* Make a fresh temporary directory $TMPDIR/qkt-TAG-XXXXXX (TMPDIR unset: /tmp); returns its
+ * path (static storage per call). qkt_test_finish removes it, with everything in it, when
+ * every check passed and QKT_TEST_KEEP is unset (or 0); else it prints "kept PATH". */
 const char *qkt_test_tmpdir(const char *tag);
+/* What qkt_test_finish does with this process's directories: removes them (passed, and no
+ * QKT_TEST_KEEP) or names them on stderr; either way forgets them. Returns how many could
+ * not be removed (each named on stderr). A forked child's call leaves its parent's alone. */
+int qkt_test_tmpdirs_done(bool passed);
 /* "dir/name" in one of 8 rotating static buffers (so a few can be live at once). */
 const char *qkt_test_path(const char *dir, const char *name);
 /* Run a shell command, return its exit status (or -1), capturing stdout+stderr into out. */
