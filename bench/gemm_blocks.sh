@@ -44,7 +44,7 @@ EOV
 #include "kern_table.h"
 #include "v$n/kern_gemm_avx512.h"
 void gemm_v$n(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C) {
-    own_gemm(ta, tb, M, N, K, A, lda, B, ldb, false, NULL, C, N, NULL);
+    own_gemm(ta, tb, M, N, K, A, lda, B, ldb, false, NULL, C, N, NULL, NULL);
 }
 EOC
     cc -O2 -std=gnu11 -fopenmp -I"$root/include/qkt" -I"$root/autograd" -I"$build/generated" -c "$tmp/v$n.c" -o "$tmp/v$n.o"

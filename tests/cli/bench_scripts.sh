@@ -1,7 +1,8 @@
 #!/bin/sh
 # The bench scripts' argument and run checks (bench/lib.sh): a bad flag, binary or config is one
 # line naming it and exit 2; a run that fails is one line naming it and exit 1. No timing runs:
-# every case stops before the first, or at a binary that fails (/bin/false).
+# every case stops before the first, or at a binary that fails (/bin/false), except one
+# gemm_blocks.sh run of one repetition on a small product (on AVX-512 CPUs).
 # usage: bench_scripts.sh SOURCE_DIR QKT_BIN
 set -u
 src=$1 qkt=$2
@@ -51,6 +52,21 @@ expect 2 "compare_cells.sh: /nonexistent/qkt is not an executable file (build it
     sh "$b/compare_cells.sh" "$qkt" /nonexistent/qkt /nonexistent/run c
 expect 2 "compare_cells.sh: /nonexistent/run has no config.json (a qkt ablate run directory, such as OUT/quick)" \
     sh "$b/compare_cells.sh" "$qkt" "$qkt" /nonexistent/run c
+expect 2 "gemm_blocks.sh: variant '128,64': expected KC,NC,MC,NC_TA" sh "$b/gemm_blocks.sh" 128,64
+expect 2 "gemm_blocks.sh: variant '512,100,64,512': each size a multiple of 16 in 16..8192" \
+    sh "$b/gemm_blocks.sh" 512,100,64,512
+# gemm_blocks.sh compiles autograd's own gemm header into its program: one real run (two
+# variants, one small product, one repetition) keeps it in step with that header
+if grep -qw avx512f /proc/cpuinfo; then
+    out=$(sh "$b/gemm_blocks.sh" -r 1 -b "$(dirname "$qkt")" 512,128,64,512 256,128,64,512 -- '1 0 96 80 40' 2>&1)
+    rc=$?
+    case "$out" in
+    *"ta=1 tb=0 M=96 N=80 K=40  512,128,64,512 "*" 256,128,64,512 "*"(GFLOP/s, median of 1)") [ "$rc" -eq 0 ] ;;
+    *) false ;;
+    esac || { echo "FAIL: gemm_blocks.sh run: exit $rc, output: $out" >&2; fails=$((fails + 1)); }
+else
+    echo "bench_scripts.sh: no AVX-512 on this CPU, the gemm_blocks.sh run is not checked"
+fi
 # the checks can fail: a planted wrong message is caught
 fails0=$fails
 expect 2 "compare.sh: planted" sh "$b/compare.sh" -t -1 2>/dev/null
