@@ -67,6 +67,10 @@ if grep -qw avx512f /proc/cpuinfo; then
 else
     echo "bench_scripts.sh: no AVX-512 on this CPU, the gemm_blocks.sh run is not checked"
 fi
+# every script with a #! line runs as the docs write it (bench/cores.sh ...): it is executable
+for f in "$src"/bench/* "$src"/scripts/*; do
+    [ "$(head -c 2 "$f")" = "#!" ] && [ ! -x "$f" ] && { echo "FAIL: $f has a #! line but is not executable" >&2; fails=$((fails + 1)); }
+done
 # the checks can fail: a planted wrong message is caught
 fails0=$fails
 expect 2 "compare.sh: planted" sh "$b/compare.sh" -t -1 2>/dev/null
