@@ -20,7 +20,12 @@ shift $((OPTIND - 1))
 root=$(cd "$(dirname "$0")/.." && pwd)
 case $build in /*) ;; *) build=$root/$build ;; esac
 [ -f "$build/generated/qkt_version.h" ] || { echo "gemm_blocks.sh: $build/generated/qkt_version.h not found (build first: make build)" >&2; exit 2; }
+! grep -q '^QKT_DOUBLE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null ||
+    { echo "gemm_blocks.sh: $build is a float64 build (QKT_DOUBLE=ON); the own gemm is float32's (-b a float32 build)" >&2; exit 2; }
 grep -qw avx512f /proc/cpuinfo || { echo "gemm_blocks.sh: this CPU has no AVX-512 (the own gemm runs only there)" >&2; exit 2; }
+# a sanitizer build's library needs its runtime (the timings then say little)
+san=$(sed -n 's/^QKT_SANITIZE:STRING=//p' "$build/CMakeCache.txt" 2>/dev/null)
+sanflags=${san:+-fsanitize=$san}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -47,7 +52,7 @@ void gemm_v$n(bool ta, bool tb, int M, int N, int K, const float *A, int lda, co
     own_gemm(ta, tb, M, N, K, A, lda, B, ldb, false, NULL, C, N, NULL, NULL);
 }
 EOC
-    cc -O2 -std=gnu11 -fopenmp -I"$root/include/qkt" -I"$root/autograd" -I"$build/generated" -c "$tmp/v$n.c" -o "$tmp/v$n.o"
+    cc -O2 -std=gnu11 -fopenmp $sanflags -I"$root/include/qkt" -I"$root/autograd" -I"$build/generated" -c "$tmp/v$n.c" -o "$tmp/v$n.o"
     names="$names \"$1\","
     n=$((n + 1))
     shift
@@ -60,7 +65,7 @@ done
     printf 'static gemm_fn *fns[] = {'; i=0; while [ $i -lt $n ]; do printf 'gemm_v%d, ' $i; i=$((i + 1)); done; echo '};'
     echo "static const char *names[] = {$names};"
 } > "$tmp/variants.h"
-cc -O2 -I"$tmp" "$root/bench/gemm_blocks.c" "$tmp"/v*.o -o "$tmp/gemm_blocks" "$build/libqkt.a" -lopenblas -lcjson -lm -fopenmp
+cc -O2 $sanflags -I"$tmp" "$root/bench/gemm_blocks.c" "$tmp"/v*.o -o "$tmp/gemm_blocks" "$build/libqkt.a" -lopenblas -lcjson -lm -fopenmp
 if [ $# -eq 0 ]; then
     set -- '0 1 1024 1152 384' '0 0 1024 384 1152' '1 0 1152 384 1024' '0 1 1024 384 384' '0 0 1024 384 384' \
         '1 0 384 384 1024' '0 1 1024 1536 384' '0 0 1024 384 1536' '1 0 1536 384 1024' '0 0 1024 1536 384' \
