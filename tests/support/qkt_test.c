@@ -42,11 +42,12 @@ static int remove_at(int dfd, const char *name) {
         if (fd >= 0) close(fd);
         return -1;
     }
-    int rc = 0;
+    int err = 0; /* the first failure's errno, kept past closedir */
     for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && remove_at(fd, e->d_name)) rc = -1;
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && remove_at(fd, e->d_name) && !err) err = errno;
     closedir(d);
-    return rc || unlinkat(dfd, name, AT_REMOVEDIR) ? -1 : 0;
+    if (err) return errno = err, -1;
+    return unlinkat(dfd, name, AT_REMOVEDIR) ? -1 : 0;
 }
 
 int qkt_test_tmpdirs_done(bool passed) {
