@@ -168,7 +168,7 @@ int main(void) {
     const char *tmp = qkt_test_tmpdir("efficiency");
     const char *study = "--name t --variants sqrt_dk,none --d-k 8 --seeds 1 --steps 6 --eval-every 3 --lr-grid 0.001 "
                         "--lr-variants sqrt_dk --lr-steps 2 --lr-d-k 8 --init-d-k 4 --growth-d-k 8 --workers 2";
-    char run[1024], cmd[4096];
+    char run[1024];
     snprintf(run, sizeof run, "%s/t", tmp);
     int rc = qkt_test_qkt(NULL, NULL, out, sizeof out, "ablate %s --out %s", study, tmp);
     EXPECT(rc == 0, "the study: exit %d: %s", rc, out);
@@ -301,7 +301,5 @@ int main(void) {
     EXPECT(qkt_ablate_efficiency_read_part(run, &cfg, QKT_CELL_TRAIN, 0, &pe, &err) == -1 && strstr(err.msg, "d_k 0"),
            "a d_k of 0 is not refused: '%s'", err.msg);
 
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
     return qkt_test_finish();
 }

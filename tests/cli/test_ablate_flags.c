@@ -52,7 +52,5 @@ int main(void) {
     EXPECT(rc == 0 && strstr(out, "The presets (flag: quick | full)") && strstr(out, "steps            200 | 500") &&
                strstr(out, "--weight-decay") && strstr(out, "warmup           20 | 20"),
            "--help lacks the preset table or a flag: %.600s", out);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
     return qkt_test_finish();
 }

@@ -304,7 +304,6 @@ int main(int argc, char **argv) {
     if (!qkt_path) return qkt_test_finish();
     tmp = qkt_test_tmpdir("docs");
     snprintf(workdir, sizeof workdir, "%s", tmp);
-    char cmd[4096];
     load_commands();
     if (argc > 1) {
         for (int i = 1; i < argc; i++) {
@@ -317,8 +316,6 @@ int main(int argc, char **argv) {
         int files = check_repo();
         EXPECT(files >= 10, "only %d docs checked", files);
     }
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
     free(qkt_path), free(src_abs);
     return qkt_test_finish();
 }

@@ -330,8 +330,5 @@ int main(void) {
     test_other_precision();
     test_mismatch();
     test_resume();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    qkt_test_run(cmd, NULL, 0);
     return qkt_test_finish();
 }

@@ -367,8 +367,5 @@ int main(void) {
     test_malformed(dir);
     test_atomic(dir);
     test_numpy(dir);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    qkt_test_run(cmd, NULL, 0);
     return qkt_test_finish();
 }

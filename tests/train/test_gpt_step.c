@@ -143,8 +143,5 @@ int main(void) {
     test_batch_read(&g.cfg);
     qkt_gpt_free(&g);
     test_grads();
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", g_dir);
     return qkt_test_finish();
 }
