@@ -107,17 +107,18 @@ def main():
     page = os.path.join(run, "report.html")
     text, m, data = T.page_data(page)
     raw = lambda path: json.loads(T.page_data(path)[1].group(2))  # the charts as written (shared x arrays unresolved)
+    # the estimate page and Chromium's TMPDIR; removed at exit
+    work = tempfile.TemporaryDirectory(prefix="qkt_html_size_")
     if full_run:  # a real full-preset run: its own page, no estimate
         fpage = os.path.join(full_run, "report.html")
         full = T.page_data(fpage)[2]
         full_raw = raw(fpage)
     else:
         full = estimate(data, scale(presets(qkt)))
-        tmp = tempfile.mkdtemp(prefix="qkt_html_size_")
-        fpage = os.path.join(tmp, "full_estimate.html")
+        fpage = os.path.join(work.name, "full_estimate.html")
         with open(fpage, "w", encoding="utf-8") as f:
             f.write(text[:m.start(2)] + json.dumps(full, separators=(",", ":")).replace("<", "\\u003c") + text[m.end(2):])
-    b = T.Browser()
+    b = T.Browser(os.path.join(work.name, "browser-tmp"))
     try:
         q_ms, f_ms = load_ms(b, page), load_ms(b, fpage)
     finally:

@@ -80,13 +80,17 @@ def plant_fault(page, out, chart):
 
 
 class Browser:
-    def __init__(self):
+    def __init__(self, tmp):
         o = webdriver.ChromeOptions()
         o.binary_location = CHROMIUM
         for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"):
             o.add_argument(a)
         o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        self.d = webdriver.Chrome(service=Service(DRIVER), options=o)
+        # Chromium leaves an empty org.chromium.Chromium.* directory in its TMPDIR per start:
+        # it goes to the test's own work directory, not /tmp
+        os.makedirs(tmp, exist_ok=True)
+        env = dict(os.environ, TMPDIR=tmp)
+        self.d = webdriver.Chrome(service=Service(DRIVER, env=env), options=o)
 
     def load(self, path):
         self.d.get("file://" + os.path.abspath(path))
@@ -360,7 +364,7 @@ def main():
         f.write("31,3.3")  # a row being written: the page leaves it out
     run([qkt, "plot", "run_a", "run_b", "--out", "train.html"])
     t1 = time.time()
-    b = Browser()
+    b = Browser(os.path.join(work, "browser-tmp"))
     print("pages written in %.1f s, browser started in %.1f s" % (t1 - t0, time.time() - t1))
     failed = False
     try:
