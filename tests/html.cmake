@@ -1,7 +1,8 @@
 # report.html in a real browser (tests/html/report_html_test.py): headless Chromium through
 # Selenium loads a tiny study's page and two qkt train runs' page from file:// and checks
 # them against metrics.csv and log.csv, then requires a planted fault (a series dropped from
-# each page) to be caught. Debian's chromium, chromium-driver and python3-selenium (.ci/run
+# each page) to be caught, and that Chromium left nothing in the temporary directory (its
+# TMPDIR is the test's work directory). Debian's chromium, chromium-driver and python3-selenium (.ci/run
 # installs them); the script exits 77 with a SKIP line when one is missing, as the PyTorch
 # cross-check does. Screenshots for the docs: scripts/report_html_shots.sh.
 set(QKT_BROWSER_PYTHON /usr/bin/python3 CACHE FILEPATH "Python interpreter with selenium for the browser test")

@@ -14,12 +14,14 @@ usage: report_html_test.py QKT_BINARY WORK_DIR [--screenshots DIR] [--study RUN_
 Exit 0 pass, 1 fail, 77 skipped (no chromium, chromedriver or selenium).
 """
 import csv
+import glob
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 SKIP = 77
@@ -364,6 +366,8 @@ def main():
         f.write("31,3.3")  # a row being written: the page leaves it out
     run([qkt, "plot", "run_a", "run_b", "--out", "train.html"])
     t1 = time.time()
+    chromium_tmp = lambda: set(glob.glob(os.path.join(tempfile.gettempdir(), "org.chromium.*")))
+    tmp_before = chromium_tmp()
     b = Browser(os.path.join(work, "browser-tmp"))
     print("pages written in %.1f s, browser started in %.1f s" % (t1 - t0, time.time() - t1))
     failed = False
@@ -389,6 +393,10 @@ def main():
         failed |= not bad or not bad_t
     finally:
         b.d.quit()
+    left = sorted(chromium_tmp() - tmp_before)  # Chromium's TMPDIR is the work directory's browser-tmp
+    if left:
+        print("FAIL: Chromium left %s in %s" % (", ".join(os.path.basename(x) for x in left), tempfile.gettempdir()))
+        failed = True
     print("%s in %.1f s" % ("FAIL" if failed else "PASS", time.time() - t0))
     return 1 if failed else 0
 
